@@ -1,0 +1,362 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Kind names an event on the wire (the "event" field of a JSON line).
+type Kind string
+
+// The event kinds. design.md fixes process, exec, exit, crash, handled, matrix, thread,
+// summary and error; session and task are additions that keep the TUI's header and thread
+// counts exact.
+const (
+	KindSession Kind = "session"
+	KindProcess Kind = "process"
+	KindTask    Kind = "task"
+	KindExec    Kind = "exec"
+	KindExit    Kind = "exit"
+	KindCrash   Kind = "crash"
+	KindHandled Kind = "handled"
+	KindMatrix  Kind = "matrix"
+	KindThread  Kind = "thread"
+	KindSummary Kind = "summary"
+	KindError   Kind = "error"
+)
+
+// Body is the kind-specific part of an Event.
+type Body interface{ Kind() Kind }
+
+// Event is one thing that happened. On the wire it is one flat JSON object:
+// {"event":"crash","time":"…","host":"…", …the body's fields…}.
+type Event struct {
+	Time time.Time
+	Host string // "" means this host
+	Body Body
+}
+
+// Kind is the body's kind, "" for an empty event.
+func (e Event) Kind() Kind {
+	if e.Body == nil {
+		return ""
+	}
+	return e.Body.Kind()
+}
+
+// Session opens a live or recorded session.
+type Session struct {
+	Job     string `json:"job"`
+	Mode    string `json:"mode"` // attach, run, demo, checkpoint, matrix
+	Arch    string `json:"arch"`
+	Kernel  string `json:"kernel"`
+	Version string `json:"version"`
+	PID     int    `json:"crashtui_pid,omitempty"`
+}
+
+// Process is a process that joined the job (attached, or forked inside the job).
+type Process struct {
+	PID     int      `json:"pid"`
+	PPID    int      `json:"ppid"`
+	Rank    Rank     `json:"rank"`
+	Exe     string   `json:"exe"`
+	Comm    string   `json:"comm"`
+	Argv    []string `json:"argv"`
+	UID     int      `json:"uid"`
+	Threads int      `json:"threads"`
+	// Stopped is true when the process was in a job-control stop when it joined.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// Task is a thread that started or ended inside a traced process.
+type Task struct {
+	PID    int  `json:"pid"`
+	TID    int  `json:"tid"`
+	Exited bool `json:"exited,omitempty"`
+}
+
+// Exec is a successful execve in a traced process.
+type Exec struct {
+	PID  int      `json:"pid"`
+	Exe  string   `json:"exe"`
+	Comm string   `json:"comm"`
+	Argv []string `json:"argv"`
+	Rank Rank     `json:"rank"`
+}
+
+// Exit is the end of a traced process. Exactly one of Code and Signal is set.
+type Exit struct {
+	PID        int    `json:"pid"`
+	Code       *int   `json:"code"`
+	Signal     string `json:"signal,omitempty"`
+	CoreDumped bool   `json:"core_dumped,omitempty"`
+	// Detached is true when crashtui let go of the process rather than seeing it die.
+	Detached bool `json:"detached,omitempty"`
+}
+
+// Frame is one frame of a symbolized stack.
+type Frame struct {
+	PC       Hex    `json:"pc"`
+	Module   string `json:"module"`
+	Offset   Hex    `json:"offset"`
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// Crash is a fatal signal caught at its signal-delivery-stop.
+type Crash struct {
+	PID      int    `json:"pid"`
+	TID      int    `json:"tid"`
+	Rank     Rank   `json:"rank"`
+	Exe      string `json:"exe"`
+	Signal   string `json:"signal"`
+	Code     string `json:"code"`
+	Addr     Hex    `json:"addr"`
+	PC       Hex    `json:"pc"`
+	Module   string `json:"module"`
+	Offset   Hex    `json:"offset"`
+	Function string `json:"function,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	// UserSent is true when the signal came from kill/tgkill (si_code <= 0).
+	UserSent bool `json:"user_sent,omitempty"`
+
+	// Grouping (crash sites, Spindle parity).
+	Key            string  `json:"key,omitempty"`
+	Group          int     `json:"group,omitempty"`
+	Representative bool    `json:"representative"`
+	AbortMessage   string  `json:"abort_message,omitempty"`
+	Stack          []Frame `json:"stack,omitempty"`
+	Core           *string `json:"core"`
+	// Regs are the crashing thread's registers by kernel name, for the detail view.
+	Regs map[string]Hex `json:"regs,omitempty"`
+}
+
+// Handled is a fault that the process's own handler repaired (a safepoint, a SIGBUS fixed by
+// extending the file): not a crash.
+type Handled struct {
+	PID      int    `json:"pid"`
+	TID      int    `json:"tid"`
+	Rank     Rank   `json:"rank"`
+	Signal   string `json:"signal"`
+	Code     string `json:"code,omitempty"`
+	Addr     Hex    `json:"addr"`
+	PC       Hex    `json:"pc"`
+	Module   string `json:"module"`
+	Offset   Hex    `json:"offset"`
+	Function string `json:"function,omitempty"`
+}
+
+// Check is one column of a matrix cell: predicted from /proc, measured inside A.
+type Check struct {
+	Predicted bool    `json:"predicted"`
+	Measured  *bool   `json:"measured"`
+	Errno     *string `json:"errno"`
+}
+
+// Cell is the ordered pair (From may read To).
+type Cell struct {
+	From    int     `json:"from"`
+	To      int     `json:"to"`
+	VMReadv Check   `json:"vm_readv"`
+	Kcmp    Check   `json:"kcmp"`
+	OpenMPI bool    `json:"openmpi"`
+	Reason  *string `json:"reason"`
+	Explain string  `json:"explain"`
+	// Disagree names a dangerous disagreement between kcmp and vm_readv, or between
+	// prediction and measurement ("unexplained: an LSM or PR_SET_PTRACER?").
+	Disagree string `json:"disagree,omitempty"`
+}
+
+// Matrix is the access matrix of the job's processes, complete each time.
+type Matrix struct {
+	PIDs  []int  `json:"pids"`
+	Cells []Cell `json:"cells"`
+	// Measured is true when the syscalls were run inside each A.
+	Measured bool `json:"measured"`
+}
+
+// Thread is the syscall restart state of one thread (captured at a checkpoint).
+type Thread struct {
+	PID       int      `json:"pid"`
+	TID       int      `json:"tid"`
+	Arch      string   `json:"arch"`
+	PC        Hex      `json:"pc"`
+	InSyscall bool     `json:"in_syscall"`
+	Syscall   string   `json:"syscall,omitempty"`
+	Nr        int      `json:"nr"`
+	Args      []Hex    `json:"args,omitempty"`
+	Insn      string   `json:"insn,omitempty"`
+	Trap      *Hex     `json:"trap,omitempty"`
+	Ret       int64    `json:"ret"`
+	Code      string   `json:"code,omitempty"`
+	OnResume  string   `json:"on_resume"`
+	Restore   string   `json:"restore"`
+	Applied   string   `json:"applied,omitempty"`
+	Explain   string   `json:"explain,omitempty"`
+	Before    []RegVal `json:"before,omitempty"`
+	After     []RegVal `json:"after,omitempty"`
+	// Outcome is what the program did after the policy was applied, when known.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// RegVal is one named register.
+type RegVal struct {
+	Name  string `json:"name"`
+	Value Hex    `json:"value"`
+}
+
+// GroupSummary is one crash group in a summary.
+type GroupSummary struct {
+	Group          int     `json:"group"`
+	Key            string  `json:"key"`
+	Signal         string  `json:"signal"`
+	Module         string  `json:"module"`
+	Offset         Hex     `json:"offset"`
+	Function       string  `json:"function,omitempty"`
+	AbortMessage   string  `json:"abort_message,omitempty"`
+	Count          int     `json:"count"`
+	PIDs           []int   `json:"pids"`
+	Ranks          []Rank  `json:"ranks"`
+	Representative int     `json:"representative"`
+	Core           *string `json:"core"`
+}
+
+// Summary closes a session.
+type Summary struct {
+	Processes int            `json:"processes"`
+	Crashes   int            `json:"crashes"`
+	Exits     int            `json:"exits"`
+	Handled   int            `json:"handled"`
+	Groups    []GroupSummary `json:"groups"`
+	Errors    int            `json:"errors"`
+}
+
+// Error is something crashtui could not do. It never stops the session by itself.
+type Error struct {
+	PID     int    `json:"pid,omitempty"`
+	Op      string `json:"op"`
+	Message string `json:"message"`
+}
+
+func (Session) Kind() Kind { return KindSession }
+func (Process) Kind() Kind { return KindProcess }
+func (Task) Kind() Kind    { return KindTask }
+func (Exec) Kind() Kind    { return KindExec }
+func (Exit) Kind() Kind    { return KindExit }
+func (Crash) Kind() Kind   { return KindCrash }
+func (Handled) Kind() Kind { return KindHandled }
+func (Matrix) Kind() Kind  { return KindMatrix }
+func (Thread) Kind() Kind  { return KindThread }
+func (Summary) Kind() Kind { return KindSummary }
+func (Error) Kind() Kind   { return KindError }
+
+// newBody returns a pointer to a zero body of kind k.
+func newBody(k Kind) (Body, bool) {
+	switch k {
+	case KindSession:
+		return &Session{}, true
+	case KindProcess:
+		return &Process{Rank: NoRank}, true
+	case KindTask:
+		return &Task{}, true
+	case KindExec:
+		return &Exec{Rank: NoRank}, true
+	case KindExit:
+		return &Exit{}, true
+	case KindCrash:
+		return &Crash{Rank: NoRank}, true
+	case KindHandled:
+		return &Handled{Rank: NoRank}, true
+	case KindMatrix:
+		return &Matrix{}, true
+	case KindThread:
+		return &Thread{}, true
+	case KindSummary:
+		return &Summary{}, true
+	case KindError:
+		return &Error{}, true
+	}
+	return nil, false
+}
+
+type envelope struct {
+	Event Kind      `json:"event"`
+	Time  time.Time `json:"time"`
+	Host  string    `json:"host,omitempty"`
+}
+
+// MarshalJSON writes the flat wire form.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Body == nil {
+		return nil, fmt.Errorf("marshal event: no body")
+	}
+	head, err := json.Marshal(envelope{Event: e.Body.Kind(), Time: e.Time, Host: e.Host})
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(e.Body)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s event: %w", e.Body.Kind(), err)
+	}
+	if len(body) <= 2 { // "{}"
+		return head, nil
+	}
+	out := make([]byte, 0, len(head)+len(body))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, ',')
+	out = append(out, body[1:]...)
+	return out, nil
+}
+
+// UnmarshalJSON reads the flat wire form. Unknown kinds are an error naming the kind.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return err
+	}
+	body, ok := newBody(env.Event)
+	if !ok {
+		return fmt.Errorf("unknown event kind %q", env.Event)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(body); err != nil {
+		return fmt.Errorf("%s event: %w", env.Event, err)
+	}
+	e.Time, e.Host = env.Time, env.Host
+	e.Body = deref(body)
+	return nil
+}
+
+// deref turns the pointer newBody made back into the value type the tracer emits, so that a
+// type switch on Body sees the same types live and in replay.
+func deref(b Body) Body {
+	switch v := b.(type) {
+	case *Session:
+		return *v
+	case *Process:
+		return *v
+	case *Task:
+		return *v
+	case *Exec:
+		return *v
+	case *Exit:
+		return *v
+	case *Crash:
+		return *v
+	case *Handled:
+		return *v
+	case *Matrix:
+		return *v
+	case *Thread:
+		return *v
+	case *Summary:
+		return *v
+	case *Error:
+		return *v
+	}
+	return b
+}

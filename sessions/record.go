@@ -1,0 +1,121 @@
+package sessions
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// FormatVersion is the version of the recording format this build writes and reads.
+const FormatVersion = 1
+
+// Header is the first line of a recording.
+type Header struct {
+	Format   string    `json:"format"` // always "crashtui-session"
+	Version  int       `json:"version"`
+	Crashtui string    `json:"crashtui"`
+	Arch     string    `json:"arch"`
+	Kernel   string    `json:"kernel"`
+	Start    time.Time `json:"start"`
+	Job      string    `json:"job"`
+	Host     string    `json:"host,omitempty"`
+}
+
+const formatName = "crashtui-session"
+
+// Recorder writes a session as versioned JSON Lines: a Header, then one event per line.
+// It is safe for concurrent use.
+type Recorder struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+// NewRecorder writes the header and returns a recorder.
+func NewRecorder(w io.Writer, h Header) (*Recorder, error) {
+	h.Format, h.Version = formatName, FormatVersion
+	r := &Recorder{w: bufio.NewWriter(w)}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	r.w.Write(append(b, '\n'))
+	return r, r.w.Flush()
+}
+
+// Record writes one event and flushes, so a crash of crashtui loses at most one line.
+func (r *Recorder) Record(e Event) error {
+	b, err := json.Marshal(e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if r.err != nil {
+		return r.err
+	}
+	r.w.Write(append(b, '\n'))
+	r.err = r.w.Flush()
+	return r.err
+}
+
+// LineError is a problem at one line of a recording.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrFutureVersion is returned when a recording was written by a newer format.
+var ErrFutureVersion = errors.New("recording format is newer than this crashtui")
+
+// MaxLine bounds one line of a recording (a matrix of a large job is the longest event).
+const MaxLine = 64 << 20
+
+// ReadRecording reads a recording. It returns every event it could read; err describes the
+// first problem (a *LineError naming the line) and reading stops there, so a truncated or
+// corrupt file replays up to the damage.
+func ReadRecording(r io.Reader) (Header, []Event, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	var h Header
+	var evs []Event
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		if line == 1 {
+			if err := json.Unmarshal(b, &h); err != nil || h.Format != formatName {
+				if err == nil {
+					err = fmt.Errorf("not a crashtui session (format %q)", h.Format)
+				}
+				return h, nil, &LineError{line, err}
+			}
+			if h.Version > FormatVersion {
+				return h, nil, &LineError{line, fmt.Errorf("%w: version %d, this build reads %d", ErrFutureVersion, h.Version, FormatVersion)}
+			}
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return h, evs, &LineError{line, err}
+		}
+		evs = append(evs, e)
+	}
+	if err := sc.Err(); err != nil {
+		return h, evs, &LineError{line + 1, err}
+	}
+	if line == 0 {
+		return h, nil, &LineError{1, errors.New("empty file")}
+	}
+	return h, evs, nil
+}

@@ -1,0 +1,131 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEventRoundTrip(t *testing.T) {
+	core := "/tmp/core.1.42"
+	code := 3
+	now := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	for _, b := range []Body{
+		Process{PID: 42, PPID: 1, Rank: 0, Exe: "/bin/x", Argv: []string{"x"}, UID: 0},
+		Process{PID: 43, Rank: NoRank},
+		Exit{PID: 42, Code: &code},
+		Crash{PID: 42, TID: 43, Rank: 2, Signal: "SIGSEGV", Code: "SEGV_MAPERR", Addr: 0, PC: 0x401136,
+			Module: "/bin/x", Offset: 0x1136, Core: &core, Stack: []Frame{{PC: 1, Module: "m", Offset: 2}}},
+		Matrix{PIDs: []int{1, 2}, Cells: []Cell{{From: 1, To: 2}}},
+		Summary{Processes: 1, Groups: []GroupSummary{}},
+	} {
+		e := Event{Time: now, Host: "n1", Body: b}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil || m["event"] != string(b.Kind()) {
+			t.Fatalf("%s: flat form %s (%v)", b.Kind(), raw, err)
+		}
+		var back Event
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if !reflect.DeepEqual(back, e) {
+			t.Errorf("round trip of %s:\n got %#v\nwant %#v", raw, back, e)
+		}
+	}
+}
+
+func TestWireNames(t *testing.T) {
+	raw, _ := json.Marshal(Event{Body: Crash{PID: 1, Rank: NoRank, PC: 0x10}})
+	for _, want := range []string{`"event":"crash"`, `"pid":1`, `"rank":null`, `"pc":"0x10"`, `"core":null`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("%s lacks %s", raw, want)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain name", "plain name"},
+		{"evil\x1b]52;c;AAAA\x07tail", "evil␛tail"},
+		{"red\x1b[31mtext", "red␛text"},
+		{"nul\x00bell\x07", `nul\u{0}bell\u{7}`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{"rtl\u202eoverride", `rtl\u{202e}override`},
+		{"line\nbreak", "line⏎break"},
+		{"ünïcode ok", "ünïcode ok"},
+	} {
+		if got := Sanitize(tc.in); got != tc.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzSanitize(f *testing.F) {
+	f.Add("\x1b[2J\x1b]0;title\x07")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Sanitize(s)
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				t.Fatalf("control %U survived in %q", r, out)
+			}
+		}
+	})
+}
+
+func TestRecordingRoundTripAndDamage(t *testing.T) {
+	var buf bytes.Buffer
+	rec, err := NewRecorder(&buf, Header{Job: "pgid:1", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		rec.Record(Event{Body: Process{PID: 10 + i, Rank: Rank(i)}})
+	}
+	h, evs, err := ReadRecording(bytes.NewReader(buf.Bytes()))
+	if err != nil || len(evs) != 3 || h.Job != "pgid:1" {
+		t.Fatalf("read back: %v, %d events, %+v", err, len(evs), h)
+	}
+	// Truncate in the middle of the last line: two events replay, the error names line 4.
+	cut := buf.Bytes()[:buf.Len()-5]
+	_, evs, err = ReadRecording(bytes.NewReader(cut))
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 4 || len(evs) != 2 {
+		t.Fatalf("truncated: err %v, %d events", err, len(evs))
+	}
+	future := strings.Replace(buf.String(), `"version":1`, `"version":99`, 1)
+	if _, _, err = ReadRecording(strings.NewReader(future)); !errors.Is(err, ErrFutureVersion) {
+		t.Fatalf("future version: %v", err)
+	}
+}
+
+func FuzzReadRecording(f *testing.F) {
+	f.Add([]byte(`{"format":"crashtui-session","version":1}` + "\n" + `{"event":"crash","pid":1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ReadRecording(bytes.NewReader(b))
+	})
+}
+
+func TestStateGroupsAcrossHosts(t *testing.T) {
+	s := NewState()
+	c := Crash{PID: 5, Exe: "/x", Module: "/x", Offset: 0x10, Signal: "SIGSEGV", Rank: 0}
+	s.Apply(Event{Host: "a", Body: Process{PID: 5, Rank: 0}})
+	s.Apply(Event{Host: "b", Body: Process{PID: 5, Rank: 1}})
+	s.Apply(Event{Host: "a", Body: c})
+	c.Rank = 1
+	s.Apply(Event{Host: "b", Body: c})
+	if len(s.Procs) != 2 || len(s.Groups) != 1 || s.Groups[0].Count() != 2 {
+		t.Fatalf("procs %d groups %d", len(s.Procs), len(s.Groups))
+	}
+	sum := s.Summary()
+	if sum.Crashes != 2 || sum.Groups[0].Count != 2 || sum.Groups[0].Representative != 5 {
+		t.Fatalf("summary %+v", sum)
+	}
+}

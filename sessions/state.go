@@ -1,0 +1,272 @@
+package sessions
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// ProcKey names a process across hosts: pids are unique only per host.
+type ProcKey struct {
+	Host string
+	PID  int
+}
+
+func (k ProcKey) String() string {
+	if k.Host == "" {
+		return fmt.Sprint(k.PID)
+	}
+	return fmt.Sprintf("%s:%d", k.Host, k.PID)
+}
+
+// TaskKey names a thread across hosts.
+type TaskKey struct {
+	Host string
+	TID  int
+}
+
+// Proc is what State knows of one process.
+type Proc struct {
+	Host string
+	Process
+	Alive   bool
+	Exit    *Exit
+	Tasks   map[int]bool // live tids
+	Crashes int
+	Handled int
+	Joined  time.Time
+}
+
+// CrashRef is one crash inside a group.
+type CrashRef struct {
+	Host  string
+	Crash Crash
+	Time  time.Time
+}
+
+// Group is the crashes that share a crash-site key.
+type Group struct {
+	ID             int
+	Key            string
+	Signal         string
+	Module         string
+	Offset         Hex
+	Function       string
+	AbortMessage   string
+	Members        []CrashRef
+	Representative ProcKey
+	Core           *string
+	Stack          []Frame
+	First, Last    time.Time
+}
+
+// Count is the number of crashes in the group.
+func (g *Group) Count() int { return len(g.Members) }
+
+// LogEntry is one event in the timeline.
+type LogEntry struct {
+	Seq   int
+	Event Event
+}
+
+// MaxLog bounds the timeline kept in memory; the recording keeps everything.
+const MaxLog = 20000
+
+// State is everything the events have said so far. Apply is a pure reducer: the live TUI,
+// the --json summary and replay all build State the same way.
+type State struct {
+	Session  Session
+	Procs    map[ProcKey]*Proc
+	Order    []ProcKey // first-seen order
+	Groups   []*Group
+	groupOf  map[string]*Group
+	Handled  []CrashRef // handled faults, as refs with the fields that apply
+	Matrix   map[string]*Matrix
+	Threads  map[TaskKey]*Thread
+	Log      []LogEntry
+	Errors   []Error
+	Exits    int
+	Crashes  int
+	NHandled int
+	Seq      int
+	Last     time.Time
+	Closed   *Summary // the summary event, once seen
+}
+
+// NewState returns an empty State.
+func NewState() *State {
+	return &State{
+		Procs:   map[ProcKey]*Proc{},
+		groupOf: map[string]*Group{},
+		Matrix:  map[string]*Matrix{},
+		Threads: map[TaskKey]*Thread{},
+	}
+}
+
+// SiteKey is the crash-site key used when the tracer did not give one: exe|module+offset, or
+// the abort message for SIGABRT (Spindle's key, kernel.md §C).
+func SiteKey(c Crash) string {
+	if c.Key != "" {
+		return c.Key
+	}
+	if c.AbortMessage != "" {
+		return c.Exe + "|abort:" + c.AbortMessage
+	}
+	return fmt.Sprintf("%s|%s+%s", c.Exe, c.Module, c.Offset)
+}
+
+func (s *State) proc(host string, pid int) *Proc {
+	k := ProcKey{host, pid}
+	p := s.Procs[k]
+	if p == nil {
+		p = &Proc{Host: host, Process: Process{PID: pid, Rank: NoRank}, Alive: true, Tasks: map[int]bool{}}
+		s.Procs[k] = p
+		s.Order = append(s.Order, k)
+	}
+	return p
+}
+
+// Apply reduces one event into the State.
+func (s *State) Apply(e Event) {
+	s.Seq++
+	if e.Time.After(s.Last) {
+		s.Last = e.Time
+	}
+	s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
+	if len(s.Log) > MaxLog {
+		s.Log = append(s.Log[:0:0], s.Log[len(s.Log)-MaxLog/2:]...)
+	}
+	h := e.Host
+	switch b := e.Body.(type) {
+	case Session:
+		s.Session = b
+	case Process:
+		p := s.proc(h, b.PID)
+		p.Process, p.Alive, p.Exit, p.Joined = b, true, nil, e.Time
+		if len(p.Tasks) == 0 {
+			p.Tasks[b.PID] = true
+		}
+	case Task:
+		p := s.proc(h, b.PID)
+		if b.Exited {
+			delete(p.Tasks, b.TID)
+		} else {
+			p.Tasks[b.TID] = true
+		}
+		p.Threads = len(p.Tasks)
+	case Exec:
+		p := s.proc(h, b.PID)
+		p.Exe, p.Comm, p.Argv = b.Exe, b.Comm, b.Argv
+		if b.Rank != NoRank {
+			p.Rank = b.Rank
+		}
+		p.Tasks = map[int]bool{b.PID: true} // exec leaves one thread
+		p.Threads = 1
+	case Exit:
+		p := s.proc(h, b.PID)
+		if p.Alive {
+			s.Exits++
+		}
+		ex := b
+		p.Alive, p.Exit = false, &ex
+		p.Tasks = map[int]bool{}
+		p.Threads = 0
+	case Crash:
+		s.Crashes++
+		p := s.proc(h, b.PID)
+		p.Crashes++
+		if b.Rank == NoRank {
+			b.Rank = p.Rank
+		}
+		key := SiteKey(b)
+		g := s.groupOf[key]
+		if g == nil {
+			g = &Group{ID: len(s.Groups) + 1, Key: key, Signal: b.Signal, Module: b.Module,
+				Offset: b.Offset, Function: b.Function, AbortMessage: b.AbortMessage,
+				Representative: ProcKey{h, b.PID}, Stack: b.Stack, First: e.Time}
+			s.Groups = append(s.Groups, g)
+			s.groupOf[key] = g
+		}
+		if b.Representative {
+			g.Representative = ProcKey{h, b.PID}
+			if len(b.Stack) > 0 {
+				g.Stack = b.Stack
+			}
+		}
+		if b.Core != nil {
+			g.Core = b.Core
+		}
+		g.Last = e.Time
+		g.Members = append(g.Members, CrashRef{Host: h, Crash: b, Time: e.Time})
+	case Handled:
+		s.NHandled++
+		s.proc(h, b.PID).Handled++
+		s.Handled = append(s.Handled, CrashRef{Host: h, Time: e.Time, Crash: Crash{
+			PID: b.PID, TID: b.TID, Rank: b.Rank, Signal: b.Signal, Code: b.Code, Addr: b.Addr,
+			PC: b.PC, Module: b.Module, Offset: b.Offset, Function: b.Function}})
+	case Matrix:
+		m := b
+		s.Matrix[h] = &m
+	case Thread:
+		t := b
+		s.Threads[TaskKey{h, b.TID}] = &t
+	case Error:
+		s.Errors = append(s.Errors, b)
+	case Summary:
+		sum := b
+		s.Closed = &sum
+	}
+}
+
+// GroupByKey returns the group with that site key, or nil.
+func (s *State) GroupByKey(key string) *Group { return s.groupOf[key] }
+
+// Summary derives the closing summary from the State.
+func (s *State) Summary() Summary {
+	sum := Summary{Processes: len(s.Procs), Crashes: s.Crashes, Exits: s.Exits,
+		Handled: s.NHandled, Errors: len(s.Errors), Groups: []GroupSummary{}}
+	for _, g := range s.Groups {
+		gs := GroupSummary{Group: g.ID, Key: g.Key, Signal: g.Signal, Module: g.Module,
+			Offset: g.Offset, Function: g.Function, AbortMessage: g.AbortMessage,
+			Count: g.Count(), Representative: g.Representative.PID, Core: g.Core}
+		for _, m := range g.Members {
+			gs.PIDs = append(gs.PIDs, m.Crash.PID)
+			gs.Ranks = append(gs.Ranks, m.Crash.Rank)
+		}
+		sum.Groups = append(sum.Groups, gs)
+	}
+	return sum
+}
+
+// SortedProcs returns the processes ordered by host, rank (ranked first) and pid.
+func (s *State) SortedProcs() []*Proc {
+	out := make([]*Proc, 0, len(s.Procs))
+	for _, k := range s.Order {
+		out = append(out, s.Procs[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		if (a.Rank >= 0) != (b.Rank >= 0) {
+			return a.Rank >= 0
+		}
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		return a.PID < b.PID
+	})
+	return out
+}
+
+// Live counts processes and threads still alive.
+func (s *State) Live() (procs, threads int) {
+	for _, p := range s.Procs {
+		if p.Alive {
+			procs++
+			threads += len(p.Tasks)
+		}
+	}
+	return
+}
