@@ -1,0 +1,14 @@
+// Package arch knows the per-architecture facts crashtui needs about a stopped thread: the
+// layout of the kernel's register struct (amd64 user_regs_struct, arm64 user_pt_regs, ppc64le
+// user_pt_regs), syscall numbers and names, whether a thread is inside an interrupted syscall and
+// what the kernel will do with it on resume (kernel.md §B), what a checkpoint/restore must write
+// back (the CRIU compel fix-ups, seed 002), the syscall-injection stubs (kernel.md §A.5) and
+// disassembly via golang.org/x/arch.
+//
+// Everything here works on raw register words (Regs), so every architecture is decoded and
+// tested on every host, and recorded sessions of one architecture replay on another.
+//
+// This package must not call ptrace or any other syscall, read /proc, or know about the screen:
+// package tracer fetches and writes the words (tracer/regs_<goarch>.go) and calls these pure
+// functions; views only render the results.
+package arch
