@@ -1,0 +1,130 @@
+package elfinfo
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Mapping is one line of /proc/PID/maps (fs/proc/task_mmu.c:show_map_vma).
+type Mapping struct {
+	Start, End, Offset uint64
+	Perms              string // "r-xp"
+	Dev                string // "fd:01" (major:minor, hex)
+	Inode              uint64
+	Path               string // file path, "[stack]", "[vdso]", or "" for anonymous memory
+	// Deleted is set when the kernel appended " (deleted)" to the path (the file was unlinked
+	// or replaced after mapping); Path has the suffix removed so keys stay stable.
+	Deleted bool
+}
+
+// Readable reports whether the mapping has read permission.
+func (m Mapping) Readable() bool { return len(m.Perms) > 0 && m.Perms[0] == 'r' }
+
+// IsFile reports whether the mapping is backed by a file (an inode), not [heap], [vdso] etc.
+func (m Mapping) IsFile() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
+
+const deletedSuffix = " (deleted)"
+
+// ParseMaps parses the text of /proc/PID/maps. Lines come sorted by address from the kernel;
+// the result is sorted again so FindMapping's binary search holds for any input.
+func ParseMaps(data []byte) ([]Mapping, error) {
+	var ms []Mapping
+	for n := 1; len(data) > 0; n++ {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		m, err := parseMapsLine(string(line))
+		if err != nil {
+			return nil, fmt.Errorf("parse maps line %d: %w", n, err)
+		}
+		ms = append(ms, m)
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
+	return ms, nil
+}
+
+// field cuts the next space-separated field off s.
+func field(s string) (string, string) {
+	s = strings.TrimLeft(s, " ")
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+func parseMapsLine(line string) (Mapping, error) {
+	var m Mapping
+	rng, rest := field(line)
+	perms, rest := field(rest)
+	off, rest := field(rest)
+	dev, rest := field(rest)
+	ino, rest := field(rest)
+	lo, hi, ok := strings.Cut(rng, "-")
+	if !ok {
+		return m, fmt.Errorf("address range %q", rng)
+	}
+	var err error
+	if m.Start, err = strconv.ParseUint(lo, 16, 64); err != nil {
+		return m, fmt.Errorf("start %q: %w", lo, err)
+	}
+	if m.End, err = strconv.ParseUint(hi, 16, 64); err != nil {
+		return m, fmt.Errorf("end %q: %w", hi, err)
+	}
+	if m.End < m.Start {
+		return m, fmt.Errorf("range %q ends before it starts", rng)
+	}
+	if len(perms) != 4 {
+		return m, fmt.Errorf("perms %q", perms)
+	}
+	m.Perms = perms
+	if m.Offset, err = strconv.ParseUint(off, 16, 64); err != nil {
+		return m, fmt.Errorf("offset %q: %w", off, err)
+	}
+	if !strings.Contains(dev, ":") {
+		return m, fmt.Errorf("dev %q", dev)
+	}
+	m.Dev = dev
+	if m.Inode, err = strconv.ParseUint(ino, 10, 64); err != nil {
+		return m, fmt.Errorf("inode %q: %w", ino, err)
+	}
+	// The path is the rest of the line after padding; it may itself contain spaces.
+	m.Path = strings.TrimLeft(rest, " ")
+	if m.Inode != 0 && strings.HasSuffix(m.Path, deletedSuffix) {
+		m.Path = strings.TrimSuffix(m.Path, deletedSuffix)
+		m.Deleted = true
+	}
+	return m, nil
+}
+
+// ReadMaps reads and parses /proc/PID/maps.
+func ReadMaps(pid int) ([]Mapping, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		return nil, fmt.Errorf("read maps of %d: %w", pid, err)
+	}
+	ms, err := ParseMaps(data)
+	if err != nil {
+		return nil, fmt.Errorf("maps of %d: %w", pid, err)
+	}
+	return ms, nil
+}
+
+// FindMapping returns the mapping containing addr; ms must be sorted by Start (as ParseMaps
+// returns it).
+func FindMapping(ms []Mapping, addr uint64) (Mapping, bool) {
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].End > addr })
+	if i < len(ms) && ms[i].Start <= addr && addr < ms[i].End {
+		return ms[i], true
+	}
+	return Mapping{}, false
+}

@@ -1,0 +1,119 @@
+package elfinfo
+
+import (
+	"os"
+	"testing"
+)
+
+const sampleMaps = `55d0c8a00000-55d0c8a01000 r--p 00000000 fd:01 1311 /usr/bin/prog
+55d0c8a01000-55d0c8a02000 r-xp 00001000 fd:01 1311 /usr/bin/prog
+55d0c9f3b000-55d0c9f5c000 rw-p 00000000 00:00 0                          [heap]
+7f1c2a000000-7f1c2a028000 r--p 00000000 fd:01 2049 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f1c2a400000-7f1c2a401000 r-xp 00000000 00:2a 77 /tmp/my lib.so (deleted)
+7f1c2a500000-7f1c2a501000 rw-s 00000000 00:01 5 /dev/zero (deleted)
+7ffd1e5f0000-7ffd1e611000 rw-p 00000000 00:00 0                          [stack]
+7ffd1e7f8000-7ffd1e7fc000 r--p 00000000 00:00 0                          [vvar]
+7ffd1e7fc000-7ffd1e7fe000 r-xp 00000000 00:00 0                          [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
+`
+
+func TestParseMaps(t *testing.T) {
+	ms, err := ParseMaps([]byte(sampleMaps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 10 {
+		t.Fatalf("got %d mappings, want 10", len(ms))
+	}
+	want := Mapping{Start: 0x55d0c8a01000, End: 0x55d0c8a02000, Offset: 0x1000, Perms: "r-xp", Dev: "fd:01", Inode: 1311, Path: "/usr/bin/prog"}
+	if ms[1] != want {
+		t.Errorf("line 2 = %+v, want %+v", ms[1], want)
+	}
+	if ms[2].Path != "[heap]" || ms[2].IsFile() {
+		t.Errorf("heap = %+v", ms[2])
+	}
+	if m := ms[4]; m.Path != "/tmp/my lib.so" || !m.Deleted || !m.IsFile() {
+		t.Errorf("deleted path with space = %+v", m)
+	}
+	if ms[9].Readable() {
+		t.Errorf("vsyscall should not be readable: %+v", ms[9])
+	}
+
+	tests := []struct {
+		name string
+		addr uint64
+		path string
+		ok   bool
+	}{
+		{"first byte", 0x55d0c8a00000, "/usr/bin/prog", true},
+		{"last byte of text", 0x55d0c8a01fff, "/usr/bin/prog", true},
+		{"gap after exe", 0x55d0c8a02000, "", false},
+		{"stack", 0x7ffd1e600000, "[stack]", true},
+		{"below all", 0x1000, "", false},
+		{"vsyscall", 0xffffffffff600400, "[vsyscall]", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := FindMapping(ms, tc.addr)
+			if ok != tc.ok || m.Path != tc.path {
+				t.Errorf("FindMapping(%#x) = %q,%v want %q,%v", tc.addr, m.Path, ok, tc.path, tc.ok)
+			}
+		})
+	}
+}
+
+func TestParseMapsErrors(t *testing.T) {
+	for name, line := range map[string]string{
+		"no dash":       "55d0c8a00000 r--p 00000000 fd:01 1311 /x\n",
+		"bad hex":       "zz-55d0c8a01000 r--p 00000000 fd:01 1311 /x\n",
+		"end<start":     "2000-1000 r--p 00000000 fd:01 1311 /x\n",
+		"short perms":   "1000-2000 r-- 00000000 fd:01 1311 /x\n",
+		"bad dev":       "1000-2000 r--p 00000000 fd01 1311 /x\n",
+		"bad inode":     "1000-2000 r--p 00000000 fd:01 -1 /x\n",
+		"missing inode": "1000-2000 r--p 00000000 fd:01\n",
+	} {
+		if _, err := ParseMaps([]byte(line)); err == nil {
+			t.Errorf("%s: no error for %q", name, line)
+		}
+	}
+}
+
+func TestReadMapsSelf(t *testing.T) {
+	ms, err := ReadMaps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The address of a function of this test binary lies in a mapping of the test binary.
+	pc := funcPC(TestReadMapsSelf)
+	m, ok := FindMapping(ms, pc)
+	if !ok || m.Path != exe || m.Perms[2] != 'x' {
+		t.Fatalf("FindMapping(%#x) = %+v,%v; want an executable mapping of %s", pc, m, ok, exe)
+	}
+}
+
+func FuzzParseMaps(f *testing.F) {
+	f.Add([]byte(sampleMaps))
+	f.Add([]byte("0-0 ---p 0 0:0 0\n"))
+	f.Add([]byte("ffffffffffffffff-ffffffffffffffff rwxs ffffffffffffffff ff:ff 18446744073709551615 x (deleted)"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := ParseMaps(data)
+		if err != nil {
+			return
+		}
+		for i, m := range ms {
+			if m.End < m.Start || len(m.Perms) != 4 {
+				t.Fatalf("accepted bad mapping %+v", m)
+			}
+			if i > 0 && ms[i-1].Start > m.Start {
+				t.Fatalf("not sorted at %d", i)
+			}
+			if got, ok := FindMapping(ms, m.Start); m.End > m.Start && (!ok || got.Start > m.Start || got.End <= m.Start) {
+				t.Fatalf("FindMapping(%#x) = %+v,%v", m.Start, got, ok)
+			}
+		}
+	})
+}

@@ -1,0 +1,299 @@
+package elfinfo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// Location is where a PC is: module + link-time offset (the crash-site key, identical under
+// any ASLR layout), plus symbol and line when known.
+type Location struct {
+	Module   string // path of the mapping ("[vdso]", "[anon]" etc. for non-files)
+	Offset   uint64 // link-time vaddr within Module
+	BuildID  string // hex, "" if none
+	Function string // symbol name without delve's "C." prefix, "" if unknown
+	FuncOff  uint64 // pc - function start
+	File     string
+	Line     int
+}
+
+// String formats the location as gdb and glibc backtraces do: "libc.so.6+0x156219".
+func (l Location) String() string {
+	s := filepath.Base(l.Module) + "+0x" + strconv.FormatUint(l.Offset, 16)
+	if l.Function != "" {
+		s += " " + l.Function + "+0x" + strconv.FormatUint(l.FuncOff, 16)
+	}
+	if l.File != "" {
+		s += " " + l.File + ":" + strconv.Itoa(l.Line)
+	}
+	return s
+}
+
+// fileKey identifies a mapped file as the kernel reports it, without touching the filesystem.
+type fileKey struct {
+	path  string
+	dev   string
+	inode uint64
+}
+
+// module is one parsed file, shared by every mapping (and process) of the same build-id.
+type module struct {
+	path string // a path that opened the file (maybe under /proc/PID/root or map_files)
+	d    *elfData
+
+	sym       Symbolizer
+	symLoaded bool
+
+	fdes       frame.FrameDescriptionEntries
+	fdesLoaded bool
+
+	lines map[uint64]funcLine // memo of symbolize, by link-time address
+}
+
+type funcLine struct {
+	name  string
+	off   uint64
+	file  string
+	line  int
+	known bool
+}
+
+// Resolver caches parsed files by build-id. It is safe for use from one goroutine.
+type Resolver struct {
+	byFile map[fileKey]*module
+	byID   map[string]*module
+	failed map[fileKey]error
+}
+
+// NewResolver returns an empty cache.
+func NewResolver() *Resolver {
+	return &Resolver{byFile: map[fileKey]*module{}, byID: map[string]*module{}, failed: map[fileKey]error{}}
+}
+
+// Close releases delve's open files.
+func (r *Resolver) Close() error {
+	for _, m := range r.byID {
+		if m.sym != nil {
+			m.sym.Close()
+			m.sym = nil
+		}
+	}
+	return nil
+}
+
+// openMapped opens the file behind a mapping. The path in maps is relative to the tracee's
+// root and mount namespace and may be deleted, so besides the plain path try
+// /proc/PID/root/PATH and /proc/PID/map_files/START-END (which reaches deleted files; needs
+// CAP_SYS_ADMIN). A candidate whose inode matches the mapping wins; otherwise the first that
+// opened (overlayfs may report another inode).
+func openMapped(pid int, m Mapping) (*os.File, string, error) {
+	var cands []string
+	if !m.Deleted {
+		cands = append(cands, m.Path)
+	}
+	if pid > 0 {
+		p := strconv.Itoa(pid)
+		cands = append(cands, "/proc/"+p+"/root"+m.Path,
+			fmt.Sprintf("/proc/%s/map_files/%x-%x", p, m.Start, m.End))
+	}
+	var first *os.File
+	var firstPath string
+	var lastErr error = os.ErrNotExist
+	for _, c := range cands {
+		f, err := os.Open(c)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err == nil && st.Ino == m.Inode {
+			if first != nil {
+				first.Close()
+			}
+			return f, c, nil
+		}
+		if first == nil {
+			first, firstPath = f, c
+		} else {
+			f.Close()
+		}
+	}
+	if first != nil {
+		return first, firstPath, nil
+	}
+	return nil, "", fmt.Errorf("open %s of pid %d: %w", m.Path, pid, lastErr)
+}
+
+// module returns the parsed file behind a file mapping, parsing it on first use.
+func (r *Resolver) module(pid int, m Mapping) (*module, error) {
+	k := fileKey{m.Path, m.Dev, m.Inode}
+	if mod := r.byFile[k]; mod != nil {
+		return mod, nil
+	}
+	if err := r.failed[k]; err != nil {
+		return nil, err
+	}
+	mod, err := r.load(pid, m)
+	if err != nil {
+		r.failed[k] = err
+		return nil, err
+	}
+	r.byFile[k] = mod
+	return mod, nil
+}
+
+func (r *Resolver) load(pid int, m Mapping) (*module, error) {
+	f, path, err := openMapped(pid, m)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	d, err := parseELF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	id := d.buildID
+	if id == "" {
+		id = fmt.Sprintf("%s|%s|%d|%d", m.Path, m.Dev, m.Inode, st.ModTime().UnixNano())
+	}
+	if mod := r.byID[id]; mod != nil {
+		return mod, nil
+	}
+	mod := &module{path: path, d: d, lines: map[uint64]funcLine{}}
+	r.byID[id] = mod
+	return mod, nil
+}
+
+// symbolize returns function and line of a link-time address, memoized per module.
+func (mod *module) symbolize(v uint64) funcLine {
+	if fl, ok := mod.lines[v]; ok {
+		return fl
+	}
+	if !mod.symLoaded {
+		mod.symLoaded = true
+		if mod.d.dwarfAvailable(mod.path) {
+			mod.sym, _ = newDelveSymbolizer(mod.path, mod.d)
+		}
+	}
+	var fl funcLine
+	if mod.sym != nil {
+		if name, entry, file, line := mod.sym.PCToLine(v); name != "" {
+			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true}
+		}
+	}
+	if !fl.known {
+		if s, ok := mod.d.funcForVaddr(v); ok {
+			fl = funcLine{name: s.name, off: v - s.value, known: true}
+		}
+	}
+	if len(mod.lines) > 1<<16 {
+		clear(mod.lines) // bound the memo; a crash-site workload revisits few PCs
+	}
+	mod.lines[v] = fl
+	return fl
+}
+
+// nonFileName names a mapping without a file, as gdb would.
+func nonFileName(m Mapping) string {
+	if m.Path == "" {
+		return "[anon]"
+	}
+	return m.Path
+}
+
+// Locate maps a runtime PC to module + link-time offset and symbolizes it. A PC outside every
+// mapping gets Module "" and Offset pc (Spindle's "0x<pc>" site).
+func (r *Resolver) Locate(pid int, maps []Mapping, pc uint64) Location {
+	m, ok := FindMapping(maps, pc)
+	if !ok {
+		return Location{Offset: pc}
+	}
+	if !m.IsFile() {
+		// [vdso] is linked at 0 and mapped from its start, so pc-start is its link-time address.
+		return Location{Module: nonFileName(m), Offset: pc - m.Start}
+	}
+	fileOff := pc - m.Start + m.Offset
+	loc := Location{Module: m.Path, Offset: fileOff}
+	mod, err := r.module(pid, m)
+	if err != nil {
+		return loc
+	}
+	loc.BuildID = mod.d.buildID
+	v, ok := mod.d.fileOffToVaddr(fileOff)
+	if !ok {
+		return loc
+	}
+	loc.Offset = v
+	if fl := mod.symbolize(v); fl.known {
+		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
+	}
+	return loc
+}
+
+// matchModule reports whether a mapping's path names module: the exact path, or its base name
+// ("libc.so.6").
+func matchModule(path, module string) bool {
+	if path == module {
+		return true
+	}
+	return !strings.Contains(module, "/") && filepath.Base(path) == module
+}
+
+// LoadBias returns runtime address - link-time vaddr for the first file mapping of module (l_addr
+// in the dynamic linker's terms; 0 for non-PIE executables and fixed-address libraries). With
+// dlmopen the same file can be mapped more than once; the lowest mapping wins.
+func (r *Resolver) LoadBias(pid int, maps []Mapping, module string) (uint64, bool) {
+	mod, m, ok := r.findModule(pid, maps, module)
+	if !ok {
+		return 0, false
+	}
+	v, ok := mod.d.fileOffToVaddr(m.Offset)
+	if !ok {
+		return 0, false
+	}
+	return m.Start - v, true
+}
+
+func (r *Resolver) findModule(pid int, maps []Mapping, module string) (*module, Mapping, bool) {
+	for _, m := range maps {
+		if !m.IsFile() || !matchModule(m.Path, module) {
+			continue
+		}
+		mod, err := r.module(pid, m)
+		if err != nil {
+			continue
+		}
+		if _, ok := mod.d.fileOffToVaddr(m.Offset); ok {
+			return mod, m, true
+		}
+	}
+	return nil, Mapping{}, false
+}
+
+// Symbol returns the runtime address of a .symtab/.dynsym symbol of module, e.g. libc's
+// GLIBC_PRIVATE "__abort_msg" (kernel.md §C, SIGABRT keys).
+func (r *Resolver) Symbol(pid int, maps []Mapping, module, name string) (uint64, bool) {
+	mod, _, ok := r.findModule(pid, maps, module)
+	if !ok {
+		return 0, false
+	}
+	v, ok := mod.d.syms[name]
+	if !ok {
+		return 0, false
+	}
+	bias, ok := r.LoadBias(pid, maps, module)
+	if !ok {
+		return 0, false
+	}
+	return v + bias, true
+}

@@ -1,0 +1,88 @@
+package elfinfo
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-delve/delve/pkg/logflags"
+	"github.com/go-delve/delve/pkg/proc"
+)
+
+// Symbolizer maps a link-time address of one module to function and source line. It keeps
+// delve behind a small interface (dependencies.md) so callers never import it.
+type Symbolizer interface {
+	// PCToLine returns the function containing the link-time address vaddr, its link-time
+	// entry, and the file:line; name is "" when unknown.
+	PCToLine(vaddr uint64) (name string, entry uint64, file string, line int)
+	Close() error
+}
+
+var silenceDelve sync.Once
+
+// quietLogger drops everything: delve logs warnings about debug info it cannot parse, and
+// in a TUI any write to stderr corrupts the screen.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...interface{}) {}
+func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Warnf(string, ...interface{})  {}
+func (quietLogger) Errorf(string, ...interface{}) {}
+func (quietLogger) Debug(...interface{})          {}
+func (quietLogger) Info(...interface{})           {}
+func (quietLogger) Warn(...interface{})           {}
+func (quietLogger) Error(...interface{})          {}
+
+func silence() {
+	silenceDelve.Do(func() {
+		logflags.SetLoggerFactory(func(bool, logflags.Fields, io.Writer) logflags.Logger { return quietLogger{} })
+	})
+}
+
+// delveSymbolizer is one delve BinaryInfo for one file, loaded module-relative: the file's own
+// entry point is passed as the runtime entry, so delve's StaticBase is 0 and lookups use
+// link-time addresses, the same for every process that maps the file.
+type delveSymbolizer struct {
+	bi   *proc.BinaryInfo
+	bias uint64 // added to link-time addresses before asking delve
+}
+
+var goarchOf = map[elf.Machine]string{
+	elf.EM_X86_64:  "amd64",
+	elf.EM_AARCH64: "arm64",
+	elf.EM_PPC64:   "ppc64le",
+}
+
+func newDelveSymbolizer(path string, d *elfData) (Symbolizer, error) {
+	silence()
+	arch, ok := goarchOf[d.machine]
+	if !ok {
+		return nil, fmt.Errorf("load debug info of %s: unsupported machine %v", path, d.machine)
+	}
+	bi := proc.NewBinaryInfo("linux", arch, true) // attaching=true: never calls debuginfod
+	entry, bias := d.entry, uint64(0)
+	if entry == 0 && d.typ == elf.ET_DYN {
+		// Delve refuses a position-independent image with runtime entry 0
+		// (ErrCouldNotDetermineRelocation); shift it by a constant and undo that on lookup.
+		bias = 1 << 32
+		entry = bias
+	}
+	if err := bi.LoadBinaryInfo(path, entry, debugInfoDirs); err != nil {
+		bi.Close()
+		return nil, fmt.Errorf("load debug info of %s: %w", path, err)
+	}
+	return &delveSymbolizer{bi: bi, bias: bias}, nil
+}
+
+func (s *delveSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
+	file, line, fn := s.bi.PCToLine(vaddr + s.bias)
+	if fn == nil {
+		return "", 0, "", 0
+	}
+	// Delve names C functions "C.name".
+	return strings.TrimPrefix(fn.Name, "C."), fn.Entry - s.bias, file, line
+}
+
+func (s *delveSymbolizer) Close() error { return s.bi.Close() }

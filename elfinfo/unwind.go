@@ -1,0 +1,233 @@
+package elfinfo
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// MemReader reads tracee memory (process_vm_readv or /proc/PID/mem in the caller).
+type MemReader func(addr uint64, buf []byte) error
+
+// Frame is one unwound frame. PC is the runtime PC (a return address for callers); Location of
+// a caller is looked up at PC-1 (inside the call instruction) so that function and line are
+// the call's, as gdb does, with Offset/FuncOff still describing PC itself.
+type Frame struct {
+	PC uint64
+	Location
+}
+
+// DWARF register numbers of the registers the unwinder tracks (psABI of each arch).
+type unwindRegs struct {
+	sp, fp, lr uint64 // lr: the return-address column when it is a register
+	hasLR      bool
+}
+
+var dwarfRegs = map[string]unwindRegs{
+	"amd64":   {sp: 7, fp: 6},
+	"arm64":   {sp: 31, fp: 29, lr: 30, hasLR: true},
+	"ppc64le": {sp: 1, fp: 31, lr: 65, hasLR: true},
+}
+
+// frames returns the module's CFI, parsed on first use (.eh_frame for C, .debug_frame for Go
+// and some -g builds; link-time addresses since staticBase is 0).
+func (mod *module) frames() frame.FrameDescriptionEntries {
+	if mod.fdesLoaded {
+		return mod.fdes
+	}
+	mod.fdesLoaded = true
+	parse := func(data []byte, ehAddr uint64) (fdes frame.FrameDescriptionEntries) {
+		defer func() {
+			if recover() != nil { // corrupt CFI: unwind falls back to frame pointers
+				fdes = nil
+			}
+		}()
+		fdes, _ = frame.Parse(data, mod.d.order, 0, mod.d.ptrSize, ehAddr)
+		return fdes
+	}
+	var all frame.FrameDescriptionEntries
+	if len(mod.d.ehFrame) > 0 && mod.d.ehFrameAddr > 0 {
+		all = all.Append(parse(mod.d.ehFrame, mod.d.ehFrameAddr))
+	}
+	if len(mod.d.debugFrame) > 0 {
+		all = all.Append(parse(mod.d.debugFrame, 0))
+	}
+	mod.fdes = all
+	return all
+}
+
+// cfiStep unwinds one frame with CFI. regs holds known register values by DWARF number and is
+// updated to the caller's; it returns the caller's PC.
+func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs map[uint64]uint64, ur unwindRegs, mem MemReader) (uint64, error) {
+	lookup := pc
+	if caller {
+		lookup-- // a return address may be past the end of the calling function's FDE
+	}
+	m, ok := FindMapping(maps, lookup)
+	if !ok || !m.IsFile() {
+		return 0, fmt.Errorf("pc %#x: not in a file mapping", pc)
+	}
+	mod, err := r.module(pid, m)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := mod.d.fileOffToVaddr(lookup - m.Start + m.Offset)
+	if !ok {
+		return 0, fmt.Errorf("pc %#x: not in a PT_LOAD of %s", pc, m.Path)
+	}
+	fde, err := mod.frames().FDEForPC(v)
+	if err != nil {
+		return 0, err
+	}
+	ctx, err := establish(fde, v)
+	if err != nil {
+		return 0, err
+	}
+	if ctx.CFA.Rule != frame.RuleCFA {
+		return 0, fmt.Errorf("pc %#x: CFA rule %v not supported", pc, ctx.CFA.Rule)
+	}
+	base, ok := regs[ctx.CFA.Reg]
+	if !ok {
+		return 0, fmt.Errorf("pc %#x: CFA register %d unknown", pc, ctx.CFA.Reg)
+	}
+	cfa := uint64(int64(base) + ctx.CFA.Offset)
+	next := map[uint64]uint64{}
+	for reg, val := range regs {
+		next[reg] = val // callee-saved unless a rule says otherwise
+	}
+	for reg, rule := range ctx.Regs {
+		switch rule.Rule {
+		case frame.RuleUndefined:
+			delete(next, reg)
+		case frame.RuleOffset:
+			val, err := readWord(mem, uint64(int64(cfa)+rule.Offset))
+			if err != nil {
+				return 0, fmt.Errorf("pc %#x: restore reg %d: %w", pc, reg, err)
+			}
+			next[reg] = val
+		case frame.RuleValOffset:
+			next[reg] = uint64(int64(cfa) + rule.Offset)
+		case frame.RuleRegister:
+			if val, ok := regs[rule.Reg]; ok {
+				next[reg] = val
+			} else {
+				delete(next, reg)
+			}
+		case frame.RuleSameVal:
+		default:
+			delete(next, reg) // expressions: not evaluated
+		}
+	}
+	ra, ok := next[ctx.RetAddrReg]
+	if !ok {
+		return 0, nil // return address undefined: outermost frame (_start, clone)
+	}
+	next[ur.sp] = cfa // the CFA is the caller's SP on every supported arch
+	clear(regs)
+	for reg, val := range next {
+		regs[reg] = val
+	}
+	return ra, nil
+}
+
+func establish(fde *frame.FrameDescriptionEntry, pc uint64) (ctx *frame.FrameContext, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ctx, err = nil, fmt.Errorf("cfi at %#x: %v", pc, p)
+		}
+	}()
+	return fde.EstablishFrame(pc)
+}
+
+func readWord(mem MemReader, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := mem(addr, b[:]); err != nil {
+		return 0, fmt.Errorf("read %#x: %w", addr, err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// fpStep unwinds one frame by the frame-pointer chain (or, on the first frame of arm64 and
+// ppc64le, the link register).
+func fpStep(arch string, first bool, regs map[uint64]uint64, ur unwindRegs, mem MemReader) (uint64, bool) {
+	sp := regs[ur.sp]
+	switch arch {
+	case "amd64", "arm64":
+		if first && ur.hasLR { // a leaf may not have saved LR or set up FP yet
+			if lr, ok := regs[ur.lr]; ok && lr != 0 {
+				delete(regs, ur.lr)
+				return lr, true
+			}
+		}
+		fp, ok := regs[ur.fp]
+		if !ok || fp == 0 || fp < sp {
+			return 0, false
+		}
+		savedFP, err1 := readWord(mem, fp)
+		ra, err2 := readWord(mem, fp+8)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		regs[ur.fp] = savedFP
+		regs[ur.sp] = fp + 16
+		delete(regs, ur.lr)
+		return ra, true
+	case "ppc64le":
+		if first {
+			if lr, ok := regs[ur.lr]; ok && lr != 0 {
+				delete(regs, ur.lr)
+				return lr, true
+			}
+		}
+		// ELFv2 back chain: caller's SP at 0(r1), LR save slot at 16 of the caller's frame.
+		back, err := readWord(mem, sp)
+		if err != nil || back <= sp {
+			return 0, false
+		}
+		ra, err := readWord(mem, back+16)
+		if err != nil {
+			return 0, false
+		}
+		regs[ur.sp] = back
+		return ra, true
+	}
+	return 0, false
+}
+
+// Unwind walks the stack of a stopped thread: CFI where the module has it, frame pointers
+// otherwise. arch is "amd64" (complete), "arm64" or "ppc64le" (best effort; lr gives the first
+// caller of a leaf). It returns at most max frames, the first being pc itself.
+func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch string, mem MemReader, max int) []Frame {
+	ur, ok := dwarfRegs[arch]
+	if !ok || max <= 0 {
+		return nil
+	}
+	regs := map[uint64]uint64{ur.sp: sp, ur.fp: fp}
+	if ur.hasLR {
+		regs[ur.lr] = lr
+	}
+	frames := []Frame{{PC: pc, Location: r.Locate(pid, maps, pc)}}
+	for len(frames) < max {
+		prevSP := regs[ur.sp]
+		first := len(frames) == 1
+		ra, err := r.cfiStep(pid, maps, pc, !first, regs, ur, mem)
+		if err != nil {
+			var ok bool
+			if ra, ok = fpStep(arch, first, regs, ur, mem); !ok {
+				break
+			}
+		}
+		if ra == 0 || regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
+			break // end of stack, or a corrupt one going backwards
+		}
+		pc = ra
+		loc := r.Locate(pid, maps, pc-1)
+		loc.Offset++
+		if loc.Function != "" {
+			loc.FuncOff++
+		}
+		frames = append(frames, Frame{PC: pc, Location: loc})
+	}
+	return frames
+}
