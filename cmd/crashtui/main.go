@@ -1,0 +1,111 @@
+// Command crashtui is a terminal debugger for a whole job: it attaches with ptrace to every
+// process of a job and shows who can read whose memory, crashes grouped by crash site, and the
+// syscall restart state a checkpoint must get right. See README.md and design.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// version is set by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+const usage = `crashtui — a terminal debugger for a whole job
+
+Usage:
+  crashtui attach JOB            TUI on a running job (never kills it; q detaches and leaves it running)
+  crashtui run [-n N] -- CMD...  start N ranks of CMD traced from birth (env CRASHTUI_RANK, CRASHTUI_SIZE)
+  crashtui demo                  the built-in demo job, in the TUI
+  crashtui replay FILE           a recorded session, in the TUI (no ptrace, no root)
+  crashtui matrix JOB            the access matrix once, as a table (or --json)
+  crashtui checkpoint JOB        simulated checkpoint: freeze, show restart state, apply
+                                 --restore=correct|naive|none, resume
+  crashtui version
+
+JOB is pgid:N, sid:N, pid:N (N and all its descendants), cgroup:PATH, slurm:ID, or a bare
+number (a process group if one has that id, else pid:N).
+
+Common flags:
+  --json           no TUI: one JSON object per line on stdout, the last one a summary
+  --record FILE    record the session as JSON Lines (replay it with crashtui replay FILE)
+  --cores DIR      write one core per crash site into DIR (and suppress the kernel's cores)
+  -h, --help       help for a command (crashtui run --help)
+
+Exit status: 0 when crashtui did its job (a crashing job is data, not an error), 2 for bad
+usage or a JOB that names nothing, 1 when tracing itself failed.
+`
+
+// exitError carries an exit status up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{2, fmt.Errorf(format, a...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintln(stderr, "crashtui: "+oneLine(err.Error()))
+	return code
+}
+
+var errHelp = errors.New("help shown")
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageErr("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return errHelp
+	case "version", "--version":
+		fmt.Fprintln(stdout, "crashtui", version)
+		return nil
+	case "attach":
+		return cmdAttach(rest, stdout, stderr)
+	case "run":
+		return cmdRun(rest, stdout, stderr)
+	case "demo":
+		return cmdDemo(rest, stdout, stderr)
+	case "replay":
+		return cmdReplay(rest, stdout, stderr)
+	case "matrix":
+		return cmdMatrix(rest, stdout, stderr)
+	case "checkpoint":
+		return cmdCheckpoint(rest, stdout, stderr)
+	}
+	fmt.Fprint(stderr, usage)
+	return usageErr("unknown command %q", cmd)
+}
+
+// oneLine keeps error messages to one sanitised line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// common are the flags every tracing command takes.
+type common struct {
+	json     bool
+	record   string
+	cores    string
+	cast     string
+	crashLog string
+	groupBy  string
+	host     string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.BoolVar(&c.json, "json", false, "no TUI: JSON Lines on stdout, the last line a summary")
+	fs.StringVar(&c.record, "record", "", "record the session to `FILE` (JSON Lines)")
+	fs.StringVar(&c.cores, "cores", "", "write one core per crash site into `DIR`; suppress the kernel's cores")
+	fs.StringVar(&c.cast, "cast", "", "also record the screen as an asciicast v2 `FILE`")
+	fs.StringVar(&c.crashLog, "crash-log", "", "write a CSV crash log (rank,pid,group,representative,signal,site) to `FILE`")
+	fs.StringVar(&c.groupBy, "group-by", "site", "group crashes by `site` or by stack (site + top frames)")
+	fs.StringVar(&c.host, "host", "", "stamp events with this host name (for merging agents)")
+}
+
+// newFlagSet makes a flag set whose errors and help go to stderr with the command's usage.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: crashtui %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags anywhere before "--" (crashtui attach 42 --json works as well as
+// crashtui attach --json 42) and returns the positional arguments and what follows "--".
+func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			tail = args[i+1:]
+			args = args[:i]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, errHelp
+			}
+			return nil, nil, &exitError{2, err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, tail, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// session joins the tracer's event stream to its consumers: the State reducer, --json
+// output, the recorder and the TUI.
+type session struct {
+	mu    sync.Mutex
+	state *sessions.State
+	out   *bufio.Writer // --json
+	enc   *json.Encoder
+	rec   *sessions.Recorder
+	recF  *os.File
+	queue *eventQueue // to the TUI
+}
+
+func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
+	s := &session{state: sessions.NewState()}
+	if c.json {
+		s.out = bufio.NewWriter(stdout)
+		s.enc = json.NewEncoder(s.out)
+		s.enc.SetEscapeHTML(false)
+	}
+	if c.record != "" {
+		f, err := os.Create(c.record)
+		if err != nil {
+			return nil, &exitError{2, fmt.Errorf("record: %w", err)}
+		}
+		rec, err := sessions.NewRecorder(f, header(job, c.host))
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		s.rec, s.recF = rec, f
+	}
+	s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: sessions.Session{
+		Job: job, Mode: mode, Arch: runtime.GOARCH, Kernel: kernelRelease(), Version: version, PID: os.Getpid()}})
+	return s, nil
+}
+
+func header(job, host string) sessions.Header {
+	return sessions.Header{Crashtui: version, Arch: runtime.GOARCH, Kernel: kernelRelease(),
+		Start: time.Now().UTC(), Job: job, Host: host}
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// emit is the tracer's Emit callback: it must not block for long.
+func (s *session) emit(e sessions.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.Apply(e)
+	if s.enc != nil && e.Kind() != sessions.KindSession {
+		s.enc.Encode(e)
+		s.out.Flush()
+	}
+	if s.rec != nil {
+		s.rec.Record(e)
+	}
+	if s.queue != nil {
+		s.queue.push(e)
+	}
+}
+
+// finish writes the summary event (derived from the State) and closes the recording.
+func (s *session) finish(host string) sessions.Summary {
+	s.mu.Lock()
+	sum := s.state.Summary()
+	s.mu.Unlock()
+	s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sum})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue != nil {
+		s.queue.close()
+	}
+	if s.recF != nil {
+		s.recF.Close()
+	}
+	return sum
+}
+
+// eventQueue is an unbounded FIFO between the tracer (which must never block on a slow
+// screen) and the TUI.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []sessions.Event
+	closed bool
+	wake   chan struct{}
+	out    chan sessions.Event
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{wake: make(chan struct{}, 1), out: make(chan sessions.Event, 64)}
+	go q.run()
+	return q
+}
+
+func (q *eventQueue) push(e sessions.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, e)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) run() {
+	for {
+		q.mu.Lock()
+		items, closed := q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		for _, e := range items {
+			q.out <- e
+		}
+		if closed && len(items) == 0 {
+			close(q.out)
+			return
+		}
+		if len(items) == 0 {
+			<-q.wake
+		}
+	}
+}
+
+// signalContext is cancelled on SIGINT, SIGTERM or SIGHUP: crashtui then detaches.
+func signalContext() (context.Context, func()) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// splitList helps flags like --restore.
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if strings.EqualFold(v, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/crashtui/crashtui/tracer"
+)
+
+const attachSynopsis = "attach [flags] JOB"
+
+func cmdAttach(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("attach", attachSynopsis, stderr)
+	c.register(fs)
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("attach needs exactly one JOB")
+	}
+	job, err := tracer.ParseJob(pos[0])
+	if err != nil {
+		return &exitError{2, err}
+	}
+	return traceJob(&c, stdout, stderr, "attach", job.Spec, func(t *tracer.Tracer) error {
+		_, err := t.Attach(job)
+		if errors.Is(err, tracer.ErrNoJob) {
+			return &exitError{2, err}
+		}
+		return err
+	})
+}
+
+const runSynopsis = "run [flags] [-n N] -- CMD [ARGS...]"
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("run", runSynopsis, stderr)
+	c.register(fs)
+	n := fs.Int("n", 1, "number of ranks to start")
+	pos, tail, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	argv := append(pos, tail...)
+	if len(argv) == 0 {
+		fs.Usage()
+		return usageErr("run needs a command after --")
+	}
+	if *n < 1 || *n > 4096 {
+		return usageErr("-n %d: want 1..4096 ranks", *n)
+	}
+	spec := tracer.LaunchSpec{N: *n, Argv: argv}
+	if c.json {
+		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr // stdout carries only JSON
+	} else {
+		log, err := os.CreateTemp("", "crashtui-ranks-*.log")
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		spec.Stdout, spec.Stderr = log, log
+		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s\n", log.Name())
+	}
+	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracer.Tracer) error {
+		_, err := t.Launch(spec)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		return nil
+	})
+}
+
+// traceJob runs a tracer on a job until it ends, the user quits, or a signal arrives, then
+// detaches everything and writes the summary.
+func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
+	s, err := newSession(c, stdout, jobName, mode)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host, Crash: crashOptions(c)})
+	defer func() {
+		// Detach on every way out, panics included: never leave the job stopped.
+		if r := recover(); r != nil {
+			t.Close()
+			panic(r)
+		}
+	}()
+	if err := start(t); err != nil {
+		t.Close()
+		s.finish(c.host)
+		return err
+	}
+	if c.json {
+		err = waitJob(ctx, t)
+	} else {
+		err = runTUI(ctx, c, s, t, mode)
+	}
+	if cerr := t.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("detach: %w", cerr)
+	}
+	s.finish(c.host)
+	return err
+}
+
+func waitJob(ctx context.Context, t *tracer.Tracer) error {
+	select {
+	case <-t.JobDone():
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func crashOptions(c *common) *tracer.CrashOptions {
+	return &tracer.CrashOptions{Symbolize: true}
+}

@@ -1,0 +1,306 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// AttachResult says what an attach took hold of.
+type AttachResult struct {
+	Processes int
+	Threads   int
+	Refused   []error // per-process failures (EPERM: traced by someone else, another user...)
+}
+
+// Attach seizes every thread of every process the job names, re-scanning until no new thread
+// or process appears, so that threads and children born during the attach are not missed.
+// It returns ErrNoJob (wrapped) when nothing could be attached.
+func (t *Tracer) Attach(job Job) (AttachResult, error) {
+	var res AttachResult
+	err := t.do(func() error {
+		var err error
+		res, err = t.attach(job)
+		return err
+	})
+	return res, err
+}
+
+func (t *Tracer) attach(job Job) (AttachResult, error) {
+	var res AttachResult
+	refused := map[int]error{}
+	for round := 0; ; round++ {
+		pids, err := job.Resolve()
+		if err != nil {
+			if round == 0 {
+				return res, fmt.Errorf("%w: %v", ErrNoJob, err)
+			}
+			break
+		}
+		added := 0
+		for _, pid := range pids {
+			if refused[pid] != nil {
+				continue
+			}
+			n, err := t.seizeProcess(pid)
+			if err != nil {
+				refused[pid] = err
+				continue
+			}
+			added += n
+		}
+		if added == 0 || round > 100 {
+			break
+		}
+	}
+	for pid, err := range refused {
+		if t.procs[pid] == nil && !errors.Is(err, unix.ESRCH) {
+			res.Refused = append(res.Refused, err)
+			t.emitErr(pid, "attach", err)
+		}
+	}
+	for _, p := range t.procs {
+		if len(p.tasks) == 0 {
+			continue
+		}
+		t.announce(p)
+		res.Processes++
+		res.Threads += len(p.tasks)
+	}
+	if res.Processes == 0 {
+		if len(res.Refused) > 0 {
+			return res, fmt.Errorf("job %s: could not attach: %v", job, res.Refused[0])
+		}
+		return res, fmt.Errorf("job %s %w (its processes exited, or it never had any)", job, ErrNoJob)
+	}
+	return res, nil
+}
+
+// seizeProcess seizes every thread of pid, re-reading /proc/PID/task until no new thread
+// appears. It returns how many threads it newly took.
+func (t *Tracer) seizeProcess(pid int) (int, error) {
+	added := 0
+	for {
+		tids := listTasks(pid)
+		if len(tids) == 0 {
+			if added == 0 && t.procs[pid] == nil {
+				return 0, fmt.Errorf("seize %d: %w", pid, unix.ESRCH)
+			}
+			return added, nil
+		}
+		n := 0
+		for _, tid := range tids {
+			if t.tasks[tid] != nil {
+				continue
+			}
+			err := ptraceSeize(tid)
+			if errors.Is(err, unix.EPERM) && tracerOf(tid) == t.self {
+				err = nil // the kernel attached it for us (a fork or clone of a seized thread)
+			}
+			if errors.Is(err, unix.ESRCH) {
+				continue // the thread exited meanwhile: normal
+			}
+			if err != nil {
+				if added == 0 && n == 0 {
+					return 0, fmt.Errorf("seize %d: %w%s", tid, err, seizeHint(tid, err))
+				}
+				continue
+			}
+			t.addTask(tid, pid)
+			n++
+		}
+		added += n
+		if n == 0 {
+			return added, nil
+		}
+	}
+}
+
+func tracerOf(tid int) int {
+	n, _ := strconv.Atoi(statusField(procPath(tid, "status"), "TracerPid"))
+	return n
+}
+
+func seizeHint(tid int, err error) string {
+	if !errors.Is(err, unix.EPERM) {
+		return ""
+	}
+	if tp := tracerOf(tid); tp != 0 {
+		return fmt.Sprintf(" (already traced by pid %d)", tp)
+	}
+	return " (another user's process, non-dumpable, or Yama ptrace_scope: run as root or the job's user)"
+}
+
+// LaunchSpec describes `crashtui run`.
+type LaunchSpec struct {
+	N      int
+	Argv   []string
+	Env    []string // extra environment for every rank
+	Stdout *os.File // ranks' stdout and stderr (nil: /dev/null)
+	Stderr *os.File
+}
+
+// Launch starts N ranks of Argv in their own process group, traced from their first
+// instruction: each rank is a /bin/sh that waits on a pipe, is seized, then execs the command,
+// so the exec itself is a traced event and a rank that crashes at once is still caught.
+// It returns the process group id.
+func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
+	if spec.N <= 0 {
+		spec.N = 1
+	}
+	if len(spec.Argv) == 0 {
+		return 0, errors.New("run: no command")
+	}
+	if _, err := exec.LookPath(spec.Argv[0]); err != nil {
+		return 0, fmt.Errorf("run: %w", err)
+	}
+	pgid := 0
+	err := t.do(func() error {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		defer null.Close()
+		out, errw := spec.Stdout, spec.Stderr
+		if out == nil {
+			out = null
+		}
+		if errw == nil {
+			errw = null
+		}
+		var gates []*os.File
+		defer func() {
+			for _, g := range gates {
+				g.Close()
+			}
+		}()
+		for i := 0; i < spec.N; i++ {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return err
+			}
+			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, "crashtui-rank"}, spec.Argv...)
+			env := append(os.Environ(), spec.Env...)
+			env = append(env, "CRASHTUI_RANK="+strconv.Itoa(i), "CRASHTUI_SIZE="+strconv.Itoa(spec.N))
+			attr := &os.ProcAttr{Env: env, Files: []*os.File{null, out, errw, r},
+				Sys: &unix.SysProcAttr{Setpgid: true, Pgid: pgid}}
+			p, err := os.StartProcess("/bin/sh", argv, attr)
+			r.Close()
+			if err != nil {
+				w.Close()
+				return fmt.Errorf("run rank %d: %w", i, err)
+			}
+			gates = append(gates, w)
+			if pgid == 0 {
+				pgid = p.Pid
+			}
+			if err := ptraceSeize(p.Pid); err != nil {
+				return fmt.Errorf("run rank %d: seize %d: %w", i, p.Pid, err)
+			}
+			t.addTask(p.Pid, p.Pid)
+			pr := t.procs[p.Pid]
+			pr.launched, pr.rank = true, sessions.Rank(i)
+		}
+		return nil // closing the gates lets every rank exec
+	})
+	return pgid, err
+}
+
+// ---- holding threads stopped ----
+
+// stopTask brings tk into a ptrace-stop and holds it there. Other wait statuses that arrive
+// meanwhile are handled as usual.
+func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
+	if tk.stopped != running {
+		tk.want = true
+		return nil
+	}
+	tk.want = true
+	if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("interrupt %d: %w", tk.tid, err)
+		}
+		return fmt.Errorf("interrupt %d: %w", tk.tid, err)
+	}
+	return t.pump(func() bool { return tk.stopped != running || t.tasks[tk.tid] == nil }, timeout,
+		fmt.Sprintf("thread %d did not stop (uninterruptible sleep?)", tk.tid))
+}
+
+// pump handles wait statuses until cond holds or the timeout passes.
+func (t *Tracer) pump(cond func() bool, timeout time.Duration, what string) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case w := <-t.waits:
+			t.handle(w)
+		case <-deadline.C:
+			return errors.New(what)
+		}
+	}
+	return nil
+}
+
+// detachAll stops and detaches every tracee. Held signals are re-injected through
+// PTRACE_DETACH's data argument; group-stopped tasks stay stopped (kernel/ptrace.c
+// __ptrace_detach re-arms the group stop).
+func (t *Tracer) detachAll() error {
+	t.closing = true
+	var firstErr error
+	for round := 0; len(t.tasks) > 0 && round < 50; round++ {
+		for _, tk := range t.tasks {
+			tk.want = true
+			if tk.stopped == running {
+				if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); errors.Is(err, unix.ESRCH) {
+					continue
+				}
+			}
+		}
+		allHeld := func() bool {
+			for _, tk := range t.tasks {
+				if tk.stopped == running {
+					return false
+				}
+			}
+			return true
+		}
+		if err := t.pump(allHeld, 3*time.Second, "some threads did not stop for detach"); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		for _, tk := range t.tasks {
+			if tk.stopped == running {
+				continue
+			}
+			sig := 0
+			if tk.stopped == stopSignal {
+				sig = tk.sig
+			}
+			err := ptrace(unix.PTRACE_DETACH, tk.tid, 0, uintptr(sig))
+			if err != nil && !errors.Is(err, unix.ESRCH) && firstErr == nil {
+				firstErr = fmt.Errorf("detach %d: %w", tk.tid, err)
+			}
+			t.forgetDetached(tk)
+		}
+	}
+	return firstErr
+}
+
+func (t *Tracer) forgetDetached(tk *task) {
+	delete(t.tasks, tk.tid)
+	if p := t.procs[tk.pid]; p != nil {
+		delete(p.tasks, tk.tid)
+		if len(p.tasks) == 0 {
+			delete(t.procs, p.pid)
+		}
+	}
+}

@@ -1,0 +1,15 @@
+// Package tracer is the only package that calls ptrace.
+//
+// It resolves a JOB (pgid, sid, pid tree, cgroup, Slurm job) to processes, seizes every thread
+// of every process with PTRACE_SEIZE, follows forks, clones and execs, catches fatal signals at
+// their signal-delivery-stop, and detaches leaving the job exactly as it was: running threads
+// keep running, stopped jobs stay stopped, signals that are not ours are re-injected.
+//
+// All ptrace requests for a tracee must come from the thread that attached it, so the tracer
+// runs one goroutine locked to its OS thread (runtime.LockOSThread); other goroutines talk to
+// it through requests. It emits sessions.Event values and nothing else: it never formats text
+// for a screen.
+//
+// The waiter reaps with wait4(-1, __WALL): a process that embeds a Tracer must not start other
+// children while tracing, or their exit statuses are consumed here.
+package tracer

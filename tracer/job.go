@@ -1,0 +1,313 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// JobKind is how a JOB names its processes.
+type JobKind string
+
+// The JOB forms of design.md.
+const (
+	JobPGID   JobKind = "pgid"
+	JobSID    JobKind = "sid"
+	JobPID    JobKind = "pid" // the process and all its descendants
+	JobCgroup JobKind = "cgroup"
+	JobSlurm  JobKind = "slurm"
+)
+
+// Job is a parsed JOB argument.
+type Job struct {
+	Kind JobKind
+	ID   int    // pgid, sid, pid or Slurm job id
+	Path string // cgroup path
+	Spec string // as the user wrote it
+}
+
+func (j Job) String() string { return j.Spec }
+
+// ErrNoJob means a JOB names no process (or nothing at all): exit status 2.
+var ErrNoJob = errors.New("names no process")
+
+// ParseJob parses pgid:N, sid:N, pid:N, cgroup:PATH, slurm:ID or a bare number (a process group
+// if one has that id, else pid:N).
+func ParseJob(spec string) (Job, error) {
+	j := Job{Spec: spec}
+	kind, val, ok := strings.Cut(spec, ":")
+	if !ok {
+		n, err := strconv.Atoi(spec)
+		if err != nil || n <= 0 {
+			return j, fmt.Errorf("job %q: want pgid:N, sid:N, pid:N, cgroup:PATH, slurm:ID or a number", spec)
+		}
+		j.ID = n
+		if pids, _ := scanStat(func(s procStat) bool { return s.pgrp == n }); len(pids) > 0 {
+			j.Kind = JobPGID
+		} else {
+			j.Kind = JobPID
+		}
+		return j, nil
+	}
+	j.Kind = JobKind(kind)
+	switch j.Kind {
+	case JobPGID, JobSID, JobPID, JobSlurm:
+		n, err := strconv.Atoi(val)
+		if err != nil || n <= 0 {
+			return j, fmt.Errorf("job %q: %s needs a positive number", spec, kind)
+		}
+		j.ID = n
+	case JobCgroup:
+		if val == "" {
+			return j, fmt.Errorf("job %q: cgroup needs a path", spec)
+		}
+		j.Path = val
+	default:
+		return j, fmt.Errorf("job %q: unknown kind %q (want pgid, sid, pid, cgroup or slurm)", spec, kind)
+	}
+	return j, nil
+}
+
+// procStat is the part of /proc/PID/stat the job resolver needs.
+type procStat struct {
+	pid, ppid, pgrp, session int
+	state                    byte
+	flags                    uint64
+	comm                     string
+}
+
+const pfKthread = 0x00200000 // PF_KTHREAD, include/linux/sched.h
+
+func (s procStat) kernelThread() bool { return s.flags&pfKthread != 0 || s.pid == 2 || s.ppid == 2 }
+
+// parseStat parses /proc/PID/stat. comm may contain spaces and parentheses: it runs from the
+// first '(' to the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	var s procStat
+	open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || close < open {
+		return s, fmt.Errorf("stat: no comm")
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return s, fmt.Errorf("stat: pid: %w", err)
+	}
+	s.pid, s.comm = pid, string(b[open+1:close])
+	f := strings.Fields(string(b[close+1:]))
+	if len(f) < 7 {
+		return s, fmt.Errorf("stat: %d fields", len(f))
+	}
+	s.state = f[0][0]
+	s.ppid, _ = strconv.Atoi(f[1])
+	s.pgrp, _ = strconv.Atoi(f[2])
+	s.session, _ = strconv.Atoi(f[3])
+	s.flags, _ = strconv.ParseUint(f[6], 10, 64)
+	return s, nil
+}
+
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// scanStat returns the pids of all processes whose stat matches.
+func scanStat(match func(procStat) bool) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		s, err := readStat(pid)
+		if err != nil {
+			continue
+		}
+		if match(s) {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// excluded are crashtui itself and its ancestors: attaching to them would deadlock or stop the
+// terminal crashtui runs in.
+func excluded() map[int]bool {
+	ex := map[int]bool{}
+	for pid := os.Getpid(); pid > 1; {
+		ex[pid] = true
+		s, err := readStat(pid)
+		if err != nil {
+			break
+		}
+		pid = s.ppid
+	}
+	ex[1] = true
+	return ex
+}
+
+// Resolve returns the pids the job names now, without kernel threads, crashtui and its
+// ancestors, sorted.
+func (j Job) Resolve() ([]int, error) {
+	ex := excluded()
+	var pids []int
+	var err error
+	switch j.Kind {
+	case JobPGID:
+		pids, err = scanStat(func(s procStat) bool { return s.pgrp == j.ID && !s.kernelThread() })
+	case JobSID:
+		pids, err = scanStat(func(s procStat) bool { return s.session == j.ID && !s.kernelThread() })
+	case JobPID:
+		pids, err = descendants(j.ID)
+	case JobCgroup:
+		pids, err = cgroupPIDs(j.Path)
+	case JobSlurm:
+		var dirs []string
+		dirs, err = slurmCgroups(j.ID)
+		if err == nil && len(dirs) == 0 {
+			err = fmt.Errorf("no cgroup directory job_%d under /sys/fs/cgroup", j.ID)
+		}
+		for _, d := range dirs {
+			p, e := cgroupDirPIDs(d, true)
+			if e != nil {
+				err = e
+				break
+			}
+			pids = append(pids, p...)
+		}
+	default:
+		return nil, fmt.Errorf("job %q: unknown kind", j.Spec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.Spec, err)
+	}
+	out := pids[:0]
+	seen := map[int]bool{}
+	for _, p := range pids {
+		if ex[p] || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if s, err := readStat(p); err != nil || s.kernelThread() || s.state == 'Z' || s.state == 'X' {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+func descendants(root int) ([]int, error) {
+	if _, err := readStat(root); err != nil {
+		return nil, fmt.Errorf("pid %d: no such process", root)
+	}
+	children := map[int][]int{}
+	if _, err := scanStat(func(s procStat) bool {
+		children[s.ppid] = append(children[s.ppid], s.pid)
+		return false
+	}); err != nil {
+		return nil, err
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out, nil
+}
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupPIDs accepts a filesystem path under /sys/fs/cgroup, or a cgroup path as
+// /proc/PID/cgroup shows it ("/slurm/uid_0/job_7"), looked up in every hierarchy (v1 and v2).
+func cgroupPIDs(path string) ([]int, error) {
+	if strings.HasPrefix(path, cgroupRoot+"/") {
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("cgroup %s: no such cgroup directory", path)
+		}
+		return cgroupDirPIDs(path, true)
+	}
+	var dirs []string
+	roots, _ := filepath.Glob(cgroupRoot + "/*")
+	roots = append(roots, cgroupRoot)
+	for _, r := range roots {
+		d := filepath.Join(r, path)
+		if st, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil && !st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("cgroup %s: not found under %s", path, cgroupRoot)
+	}
+	var pids []int
+	for _, d := range dirs {
+		p, err := cgroupDirPIDs(d, true)
+		if err != nil {
+			return nil, err
+		}
+		pids = append(pids, p...)
+	}
+	return pids, nil
+}
+
+// cgroupDirPIDs reads cgroup.procs of dir and, when recursive, of every cgroup below it.
+func cgroupDirPIDs(dir string, recursive bool) ([]int, error) {
+	var pids []int
+	walk := func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if n, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		if !recursive && p != dir {
+			return filepath.SkipDir
+		}
+		return nil
+	}
+	if err := filepath.WalkDir(dir, walk); err != nil {
+		return nil, err
+	}
+	return pids, nil
+}
+
+// slurmCgroups finds directories named job_ID under any hierarchy (Slurm's cgroup plugin:
+// .../slurm/uid_U/job_ID on v1, .../system.slice/slurmstepd.scope/job_ID on v2).
+func slurmCgroups(id int) ([]string, error) {
+	name := "job_" + strconv.Itoa(id)
+	var dirs []string
+	err := filepath.WalkDir(cgroupRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && d.Name() == name {
+			dirs = append(dirs, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return dirs, err
+}

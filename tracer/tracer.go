@@ -1,0 +1,500 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// seizeOptions follow every fork, clone and exec and stop at exit. No PTRACE_O_EXITKILL when
+// attaching: if crashtui dies, the kernel detaches and the job goes on (design.md).
+const seizeOptions = unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+	unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACEEXIT
+
+// Options configure a Tracer.
+type Options struct {
+	// Emit receives every event, on the tracer's goroutine, in order. It must not block for
+	// long: tracees wait while it runs.
+	Emit func(sessions.Event)
+	// Host is stamped on every event ("" for a single-host session).
+	Host string
+	// Crash configures crash-site grouping and cores (may be nil: crashes are still reported).
+	Crash *CrashOptions
+}
+
+// held says why a task is held in a ptrace-stop instead of running.
+type stopKind int
+
+const (
+	running   stopKind = iota
+	stopEvent          // PTRACE_EVENT_* stop (fork, exec, exit, interrupt)
+	stopGroup          // group-stop: resume with PTRACE_LISTEN so job control is unchanged
+	stopSignal         // signal-delivery-stop: resume with the signal
+	stopExit           // PTRACE_EVENT_EXIT
+)
+
+type task struct {
+	tid, pid int
+	stopped  stopKind
+	sig      int  // signal to inject on resume (stopSignal)
+	want     bool // we asked for a stop (PTRACE_INTERRUPT) and hold it when it comes
+	exitCode int  // from PTRACE_EVENT_EXIT, -1 until then
+	listening bool
+}
+
+type proc struct {
+	pid, ppid int
+	rank      sessions.Rank
+	exe, comm string
+	argv      []string
+	uid       int
+	tasks     map[int]*task
+	launched  bool // started by crashtui run: we reap it
+	announced bool // its process event has been emitted
+	exitCode  int  // leader's PTRACE_EVENT_EXIT status, -1 until known
+}
+
+type waitResult struct {
+	pid int
+	ws  unix.WaitStatus
+	ru  unix.Rusage
+}
+
+type request struct {
+	fn   func() error
+	done chan error
+}
+
+// Tracer is a running ptrace engine. Create with New; every method is safe to call from any
+// goroutine.
+type Tracer struct {
+	opts  Options
+	reqs  chan request
+	waits chan waitResult
+	kick  chan struct{}
+	quit  chan struct{}
+	done  chan struct{} // closed when the loop has ended
+	jobDone chan struct{}
+	jobDoneOnce sync.Once
+
+	// Owned by the loop goroutine.
+	tasks    map[int]*task
+	procs    map[int]*proc
+	started  bool // at least one process was attached or launched
+	closing  bool
+	crash    *crashState
+	self     int
+	loopErr  error
+}
+
+// New starts the tracer's goroutine (locked to one OS thread) and its waiter.
+func New(opts Options) *Tracer {
+	if opts.Emit == nil {
+		opts.Emit = func(sessions.Event) {}
+	}
+	t := &Tracer{
+		opts:    opts,
+		reqs:    make(chan request),
+		waits:   make(chan waitResult, 256),
+		kick:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		jobDone: make(chan struct{}),
+		tasks:   map[int]*task{},
+		procs:   map[int]*proc{},
+		self:    os.Getpid(),
+	}
+	t.crash = newCrashState(opts.Crash)
+	go t.waiter()
+	go t.loop()
+	return t
+}
+
+// JobDone is closed when every process of the job has exited (or been detached).
+func (t *Tracer) JobDone() <-chan struct{} { return t.jobDone }
+
+// do runs fn on the tracer thread and returns its error.
+func (t *Tracer) do(fn func() error) error {
+	r := request{fn: fn, done: make(chan error, 1)}
+	select {
+	case t.reqs <- r:
+	case <-t.done:
+		return errors.New("tracer: stopped")
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-t.done:
+		return errors.New("tracer: stopped")
+	}
+}
+
+// Close detaches every tracee (running threads keep running, stopped ones stay stopped,
+// pending signals are re-injected) and stops the tracer. It is idempotent.
+func (t *Tracer) Close() error {
+	err := t.do(func() error {
+		t.closing = true
+		return t.detachAll()
+	})
+	select {
+	case <-t.done:
+	case <-time.After(10 * time.Second):
+		return errors.New("tracer: loop did not stop")
+	}
+	if err != nil && err.Error() == "tracer: stopped" {
+		return t.loopErr
+	}
+	return err
+}
+
+func (t *Tracer) emit(b sessions.Body) {
+	t.opts.Emit(sessions.Event{Time: time.Now(), Host: t.opts.Host, Body: b})
+}
+
+func (t *Tracer) emitErr(pid int, op string, err error) {
+	t.emit(sessions.Error{PID: pid, Op: op, Message: err.Error()})
+}
+
+// waiter consumes wait statuses from any of our tracees and children. wait4 from any thread of
+// the tracer's thread group sees tracees attached by the loop thread (kernel/exit.c do_wait
+// walks every thread of the group).
+func (t *Tracer) waiter() {
+	for {
+		var r waitResult
+		pid, err := unix.Wait4(-1, &r.ws, unix.WALL, &r.ru)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD:
+			select {
+			case <-t.kick:
+				continue
+			case <-t.quit:
+				return
+			}
+		case err != nil:
+			select {
+			case <-t.quit:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		r.pid = pid
+		select {
+		case t.waits <- r:
+		case <-t.quit:
+			return
+		}
+	}
+}
+
+func (t *Tracer) kickWaiter() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (t *Tracer) loop() {
+	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
+	defer close(t.done)
+	defer close(t.quit)
+	defer func() {
+		if r := recover(); r != nil {
+			// Never leave the job stopped or half-modified: detach, then re-panic.
+			t.closing = true
+			t.detachAll()
+			t.jobDoneOnce.Do(func() { close(t.jobDone) })
+			panic(r)
+		}
+	}()
+	for {
+		select {
+		case r := <-t.reqs:
+			r.done <- r.fn()
+		case w := <-t.waits:
+			t.handle(w)
+		}
+		if t.started && len(t.tasks) == 0 {
+			t.jobDoneOnce.Do(func() { close(t.jobDone) })
+		}
+		if t.closing && len(t.tasks) == 0 {
+			t.jobDoneOnce.Do(func() { close(t.jobDone) })
+			return
+		}
+	}
+}
+
+// ---- ptrace primitives (ESRCH means the task is gone: normal, not an error) ----
+
+func ptraceSeize(tid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(seizeOptions), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func ptrace(req, tid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func geteventmsg(tid int) (uint64, error) {
+	var msg uint64
+	err := ptrace(unix.PTRACE_GETEVENTMSG, tid, 0, uintptr(unsafePointer(&msg)))
+	return msg, err
+}
+
+// ---- tasks and processes ----
+
+func (t *Tracer) addTask(tid, pid int) *task {
+	if tk := t.tasks[tid]; tk != nil {
+		return tk
+	}
+	tk := &task{tid: tid, pid: pid, exitCode: -1}
+	if t.closing {
+		tk.want = true
+	}
+	t.tasks[tid] = tk
+	p := t.procs[pid]
+	if p == nil {
+		p = &proc{pid: pid, rank: sessions.NoRank, tasks: map[int]*task{}, exitCode: -1}
+		t.procs[pid] = p
+	}
+	p.tasks[tid] = tk
+	t.started = true
+	t.kickWaiter()
+	if tid != pid && p.announced {
+		t.emit(sessions.Task{PID: pid, TID: tid})
+	}
+	return tk
+}
+
+// announce reads /proc and emits the process event once.
+func (t *Tracer) announce(p *proc) {
+	if p.announced {
+		return
+	}
+	p.announced = true
+	t.refreshProc(p)
+	t.emit(sessions.Process{PID: p.pid, PPID: p.ppid, Rank: p.rank, Exe: p.exe, Comm: p.comm,
+		Argv: p.argv, UID: p.uid, Threads: len(p.tasks)})
+	for tid := range p.tasks {
+		if tid != p.pid {
+			t.emit(sessions.Task{PID: p.pid, TID: tid})
+		}
+	}
+}
+
+func (t *Tracer) refreshProc(p *proc) {
+	if s, err := readStat(p.pid); err == nil {
+		p.ppid = s.ppid
+	}
+	p.exe, p.comm, p.argv = readExe(p.pid), readComm(p.pid), readArgv(p.pid)
+	p.uid = readUID(p.pid)
+	if r := readRank(p.pid); r != sessions.NoRank {
+		p.rank = r
+	}
+}
+
+// forget drops a task; when the last task of a process goes, the process is gone.
+func (t *Tracer) forget(tk *task) {
+	delete(t.tasks, tk.tid)
+	p := t.procs[tk.pid]
+	if p == nil {
+		return
+	}
+	delete(p.tasks, tk.tid)
+	if tk.tid != tk.pid && p.announced && !t.closing {
+		t.emit(sessions.Task{PID: p.pid, TID: tk.tid, Exited: true})
+	}
+}
+
+func (t *Tracer) dropProc(p *proc) {
+	for _, tk := range p.tasks {
+		delete(t.tasks, tk.tid)
+	}
+	delete(t.procs, p.pid)
+}
+
+// resume lets a held task go the way the kernel expects for its kind of stop.
+func (t *Tracer) resume(tk *task) error {
+	var err error
+	switch tk.stopped {
+	case running:
+		return nil
+	case stopGroup:
+		// PTRACE_LISTEN keeps the group-stop (job control unchanged) but lets the tracer be
+		// told of SIGCONT and new events.
+		err = ptrace(unix.PTRACE_LISTEN, tk.tid, 0, 0)
+		tk.listening = err == nil
+	case stopSignal:
+		err = ptrace(unix.PTRACE_CONT, tk.tid, 0, uintptr(tk.sig))
+	default:
+		err = ptrace(unix.PTRACE_CONT, tk.tid, 0, 0)
+	}
+	tk.stopped, tk.sig, tk.want = running, 0, false
+	if errors.Is(err, unix.ESRCH) {
+		return nil // it died while stopped (SIGKILL): its exit status follows
+	}
+	if err != nil {
+		return fmt.Errorf("resume %d: %w", tk.tid, err)
+	}
+	return nil
+}
+
+// handle processes one wait status.
+func (t *Tracer) handle(w waitResult) {
+	tid, ws := w.pid, w.ws
+	tk := t.tasks[tid]
+	if ws.Exited() || ws.Signaled() {
+		t.gone(tid, tk, ws)
+		return
+	}
+	if !ws.Stopped() {
+		return
+	}
+	if tk == nil {
+		// A child or thread the kernel attached for us (TRACEFORK/TRACECLONE) whose creation
+		// event we have not processed yet, or a process we raced with during attach.
+		pid := readTGID(tid)
+		if pid == 0 {
+			pid = tid
+		}
+		tk = t.addTask(tid, pid)
+		if p := t.procs[pid]; p != nil && !t.closing {
+			t.announce(p)
+		}
+	}
+	tk.listening = false
+	sig := ws.StopSignal()
+	cause := ws.TrapCause()
+	if sig == unix.SIGTRAP && cause > 0 {
+		t.handleEvent(tk, cause)
+		return
+	}
+	if cause == unix.PTRACE_EVENT_STOP {
+		// Group-stop (SEIZE reports it as PTRACE_EVENT_STOP with the stop signal).
+		tk.stopped = stopGroup
+		if !tk.want {
+			t.resume(tk)
+		}
+		return
+	}
+	// Signal-delivery-stop.
+	tk.stopped, tk.sig = stopSignal, int(sig)
+	if t.closing {
+		return // held; detachAll re-injects it with PTRACE_DETACH
+	}
+	t.onSignal(tk, int(sig))
+	if !tk.want && tk.stopped != running {
+		t.resume(tk)
+	}
+}
+
+func (t *Tracer) handleEvent(tk *task, cause int) {
+	tk.stopped = stopEvent
+	switch cause {
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		msg, err := geteventmsg(tk.tid)
+		if err == nil && msg > 0 {
+			child := int(msg)
+			if cause == unix.PTRACE_EVENT_CLONE && readTGID(child) == tk.pid {
+				t.addTask(child, tk.pid)
+			} else if t.tasks[child] == nil {
+				t.addTask(child, child)
+				if p := t.procs[child]; p != nil {
+					p.ppid = tk.pid
+				}
+				if !t.closing {
+					t.announce(t.procs[child])
+				}
+			}
+		}
+	case unix.PTRACE_EVENT_EXEC:
+		t.onExec(tk)
+	case unix.PTRACE_EVENT_EXIT:
+		tk.stopped = stopExit
+		if msg, err := geteventmsg(tk.tid); err == nil {
+			tk.exitCode = int(msg)
+			if p := t.procs[tk.pid]; p != nil && tk.tid == tk.pid {
+				p.exitCode = int(msg)
+			}
+		}
+	}
+	if !tk.want {
+		t.resume(tk)
+	}
+}
+
+func (t *Tracer) onExec(tk *task) {
+	p := t.procs[tk.pid]
+	if p == nil {
+		return
+	}
+	// The thread that called execve now has the leader's tid; the kernel killed the others
+	// (fs/exec.c de_thread). GETEVENTMSG gives the former tid.
+	if msg, err := geteventmsg(tk.tid); err == nil && int(msg) != tk.tid {
+		if old := t.tasks[int(msg)]; old != nil {
+			delete(t.tasks, old.tid)
+			delete(p.tasks, old.tid)
+		}
+	}
+	for tid, other := range p.tasks {
+		if tid != tk.tid {
+			_ = other // their exit statuses arrive on their own
+		}
+	}
+	t.refreshProc(p)
+	if !p.announced {
+		t.announce(p)
+		return
+	}
+	t.emit(sessions.Exec{PID: p.pid, Exe: p.exe, Comm: p.comm, Argv: p.argv, Rank: p.rank})
+}
+
+// gone handles the final wait status of a task.
+func (t *Tracer) gone(tid int, tk *task, ws unix.WaitStatus) {
+	if tk == nil {
+		return
+	}
+	t.forget(tk)
+	p := t.procs[tk.pid]
+	if tid != tk.pid || p == nil {
+		return
+	}
+	// The leader is reported only once the whole thread group has gone (delay_group_leader).
+	ex := sessions.Exit{PID: p.pid}
+	if ws.Exited() {
+		c := ws.ExitStatus()
+		ex.Code = &c
+	} else {
+		ex.Signal = signalName(int(ws.Signal()))
+		ex.CoreDumped = ws.CoreDump()
+	}
+	t.crash.onExit(t, p, ws)
+	if p.announced {
+		t.emit(ex)
+	}
+	t.dropProc(p)
+}
+
+func signalName(sig int) string {
+	if n := unix.SignalName(syscall.Signal(sig)); n != "" {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", sig)
+}
