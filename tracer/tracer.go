@@ -34,19 +34,19 @@ type Options struct {
 type stopKind int
 
 const (
-	running   stopKind = iota
-	stopEvent          // PTRACE_EVENT_* stop (fork, exec, exit, interrupt)
-	stopGroup          // group-stop: resume with PTRACE_LISTEN so job control is unchanged
-	stopSignal         // signal-delivery-stop: resume with the signal
-	stopExit           // PTRACE_EVENT_EXIT
+	running    stopKind = iota
+	stopEvent           // PTRACE_EVENT_* stop (fork, exec, exit, interrupt)
+	stopGroup           // group-stop: resume with PTRACE_LISTEN so job control is unchanged
+	stopSignal          // signal-delivery-stop: resume with the signal
+	stopExit            // PTRACE_EVENT_EXIT
 )
 
 type task struct {
-	tid, pid int
-	stopped  stopKind
-	sig      int  // signal to inject on resume (stopSignal)
-	want     bool // we asked for a stop (PTRACE_INTERRUPT) and hold it when it comes
-	exitCode int  // from PTRACE_EVENT_EXIT, -1 until then
+	tid, pid  int
+	stopped   stopKind
+	sig       int  // signal to inject on resume (stopSignal)
+	want      bool // we asked for a stop (PTRACE_INTERRUPT) and hold it when it comes
+	exitCode  int  // from PTRACE_EVENT_EXIT, -1 until then
 	listening bool
 }
 
@@ -76,23 +76,23 @@ type request struct {
 // Tracer is a running ptrace engine. Create with New; every method is safe to call from any
 // goroutine.
 type Tracer struct {
-	opts  Options
-	reqs  chan request
-	waits chan waitResult
-	kick  chan struct{}
-	quit  chan struct{}
-	done  chan struct{} // closed when the loop has ended
-	jobDone chan struct{}
+	opts        Options
+	reqs        chan request
+	waits       chan waitResult
+	kick        chan struct{}
+	quit        chan struct{}
+	done        chan struct{} // closed when the loop has ended
+	jobDone     chan struct{}
 	jobDoneOnce sync.Once
 
 	// Owned by the loop goroutine.
-	tasks    map[int]*task
-	procs    map[int]*proc
-	started  bool // at least one process was attached or launched
-	closing  bool
-	crash    *crashState
-	self     int
-	loopErr  error
+	tasks   map[int]*task
+	procs   map[int]*proc
+	started bool // at least one process was attached or launched
+	closing bool
+	crash   *crashState
+	self    int
+	loopErr error
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
