@@ -119,7 +119,3 @@ func waitJob(ctx context.Context, t *tracer.Tracer) error {
 	}
 	return nil
 }
-
-func crashOptions(c *common) *tracer.CrashOptions {
-	return &tracer.CrashOptions{Symbolize: true}
-}
