@@ -1,0 +1,690 @@
+package qemu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// VerdictPrefix starts the line the guest's /init prints before power-off
+// (guest/init/main.go prints the same literal).
+const VerdictPrefix = "CRASHTUI-VERDICT:"
+
+// RegsPrefix starts a line on which the guest test prints one RegRecord as
+// JSON (tracer/restart_ppc64le_test.go).
+const RegsPrefix = "CRASHTUI-REGS:"
+
+// DefaultCPUs are the QEMU CPU models booted by default: POWER8 has no scv
+// (it must raise SIGILL), POWER9 and POWER10 advertise PPC_FEATURE2_SCV.
+var DefaultCPUs = []string{"power8", "power9", "power10"}
+
+// Options configures Run. Zero values pick the defaults noted per field.
+type Options struct {
+	ModuleRoot string        // default: directory of `go env GOMOD` in the working directory
+	CacheDir   string        // default: ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/ppc64le
+	Kernel     string        // a vmlinux to boot instead of the cached Debian one
+	CPUs       []string      // default DefaultCPUs
+	Run        string        // guest -test.run pattern, default "PPC64LE"
+	Timeout    time.Duration // per boot, default 150s (the guest watchdog fires 10s earlier)
+	Parallel   int           // guests booted at once, default 2
+	Log        io.Writer     // progress and guest output, default os.Stderr
+	Keep       bool          // keep the build directory (its path is logged)
+}
+
+// SkipError says the stage cannot run here at all (no QEMU and no way to
+// install it, no kernel and no way to fetch it). Anything else is a failure.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "SKIP: " + e.Reason }
+
+// RegRecord is what the guest test saw at one PTRACE_EVENT_STOP of a thread
+// blocked in a syscall: raw words of unix.PtraceRegs (PTRACE_GETREGS on
+// ppc64le: gpr[32], nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap,
+// dar, dsisr, result), as hex strings so that no JSON tool rounds them.
+type RegRecord struct {
+	CPU        string   `json:"cpu"`
+	Kernel     string   `json:"kernel"`
+	HWCap2     string   `json:"hwcap2"`
+	Insn       string   `json:"insn"` // "sc" or "scv"
+	Call       string   `json:"call"` // "read" or "nanosleep"
+	WaitStatus string   `json:"wait_status"`
+	InsnWord   string   `json:"insn_word"`  // the 32-bit word at nip-4
+	InsnBytes  string   `json:"insn_bytes"` // the same 4 bytes in memory order, hex
+	Arg0       string   `json:"arg0"`       // what the helper passed as the first argument
+	Words      []string `json:"words"`
+	Layout     string   `json:"layout"`
+}
+
+// Uint64s parses Words.
+func (r RegRecord) Uint64s() ([]uint64, error) {
+	out := make([]uint64, len(r.Words))
+	for i, w := range r.Words {
+		v, err := strconv.ParseUint(w, 0, 64)
+		if err != nil {
+			return nil, fmt.Errorf("regs word %d %q: %w", i, w, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Bytes decodes InsnBytes.
+func (r RegRecord) Bytes() ([]byte, error) {
+	var b []byte
+	for i := 0; i+2 <= len(r.InsnBytes); i += 2 {
+		v, err := strconv.ParseUint(r.InsnBytes[i:i+2], 16, 8)
+		if err != nil {
+			return nil, fmt.Errorf("insn bytes %q: %w", r.InsnBytes, err)
+		}
+		b = append(b, byte(v))
+	}
+	return b, nil
+}
+
+// FileName is the fixture name of the record: <cpu>_<insn>_<call>.json.
+func (r RegRecord) FileName() string { return r.CPU + "_" + r.Insn + "_" + r.Call + ".json" }
+
+// CPUResult is the outcome of one guest boot.
+type CPUResult struct {
+	CPU      string
+	Pass     bool
+	Verdict  string // the verdict line's text after the prefix, or why there is none
+	Output   string // everything the guest printed on its console
+	Regs     []RegRecord
+	Duration time.Duration
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Kernel string
+	CPUs   []CPUResult
+}
+
+// Passed is true when every CPU's guest printed a PASS verdict.
+func (r *Result) Passed() bool {
+	if r == nil || len(r.CPUs) == 0 {
+		return false
+	}
+	for _, c := range r.CPUs {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Run does the whole stage: QEMU, kernel, guest build, initramfs, one boot
+// per CPU. It returns a *SkipError only when the stage cannot run here.
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	if opt.Log == nil {
+		opt.Log = os.Stderr
+	}
+	if len(opt.CPUs) == 0 {
+		opt.CPUs = DefaultCPUs
+	}
+	if opt.Run == "" {
+		opt.Run = "PPC64LE"
+	}
+	if opt.Timeout == 0 {
+		opt.Timeout = 150 * time.Second
+	}
+	if opt.Parallel <= 0 {
+		opt.Parallel = 2
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(opt.Log, "ppc64le-test: "+format+"\n", a...) }
+	start := time.Now()
+
+	gobin, err := goBinary()
+	if err != nil {
+		return nil, &SkipError{Reason: err.Error()}
+	}
+	if opt.ModuleRoot == "" {
+		if opt.ModuleRoot, err = moduleRoot(ctx, gobin); err != nil {
+			return nil, err
+		}
+	}
+	if opt.CacheDir == "" {
+		if opt.CacheDir, err = DefaultCacheDir(); err != nil {
+			return nil, &SkipError{Reason: err.Error()}
+		}
+	}
+
+	work, err := os.MkdirTemp("", "crashtui-ppc64le-")
+	if err != nil {
+		return nil, fmt.Errorf("create build dir: %w", err)
+	}
+	if opt.Keep {
+		logf("build dir %s kept", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+
+	// The guest build needs no QEMU or kernel: run it while those are fetched.
+	buildErr := make(chan error, 1)
+	go func() { buildErr <- BuildGuest(ctx, gobin, opt.ModuleRoot, work) }()
+
+	qemuBin, err := EnsureQEMU(ctx, opt.Log)
+	if err != nil {
+		<-buildErr
+		return nil, err
+	}
+	kernel := opt.Kernel
+	if kernel == "" {
+		if kernel, err = FetchKernel(ctx, opt.CacheDir, opt.Log); err != nil {
+			<-buildErr
+			return nil, err
+		}
+	}
+	if err := <-buildErr; err != nil {
+		return nil, err
+	}
+	logf("qemu %s, kernel %s, guest built (%.1fs)", qemuBin, kernel, time.Since(start).Seconds())
+
+	initrd := filepath.Join(work, "initrd.cpio")
+	if err := WriteInitramfs(initrd, map[string]string{
+		"init":            filepath.Join(work, "init"),
+		"bin/tracer.test": filepath.Join(work, "tracer.test"),
+		"bin/scvprog":     filepath.Join(work, "scvprog"),
+	}); err != nil {
+		return nil, err
+	}
+
+	res := &Result{Kernel: kernel, CPUs: make([]CPUResult, len(opt.CPUs))}
+	sem := make(chan struct{}, opt.Parallel)
+	var wg sync.WaitGroup
+	for i, cpu := range opt.CPUs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t0 := time.Now()
+			out, bootErr := Boot(ctx, BootConfig{
+				QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
+				Run: opt.Run, Timeout: opt.Timeout,
+			}, &prefixWriter{w: opt.Log, prefix: "[" + cpu + "] "})
+			r := CPUResult{CPU: cpu, Output: out, Duration: time.Since(t0)}
+			v, ok := ParseVerdict(out)
+			r.Verdict = v
+			switch {
+			case !ok:
+				r.Verdict = "no verdict line"
+				if bootErr != nil {
+					r.Verdict += ": " + bootErr.Error()
+				}
+			case bootErr != nil:
+				r.Verdict = v + " (qemu: " + bootErr.Error() + ")"
+			default:
+				r.Pass = strings.HasPrefix(v, "PASS")
+			}
+			r.Regs, _ = ParseRegRecords(out)
+			res.CPUs[i] = r
+			logf("%s: %s (%.1fs)", cpu, r.Verdict, r.Duration.Seconds())
+		}()
+	}
+	wg.Wait()
+	logf("total %.1fs", time.Since(start).Seconds())
+	return res, nil
+}
+
+// DefaultCacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/ppc64le.
+func DefaultCacheDir() (string, error) {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cache dir: %w", err)
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "crashtui", "ppc64le"), nil
+}
+
+func goBinary() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), "/usr/local/go/bin/go"} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("no go toolchain found (PATH, $GOROOT/bin, /usr/local/go/bin)")
+}
+
+func moduleRoot(ctx context.Context, gobin string) (string, error) {
+	out, err := exec.CommandContext(ctx, gobin, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("go env GOMOD: not inside the crashtui module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// EnsureQEMU returns the path of qemu-system-ppc64, installing Debian's
+// qemu-system-ppc when it is missing and this process is root (apt-get update
+// first only if the plain install fails, since the lists are usually fresh).
+func EnsureQEMU(ctx context.Context, log io.Writer) (string, error) {
+	const bin = "qemu-system-ppc64"
+	if p, err := exec.LookPath(bin); err == nil {
+		return p, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", &SkipError{Reason: bin + " not installed and not root to apt-get install qemu-system-ppc"}
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return "", &SkipError{Reason: bin + " not installed and no apt-get to install qemu-system-ppc"}
+	}
+	install := func() error {
+		return runLogged(ctx, log, "", "apt-get", "install", "-y", "--no-install-recommends", "qemu-system-ppc")
+	}
+	fmt.Fprintf(log, "ppc64le-test: installing qemu-system-ppc\n")
+	if err := install(); err != nil {
+		if uerr := runLogged(ctx, log, "", "apt-get", "update"); uerr != nil {
+			fmt.Fprintf(log, "ppc64le-test: apt-get update: %v\n", uerr)
+		}
+		if err := install(); err != nil {
+			return "", &SkipError{Reason: "apt-get install qemu-system-ppc failed: " + err.Error()}
+		}
+	}
+	p, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("qemu-system-ppc installed but %s not found: %w", bin, err)
+	}
+	return p, nil
+}
+
+func runLogged(ctx context.Context, log io.Writer, dir string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	var buf bytes.Buffer
+	cmd.Stdout = &buf
+	cmd.Stderr = &buf
+	err := cmd.Run()
+	if err != nil {
+		// Only a failure's output is worth showing; the tail says why.
+		tail := buf.Bytes()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		log.Write(tail)
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// FetchKernel returns a cached vmlinux of Debian's linux-image-*-powerpc64le,
+// fetching the .deb with a private apt state (host package state untouched,
+// no root needed) and extracting it with dpkg -x when the cache is empty.
+func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", fmt.Errorf("kernel cache %s: %w", cacheDir, err)
+	}
+	// Two runs sharing the cache must not both fetch and extract.
+	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("kernel cache lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("kernel cache lock: %w", err)
+	}
+	if k := newestVmlinux(cacheDir); k != "" {
+		return k, nil
+	}
+	for _, tool := range []string{"apt-get", "apt-cache", "dpkg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", &SkipError{Reason: "no cached ppc64le kernel in " + cacheDir + " and no " + tool + " to fetch one"}
+		}
+	}
+	w := filepath.Join(cacheDir, "apt")
+	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
+			return "", fmt.Errorf("apt state: %w", err)
+		}
+	}
+	status := filepath.Join(w, "status")
+	if f, err := os.OpenFile(status, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		f.Close()
+	}
+	user := "root"
+	if u := os.Getenv("USER"); u != "" && os.Geteuid() != 0 {
+		user = u
+	}
+	o := []string{
+		"-oAPT::Sandbox::User=" + user,
+		"-oAPT::Architecture=ppc64el", "-oAPT::Architectures=ppc64el",
+		"-oDir::State::Lists=" + filepath.Join(w, "lists"),
+		"-oDir::Cache=" + filepath.Join(w, "cache"),
+		"-oDir::State::status=" + status,
+	}
+	fmt.Fprintf(log, "ppc64le-test: fetching the ppc64el kernel package list\n")
+	// A security-index mirror sync error can make update exit 100 while the
+	// main index is fine: judge by whether the package is found below.
+	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+	pkg, err := pickKernelPackage(ctx, o)
+	if err != nil {
+		return "", &SkipError{Reason: "no ppc64le kernel package: " + err.Error()}
+	}
+	debs, _ := filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb"))
+	if len(debs) == 0 {
+		fmt.Fprintf(log, "ppc64le-test: downloading %s\n", pkg)
+		if err := runLogged(ctx, log, cacheDir, "apt-get", append(o, "download", pkg)...); err != nil {
+			return "", &SkipError{Reason: "download " + pkg + ": " + err.Error()}
+		}
+		debs, _ = filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb"))
+		if len(debs) == 0 {
+			return "", fmt.Errorf("download %s: no .deb in %s", pkg, cacheDir)
+		}
+	}
+	x, err := os.MkdirTemp(cacheDir, "extract-")
+	if err != nil {
+		return "", fmt.Errorf("extract dir: %w", err)
+	}
+	defer os.RemoveAll(x)
+	if err := runLogged(ctx, log, "", "dpkg", "-x", debs[0], x); err != nil {
+		return "", fmt.Errorf("extract %s: %w", debs[0], err)
+	}
+	found, _ := filepath.Glob(filepath.Join(x, "boot", "vmlinux-*"))
+	if len(found) == 0 {
+		return "", fmt.Errorf("extract %s: no boot/vmlinux-*", debs[0])
+	}
+	dst := filepath.Join(cacheDir, filepath.Base(found[0]))
+	if err := os.Rename(found[0], dst); err != nil {
+		return "", fmt.Errorf("cache %s: %w", dst, err)
+	}
+	return dst, nil
+}
+
+func newestVmlinux(dir string) string {
+	found, _ := filepath.Glob(filepath.Join(dir, "vmlinux-*"))
+	sort.Slice(found, func(i, j int) bool { return abiNumber(found[i]) < abiNumber(found[j]) })
+	if len(found) == 0 {
+		return ""
+	}
+	return found[len(found)-1]
+}
+
+var kernelPkgRE = regexp.MustCompile(`linux-image-(\d+)\.(\d+)\.(\d+)-(\d+)-powerpc64le\b`)
+
+// abiNumber orders kernel names by version and ABI number (6.1.0-50 > 6.1.0-47).
+func abiNumber(s string) int64 {
+	m := kernelPkgRE.FindStringSubmatch("linux-image-" + strings.TrimPrefix(filepath.Base(s), "vmlinux-"))
+	if m == nil {
+		return -1
+	}
+	var n int64
+	for _, p := range m[1:] {
+		v, _ := strconv.ParseInt(p, 10, 64)
+		n = n*1000 + v
+	}
+	return n
+}
+
+// pickKernelPackage takes what the metapackage linux-image-powerpc64le
+// depends on (the current ABI), else the highest one apt-cache search lists.
+func pickKernelPackage(ctx context.Context, o []string) (string, error) {
+	if out, err := exec.CommandContext(ctx, "apt-cache", append(o, "depends", "linux-image-powerpc64le")...).Output(); err == nil {
+		if m := kernelPkgRE.FindString(string(out)); m != "" {
+			return m, nil
+		}
+	}
+	out, err := exec.CommandContext(ctx, "apt-cache", append(o, "search", "--names-only", `^linux-image-[0-9.]+-[0-9]+-powerpc64le$`)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("apt-cache search: %w", err)
+	}
+	best, bestN := "", int64(-1)
+	for _, m := range kernelPkgRE.FindAllString(string(out), -1) {
+		if n := abiNumber(m); n > bestN {
+			best, bestN = m, n
+		}
+	}
+	if best == "" {
+		return "", errors.New("apt-cache lists no linux-image-*-powerpc64le for ppc64el")
+	}
+	return best, nil
+}
+
+// BuildGuest cross-builds, into dir, the static ppc64le programs the guest
+// runs: init, scvprog and tracer.test (go test -c ./tracer).
+func BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
+	env := append(os.Environ(), "GOOS=linux", "GOARCH=ppc64le", "CGO_ENABLED=0")
+	run := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, gobin, args...)
+		cmd.Dir = moduleRoot
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	errs := make(chan error, 2)
+	go func() {
+		errs <- run("build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator),
+			"./tracer/qemu/guest/init", "./tracer/qemu/guest/scvprog")
+	}()
+	go func() {
+		errs <- run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
+	}()
+	return errors.Join(<-errs, <-errs)
+}
+
+// WriteInitramfs writes an uncompressed newc initramfs to path: the
+// directories the guest needs, /dev/console (5:1, opened by the kernel before
+// /init runs) and the given files (archive name -> host path), all mode 0755.
+func WriteInitramfs(path string, files map[string]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("initramfs %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	c := NewCPIOWriter(bw)
+	for _, d := range []string{"bin", "dev", "proc", "sys", "tmp"} {
+		if err := c.Dir(d, 0o755); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := c.CharDev("dev/console", 0o600, 5, 1); err != nil {
+		f.Close()
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		data, err := os.ReadFile(files[n])
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("initramfs %s: %w", n, err)
+		}
+		if err := c.File(n, 0o755, data); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := c.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("initramfs %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// BootConfig is one guest boot.
+type BootConfig struct {
+	QEMU, Kernel, Initrd string
+	CPU                  string        // QEMU -cpu model, passed to the guest as crashtui.cpu=
+	Run                  string        // guest -test.run pattern
+	Timeout              time.Duration // host-side limit; the guest watchdog is 10s shorter
+	SMP                  int           // default 1
+}
+
+// QEMUArgs is the fast boot of docs/ppc64le-qemu.md: x-vof=on skips SLOF, the
+// cap-* settings only silence TCG warnings, -no-reboot turns the guest's
+// power-off into QEMU's exit.
+func (b BootConfig) QEMUArgs() []string {
+	smp := b.SMP
+	if smp <= 0 {
+		smp = 1
+	}
+	watchdog := b.Timeout - 10*time.Second
+	if watchdog < 10*time.Second {
+		watchdog = b.Timeout
+	}
+	appendLine := fmt.Sprintf("console=hvc0 quiet loglevel=0 crashtui.cpu=%s crashtui.run=%s crashtui.timeout=%s",
+		b.CPU, b.Run, watchdog)
+	return []string{
+		"-M", "pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off,x-vof=on",
+		"-cpu", b.CPU, "-m", "1G", "-smp", strconv.Itoa(smp),
+		"-nographic", "-nodefaults", "-serial", "mon:stdio",
+		"-kernel", b.Kernel, "-initrd", b.Initrd,
+		"-append", appendLine, "-no-reboot",
+	}
+}
+
+// Boot runs one guest to power-off (or to the timeout) and returns its
+// console output with \r removed; live streams it while it runs.
+func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
+	if b.Timeout == 0 {
+		b.Timeout = 150 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.QEMU, b.QEMUArgs()...)
+	cmd.Stdin = nil // /dev/null: nothing types into the monitor
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		buf.Write(p)
+		if live != nil {
+			live.Write(p)
+		}
+		return len(p), nil
+	})
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("qemu %s: killed after %v", b.CPU, b.Timeout)
+	} else if err != nil {
+		err = fmt.Errorf("qemu %s: %w", b.CPU, err)
+	}
+	if pw, ok := live.(*prefixWriter); ok {
+		pw.Flush()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.ReplaceAll(buf.String(), "\r", ""), err
+}
+
+// ParseVerdict finds the guest's verdict line ("PASS ..." or "FAIL ...").
+func ParseVerdict(out string) (string, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\r", ""))
+		if i := strings.Index(line, VerdictPrefix); i >= 0 {
+			return strings.TrimSpace(line[i+len(VerdictPrefix):]), true
+		}
+	}
+	return "", false
+}
+
+// ParseRegRecords collects the RegRecord lines the guest test printed.
+func ParseRegRecords(out string) ([]RegRecord, error) {
+	var recs []RegRecord
+	var errs []error
+	for _, line := range strings.Split(out, "\n") {
+		i := strings.Index(line, RegsPrefix)
+		if i < 0 {
+			continue
+		}
+		var r RegRecord
+		if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(RegsPrefix):])), &r); err != nil {
+			errs = append(errs, fmt.Errorf("regs record: %w", err))
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, errors.Join(errs...)
+}
+
+// WriteRegRecords writes each record to dir/<cpu>_<insn>_<call>.json.
+func WriteRegRecords(dir string, recs []RegRecord) error {
+	for _, r := range recs {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return fmt.Errorf("fixture %s: %w", r.FileName(), err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, r.FileName()), append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("fixture %s: %w", r.FileName(), err)
+		}
+	}
+	return nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// prefixWriter prefixes whole lines, so that guests booted in parallel can
+// be told apart in the log.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	part   []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.part = append(p.part, b...)
+	for {
+		i := bytes.IndexByte(p.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimRight(p.part[:i], "\r")
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
+		p.part = p.part[i+1:]
+	}
+	return len(b), nil
+}
+
+// Flush writes a trailing partial line.
+func (p *prefixWriter) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.part) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, bytes.TrimRight(p.part, "\r"))
+		p.part = nil
+	}
+}
