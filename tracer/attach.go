@@ -236,19 +236,25 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 		fmt.Sprintf("thread %d did not stop (uninterruptible sleep?)", tk.tid))
 }
 
-// pump handles wait statuses until cond holds or the timeout passes.
+// pump handles wait statuses until cond holds or the timeout passes. Requests from other
+// goroutines wait until the current one is done.
 func (t *Tracer) pump(cond func() bool, timeout time.Duration, what string) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	for !cond() {
+	tick := time.NewTicker(pollInterval / 10)
+	defer tick.Stop()
+	for {
+		t.drain()
+		if cond() {
+			return nil
+		}
 		select {
-		case w := <-t.waits:
-			t.handle(w)
+		case <-t.sigch:
+		case <-tick.C:
 		case <-deadline.C:
 			return errors.New(what)
 		}
 	}
-	return nil
 }
 
 // detachAll stops and detaches every tracee. Held signals are re-injected through

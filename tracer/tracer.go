@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -65,7 +66,6 @@ type proc struct {
 type waitResult struct {
 	pid int
 	ws  unix.WaitStatus
-	ru  unix.Rusage
 }
 
 type request struct {
@@ -78,10 +78,8 @@ type request struct {
 type Tracer struct {
 	opts        Options
 	reqs        chan request
-	waits       chan waitResult
-	kick        chan struct{}
-	quit        chan struct{}
-	done        chan struct{} // closed when the loop has ended
+	sigch       chan os.Signal // SIGCHLD: a tracee stopped or exited
+	done        chan struct{}  // closed when the loop has ended
 	jobDone     chan struct{}
 	jobDoneOnce sync.Once
 
@@ -103,9 +101,7 @@ func New(opts Options) *Tracer {
 	t := &Tracer{
 		opts:    opts,
 		reqs:    make(chan request),
-		waits:   make(chan waitResult, 256),
-		kick:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
+		sigch:   make(chan os.Signal, 1),
 		done:    make(chan struct{}),
 		jobDone: make(chan struct{}),
 		tasks:   map[int]*task{},
@@ -113,7 +109,7 @@ func New(opts Options) *Tracer {
 		self:    os.Getpid(),
 	}
 	t.crash = newCrashState(opts.Crash)
-	go t.waiter()
+	signal.Notify(t.sigch, unix.SIGCHLD)
 	go t.loop()
 	return t
 }
@@ -163,51 +159,36 @@ func (t *Tracer) emitErr(pid int, op string, err error) {
 	t.emit(sessions.Error{PID: pid, Op: op, Message: err.Error()})
 }
 
-// waiter consumes wait statuses from any of our tracees and children. wait4 from any thread of
-// the tracer's thread group sees tracees attached by the loop thread (kernel/exit.c do_wait
-// walks every thread of the group).
-func (t *Tracer) waiter() {
+// waitFlags: __WALL sees clone children (threads); __WNOTHREAD limits wait4 to the children
+// and tracees of the loop's own thread, so a program that embeds a Tracer (a test binary)
+// keeps its other children to itself. Ranks of Launch are forked by the loop thread too.
+const waitFlags = unix.WALL | unix.WNOTHREAD | unix.WNOHANG
+
+// drain handles every wait status that is ready, without blocking. It must run on the loop
+// thread (the tracer thread of every tracee).
+func (t *Tracer) drain() {
 	for {
-		var r waitResult
-		pid, err := unix.Wait4(-1, &r.ws, unix.WALL, &r.ru)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.ECHILD:
-			select {
-			case <-t.kick:
-				continue
-			case <-t.quit:
-				return
-			}
-		case err != nil:
-			select {
-			case <-t.quit:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, waitFlags, nil)
+		if err == unix.EINTR {
 			continue
 		}
-		r.pid = pid
-		select {
-		case t.waits <- r:
-		case <-t.quit:
+		if err != nil || pid <= 0 {
 			return
 		}
+		t.handle(waitResult{pid: pid, ws: ws})
 	}
 }
 
-func (t *Tracer) kickWaiter() {
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
-}
+// pollInterval is a safety net only: SIGCHLD wakes the loop as soon as a tracee stops.
+const pollInterval = 100 * time.Millisecond
 
 func (t *Tracer) loop() {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
 	defer close(t.done)
-	defer close(t.quit)
+	defer signal.Stop(t.sigch)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
 	defer func() {
 		if r := recover(); r != nil {
 			// Never leave the job stopped or half-modified: detach, then re-panic.
@@ -218,11 +199,18 @@ func (t *Tracer) loop() {
 		}
 	}()
 	for {
+		t.drain()
+		if t.started && len(t.tasks) == 0 {
+			t.jobDoneOnce.Do(func() { close(t.jobDone) })
+		}
+		if t.closing && len(t.tasks) == 0 {
+			return
+		}
 		select {
 		case r := <-t.reqs:
 			r.done <- r.fn()
-		case w := <-t.waits:
-			t.handle(w)
+		case <-t.sigch:
+		case <-tick.C:
 		}
 		if t.started && len(t.tasks) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
@@ -276,7 +264,6 @@ func (t *Tracer) addTask(tid, pid int) *task {
 	}
 	p.tasks[tid] = tk
 	t.started = true
-	t.kickWaiter()
 	if tid != pid && p.announced {
 		t.emit(sessions.Task{PID: pid, TID: tid})
 	}
