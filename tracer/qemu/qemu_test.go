@@ -1,0 +1,213 @@
+package qemu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readNewc parses a newc archive the way init/initramfs.c does, so the
+// writer is checked against the format rather than against itself.
+func readNewc(t *testing.T, b []byte) map[string][3]uint64 {
+	t.Helper()
+	out := map[string][3]uint64{} // mode, size, rdev major<<8|minor
+	off := 0
+	field := func(i int) uint64 {
+		v, err := strconv.ParseUint(string(b[off+6+8*i:off+6+8*i+8]), 16, 32)
+		if err != nil {
+			t.Fatalf("header at %d field %d: %v", off, i, err)
+		}
+		return v
+	}
+	for {
+		if off%4 != 0 {
+			t.Fatalf("header at %d is not 4-byte aligned", off)
+		}
+		if off+110 > len(b) || string(b[off:off+6]) != "070701" {
+			t.Fatalf("no newc magic at %d", off)
+		}
+		mode, size, maj, min, namesize := field(1), field(6), field(9), field(10), field(11)
+		name := string(b[off+110 : off+110+int(namesize)])
+		if !strings.HasSuffix(name, "\x00") {
+			t.Fatalf("name at %d not NUL-terminated: %q", off, name)
+		}
+		name = strings.TrimSuffix(name, "\x00")
+		off += 110 + int(namesize)
+		off = (off + 3) &^ 3
+		if name == "TRAILER!!!" {
+			if rest := b[off:]; len(bytes.TrimRight(rest, "\x00")) != 0 {
+				t.Fatalf("%d bytes after the trailer", len(rest))
+			}
+			return out
+		}
+		if _, dup := out[name]; dup {
+			t.Fatalf("duplicate entry %q", name)
+		}
+		out[name] = [3]uint64{mode, size, maj<<8 | min}
+		off += int(size)
+		off = (off + 3) &^ 3
+	}
+}
+
+func TestCPIOWriter(t *testing.T) {
+	var buf bytes.Buffer
+	c := NewCPIOWriter(&buf)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Dir("dev", 0o755))
+	must(c.CharDev("/dev/console", 0o600, 5, 1))
+	must(c.File("init", 0o755, []byte("abcde")))
+	must(c.File("bin/x", 0o644, nil))
+	must(c.Close())
+	if err := c.File("late", 0o644, nil); err == nil {
+		t.Fatal("File after Close succeeded")
+	}
+	got := readNewc(t, buf.Bytes())
+	want := map[string][3]uint64{
+		"dev":         {ModeDir | 0o755, 0, 0},
+		"dev/console": {ModeChar | 0o600, 0, 5<<8 | 1},
+		"init":        {ModeReg | 0o755, 5, 0},
+		"bin/x":       {ModeReg | 0o644, 0, 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	for n, w := range want {
+		if got[n] != w {
+			t.Errorf("%s: mode/size/rdev %o/%d/%#x, want %o/%d/%#x", n, got[n][0], got[n][1], got[n][2], w[0], w[1], w[2])
+		}
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("abcde")) {
+		t.Error("file data missing")
+	}
+}
+
+func TestWriteInitramfs(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "init.bin")
+	if err := os.WriteFile(src, []byte("#!init"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "initrd")
+	if err := WriteInitramfs(dst, map[string]string{"init": src}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readNewc(t, b)
+	for _, n := range []string{"bin", "dev", "proc", "sys", "tmp", "dev/console", "init"} {
+		if _, ok := got[n]; !ok {
+			t.Errorf("initramfs lacks %s (the kernel's unpacker creates no parents)", n)
+		}
+	}
+	if got["dev/console"] != [3]uint64{ModeChar | 0o600, 0, 5<<8 | 1} {
+		t.Errorf("dev/console = %v, want char 5:1", got["dev/console"])
+	}
+	if err := WriteInitramfs(filepath.Join(dir, "x"), map[string]string{"init": filepath.Join(dir, "missing")}); err == nil {
+		t.Error("missing input file: no error")
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		out, want string
+		ok        bool
+	}{
+		{"noise\r\n\r\nCRASHTUI-VERDICT: PASS cpu=power9\r\n", "PASS cpu=power9", true},
+		{"[   1.0] x CRASHTUI-VERDICT: FAIL watchdog\n", "FAIL watchdog", true},
+		{"Kernel panic - not syncing\n", "", false},
+		{"", "", false},
+	} {
+		got, ok := ParseVerdict(tc.out)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseVerdict(%q) = %q, %v; want %q, %v", tc.out, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseRegRecords(t *testing.T) {
+	out := "x\n" + RegsPrefix + ` {"cpu":"power9","insn":"scv","call":"read","insn_bytes":"01000044","words":["0x3","0xfffffffffffffe00"]}` + "\r\n" +
+		RegsPrefix + " {broken\n"
+	recs, err := ParseRegRecords(out)
+	if err == nil {
+		t.Error("broken record: no error")
+	}
+	if len(recs) != 1 || recs[0].FileName() != "power9_scv_read.json" {
+		t.Fatalf("records %+v", recs)
+	}
+	w, err := recs[0].Uint64s()
+	if err != nil || len(w) != 2 || w[1] != 0xfffffffffffffe00 {
+		t.Fatalf("Uint64s = %#x, %v", w, err)
+	}
+	b, err := recs[0].Bytes()
+	if err != nil || !bytes.Equal(b, []byte{1, 0, 0, 0x44}) {
+		t.Fatalf("Bytes = %x, %v", b, err)
+	}
+}
+
+func FuzzParseRegRecords(f *testing.F) {
+	f.Add(RegsPrefix + ` {"cpu":"power9","words":["0x1"],"insn_bytes":"01000044"}`)
+	f.Add(RegsPrefix + ` {"words":["zz"],"insn_bytes":"0"}` + "\n" + VerdictPrefix + " PASS")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		recs, _ := ParseRegRecords(s)
+		for _, r := range recs {
+			r.Uint64s()
+			r.Bytes()
+			_ = r.FileName()
+		}
+		ParseVerdict(s)
+	})
+}
+
+func TestQEMUArgs(t *testing.T) {
+	args := strings.Join(BootConfig{QEMU: "q", Kernel: "k", Initrd: "i", CPU: "power10", Run: "PPC64LE", Timeout: 150 * time.Second}.QEMUArgs(), " ")
+	for _, want := range []string{"x-vof=on", "-cpu power10", "-no-reboot", "crashtui.cpu=power10", "crashtui.timeout=2m20s", "-kernel k", "-initrd i"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("qemu args %q lack %q", args, want)
+		}
+	}
+}
+
+// TestPPC64LEQEMU runs the whole `make test-ppc64le` stage: it boots QEMU
+// guests for power8, power9 and power10, so it runs only when asked.
+func TestPPC64LEQEMU(t *testing.T) {
+	if os.Getenv("CRASHTUI_QEMU") != "1" {
+		t.Skip("boots ppc64le guests under QEMU (about 1 minute from nothing): run with CRASHTUI_QEMU=1, or `make test-ppc64le`")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	res, err := Run(ctx, Options{Log: &log})
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		t.Skip(skip.Reason)
+	}
+	if err != nil {
+		t.Fatalf("ppc64le stage: %v\n%s", err, log.String())
+	}
+	for _, c := range res.CPUs {
+		t.Logf("%s: %s (%.1fs, %d register records)", c.CPU, c.Verdict, c.Duration.Seconds(), len(c.Regs))
+		if !c.Pass {
+			t.Errorf("%s: %s\n%s", c.CPU, c.Verdict, c.Output)
+		}
+		if c.CPU != "power8" && len(c.Regs) != 4 {
+			t.Errorf("%s: %d register records, want 4 (sc/scv x read/nanosleep)", c.CPU, len(c.Regs))
+		}
+	}
+}
