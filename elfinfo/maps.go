@@ -50,6 +50,13 @@ func ParseMaps(data []byte) ([]Mapping, error) {
 		ms = append(ms, m)
 	}
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Start < ms[j].Start })
+	// The kernel never reports overlapping VMAs; refusing them keeps FindMapping's binary
+	// search right for whatever is accepted.
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Start < ms[i-1].End {
+			return nil, fmt.Errorf("parse maps: %x-%x overlaps %x-%x", ms[i].Start, ms[i].End, ms[i-1].Start, ms[i-1].End)
+		}
+	}
 	return ms, nil
 }
 
@@ -80,8 +87,8 @@ func parseMapsLine(line string) (Mapping, error) {
 	if m.End, err = strconv.ParseUint(hi, 16, 64); err != nil {
 		return m, fmt.Errorf("end %q: %w", hi, err)
 	}
-	if m.End < m.Start {
-		return m, fmt.Errorf("range %q ends before it starts", rng)
+	if m.End <= m.Start {
+		return m, fmt.Errorf("range %q is empty or ends before it starts", rng)
 	}
 	if len(perms) != 4 {
 		return m, fmt.Errorf("perms %q", perms)

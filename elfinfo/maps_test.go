@@ -67,6 +67,8 @@ func TestParseMapsErrors(t *testing.T) {
 		"no dash":       "55d0c8a00000 r--p 00000000 fd:01 1311 /x\n",
 		"bad hex":       "zz-55d0c8a01000 r--p 00000000 fd:01 1311 /x\n",
 		"end<start":     "2000-1000 r--p 00000000 fd:01 1311 /x\n",
+		"empty":         "1000-1000 r--p 00000000 fd:01 1311 /x\n",
+		"overlap":       "1000-3000 r--p 00000000 fd:01 1311 /x\n2000-4000 r--p 00000000 fd:01 1311 /x\n",
 		"short perms":   "1000-2000 r-- 00000000 fd:01 1311 /x\n",
 		"bad dev":       "1000-2000 r--p 00000000 fd01 1311 /x\n",
 		"bad inode":     "1000-2000 r--p 00000000 fd:01 -1 /x\n",
@@ -97,7 +99,7 @@ func TestReadMapsSelf(t *testing.T) {
 
 func FuzzParseMaps(f *testing.F) {
 	f.Add([]byte(sampleMaps))
-	f.Add([]byte("0-0 ---p 0 0:0 0\n"))
+	f.Add([]byte("0-1 ---p 0 0:0 0\n"))
 	f.Add([]byte("ffffffffffffffff-ffffffffffffffff rwxs ffffffffffffffff ff:ff 18446744073709551615 x (deleted)"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := ParseMaps(data)
@@ -105,13 +107,13 @@ func FuzzParseMaps(f *testing.F) {
 			return
 		}
 		for i, m := range ms {
-			if m.End < m.Start || len(m.Perms) != 4 {
+			if m.End <= m.Start || len(m.Perms) != 4 {
 				t.Fatalf("accepted bad mapping %+v", m)
 			}
 			if i > 0 && ms[i-1].Start > m.Start {
 				t.Fatalf("not sorted at %d", i)
 			}
-			if got, ok := FindMapping(ms, m.Start); m.End > m.Start && (!ok || got.Start > m.Start || got.End <= m.Start) {
+			if got, ok := FindMapping(ms, m.Start); !ok || got != m {
 				t.Fatalf("FindMapping(%#x) = %+v,%v", m.Start, got, ok)
 			}
 		}
