@@ -1,0 +1,37 @@
+package views
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// CheckpointDialog asks for the restore policy of a simulated checkpoint.
+func CheckpointDialog(st *Styles, choice, width int) string {
+	w := min(width-4, 90)
+	var b strings.Builder
+	b.WriteString(st.Title.Render("Simulated checkpoint") + "\n")
+	b.WriteString(wrap("Freeze the job, capture every thread's restart state, apply a restore policy in place and resume:", w) + "\n\n")
+	for i, p := range Policies {
+		mark := "  "
+		label := p
+		if i == choice {
+			mark = "> "
+			label = st.Selected.Render(p)
+		}
+		b.WriteString(mark + label + "\n")
+		b.WriteString(st.Dim.Render(indent(wrap(PolicyText[p], w-4), "    ")) + "\n")
+	}
+	b.WriteString("\n" + st.Dim.Render("↑/↓ choose · enter run · esc cancel"))
+	return st.Box.Render(b.String())
+}
+
+// Confirm is a yes/no box.
+func Confirm(st *Styles, text string, width int) string {
+	return st.Box.Render(wrap(text, min(width-4, 70)) + "\n" + st.Dim.Render("y confirm · n/esc cancel"))
+}
+
+// Place centres a box in a w×h area (the body of the screen).
+func Place(box string, w, h int) string {
+	return fit(lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box), w, h)
+}

@@ -1,0 +1,296 @@
+package views
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// Explanation is the teaching text behind a cell, a crash group or a thread: what happened,
+// the kernel rule, where the kernel decides it, the real bug it comes from (a seed) and the fix.
+type Explanation struct {
+	Title  string
+	What   string // this case, in a sentence (the tracer's Explain text when it has one)
+	Rule   string
+	Kernel string
+	Story  string
+	Fix    string
+}
+
+// The seed stories (../shared/seeds): the bugs this tool was designed around.
+const (
+	StoryOpenMPI = "Seed 000, Open MPI smsc/cma: in a Docker container run with --user 998:995 and no CAP_SYS_PTRACE, " +
+		"process_vm_readv between two ranks failed and btl/sm died in an assertion (mca_pml_ob1_send_request_fini). " +
+		"The fix made Open MPI call kcmp(getpid(), peer, KCMP_VM) first and skip CMA when it fails. kcmp checks in READ mode " +
+		"and ignores Yama, CMA checks in ATTACH mode, so the proxy can still say yes where CMA is refused."
+	StorySpindle = "Seed 001, LLNL Spindle core-dump deduplication: each crash is keyed by <exe>|<library>+<offset> " +
+		"(or abort:<message> for SIGABRT); the first process with a new key keeps its core and the others set RLIMIT_CORE " +
+		"to 0, so a 10 000-rank crash writes one core per site. Faults the application's own handler repairs " +
+		"(safepoints, SIGBUS on a file it then extends) are not crashes. crashtui does the same from outside, with ptrace."
+	StoryCRIU = "Seed 002, CRIU on ppc64le: glibc on POWER9+ enters the kernel with scv. CRIU recognised only sc " +
+		"(trap 0xc00 with CR0.SO), so a thread interrupted inside an scv syscall was restored at the next instruction " +
+		"with r3 = -512 and user code saw ERESTARTSYS instead of the syscall running again (zdtm/static/sigpending on Power10)."
+)
+
+// SigCodeText explains a signal and its si_code in a sentence.
+func SigCodeText(signal, code string) string {
+	if t, ok := codeText[code]; ok {
+		return t
+	}
+	if t, ok := signalText[signal]; ok {
+		return t
+	}
+	return "signal " + sessions.Sanitize(signal) + " " + sessions.Sanitize(code)
+}
+
+var codeText = map[string]string{
+	"SEGV_MAPERR": "SEGV_MAPERR: the address is not mapped at all (a NULL or wild pointer, a use after munmap, a stack overflow past the guard page).",
+	"SEGV_ACCERR": "SEGV_ACCERR: the address is mapped but the access is not permitted (a write to read-only data or code, execution of a non-executable page).",
+	"SEGV_BNDERR": "SEGV_BNDERR: a bounds check failed (MPX/bounds registers).",
+	"SEGV_PKUERR": "SEGV_PKUERR: a protection key forbade the access.",
+	"SEGV_MTESERR": "SEGV_MTESERR: an arm64 memory-tagging check failed synchronously (the pointer's tag does not match the memory's).",
+	"BUS_ADRALN":  "BUS_ADRALN: a misaligned access on an architecture that traps on it.",
+	"BUS_ADRERR":  "BUS_ADRERR: the address is mapped but has no backing page, typically an mmap of a file beyond its current end (the file was truncated, or never extended).",
+	"BUS_OBJERR":  "BUS_OBJERR: a hardware error in the backing object.",
+	"BUS_MCEERR_AR": "BUS_MCEERR_AR: a machine-check memory error was consumed.",
+	"FPE_INTDIV":  "FPE_INTDIV: integer division by zero (x86 also raises it for INT_MIN / -1).",
+	"FPE_INTOVF":  "FPE_INTOVF: integer overflow trap.",
+	"FPE_FLTDIV":  "FPE_FLTDIV: floating-point division by zero with the exception unmasked.",
+	"FPE_FLTOVF":  "FPE_FLTOVF: floating-point overflow with the exception unmasked.",
+	"FPE_FLTUND":  "FPE_FLTUND: floating-point underflow with the exception unmasked.",
+	"FPE_FLTRES":  "FPE_FLTRES: inexact floating-point result with the exception unmasked.",
+	"FPE_FLTINV":  "FPE_FLTINV: invalid floating-point operation (NaN) with the exception unmasked.",
+	"ILL_ILLOPC":  "ILL_ILLOPC: illegal opcode (code built for a newer CPU, or a jump into data).",
+	"ILL_ILLOPN":  "ILL_ILLOPN: illegal operand (x86 ud2 from __builtin_trap or a compiler-inserted trap).",
+	"ILL_ILLADR":  "ILL_ILLADR: illegal addressing mode.",
+	"ILL_ILLTRP":  "ILL_ILLTRP: illegal trap.",
+	"ILL_PRVOPC":  "ILL_PRVOPC: a privileged instruction in user mode.",
+	"ILL_PRVREG":  "ILL_PRVREG: a privileged register.",
+	"ILL_COPROC":  "ILL_COPROC: coprocessor error.",
+	"ILL_BADSTK":  "ILL_BADSTK: internal stack error.",
+	"SI_USER":     "SI_USER: sent by kill() from another process, not caused by the instruction at the pc.",
+	"SI_TKILL":    "SI_TKILL: sent by tkill/tgkill (raise(), pthread_kill, abort()), not caused by the instruction at the pc.",
+	"SI_QUEUE":    "SI_QUEUE: sent by sigqueue().",
+	"SI_KERNEL":   "SI_KERNEL: sent by the kernel itself (x86 general protection faults report this).",
+	"SI_TIMER":    "SI_TIMER: a POSIX timer expired.",
+}
+
+var signalText = map[string]string{
+	"SIGSEGV": "SIGSEGV: invalid memory reference.",
+	"SIGBUS":  "SIGBUS: bus error (an access to a mapping with no backing store).",
+	"SIGFPE":  "SIGFPE: arithmetic exception.",
+	"SIGILL":  "SIGILL: illegal instruction.",
+	"SIGABRT": "SIGABRT: the process called abort() (a failed assert, glibc's heap checks, std::terminate).",
+	"SIGTRAP": "SIGTRAP: a breakpoint or trap instruction.",
+	"SIGSYS":  "SIGSYS: a seccomp filter trapped a system call.",
+}
+
+// reasonRule maps a matrix denial reason (matched by keyword) to its rule (kernel.md §A.3).
+type reasonRule struct {
+	keys             []string
+	rule, kernel, fix string
+}
+
+var reasonRules = []reasonRule{
+	{[]string{"nosys", "enosys", "config", "not built"},
+		"Row 0: the syscall is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH for process_vm_readv, CONFIG_KCMP for kcmp); the call returns ENOSYS.",
+		"sys_ni_syscall", "use a kernel built with the option, or tell Open MPI not to rely on kcmp (--mca smsc ^cma); its message then wrongly blames CAP_SYS_PTRACE."},
+	{[]string{"seccomp"},
+		"Row 1: a seccomp filter on the reader (A) refuses the syscall; B's filter does not matter. Docker's and runc's default profiles return EPERM.",
+		"seccomp filter at syscall entry", "allow process_vm_readv/kcmp in the container's seccomp profile, or run with a profile that permits them."},
+	{[]string{"pidns", "pid namespace", "esrch", "namespace"},
+		"Row 2: B cannot be named in A's PID namespace (find_get_task_by_vpid fails), so both calls return ESRCH; Open MPI never compares PID namespaces and may even name another process.",
+		"find_get_task_by_vpid", "run the ranks in one PID namespace (one container per node, not per rank)."},
+	{[]string{"zombie", "no mm", "nomm", "exited"},
+		"Row 3: B has no mm (a zombie or a kernel thread): process_vm_readv gets ESRCH from mm_access; kcmp still compares.",
+		"mm_access (kernel/fork.c)", "nothing to fix: the peer is gone."},
+	{[]string{"userns", "user namespace"},
+		"Rows 5b/7: A and B are in different user namespaces and A lacks CAP_SYS_PTRACE in B's namespace.",
+		"ptrace_has_cap / cap_ptrace_access_check", "start the ranks in the same user namespace."},
+	{[]string{"uid", "gid", "cred"},
+		"Row 5: __ptrace_may_access compares A's real uid/gid with B's real, effective and saved uid/gid; any mismatch needs CAP_SYS_PTRACE in B's user namespace, else EPERM.",
+		"__ptrace_may_access (kernel/ptrace.c)", "run every rank as the same user and group (no setuid helpers among the ranks), or grant CAP_SYS_PTRACE."},
+	{[]string{"dumpable", "dump"},
+		"Row 6: B is not dumpable (setuid/setgid or file-capability exec, prctl(PR_SET_DUMPABLE, 0), or an id change), so even a matching uid needs CAP_SYS_PTRACE in B's mm->user_ns.",
+		"__ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER", "do not make the ranks non-dumpable (drop PR_SET_DUMPABLE 0, avoid setuid launch wrappers), or grant CAP_SYS_PTRACE."},
+	{[]string{"cap"},
+		"Row 7: B holds permitted capabilities A lacks; cap_ptrace_access_check refuses unless A has CAP_SYS_PTRACE.",
+		"cap_ptrace_access_check (security/commoncap.c)", "give all ranks the same capability set."},
+	{[]string{"yama", "ptrace_scope"},
+		"Rows 9/10: Yama's ptrace_scope applies to ATTACH mode only: process_vm_readv is refused unless B descends from A or called PR_SET_PTRACER; kcmp (READ mode) is not affected, so Open MPI's kcmp proxy says yes and CMA still fails.",
+		"yama_ptrace_access_check", "set kernel.yama.ptrace_scope=0, or have each rank call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY) (scope 1 only)."},
+	{[]string{"lsm", "selinux", "apparmor", "landlock"},
+		"Row 11: another LSM (SELinux process:ptrace, AppArmor trace, Landlock) refuses; SELinux checks file:read for kcmp but process:ptrace for CMA.",
+		"security_ptrace_access_check", "adjust the policy for the job's domain, or disable CMA (--mca smsc ^cma)."},
+}
+
+// ExplainCell teaches one access-matrix cell.
+func ExplainCell(c *sessions.Cell) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("%d → %d: may %d read %d's memory?", c.From, c.To, c.From, c.To),
+		Story: StoryOpenMPI}
+	vm, _ := checkVerdict(c.VMReadv)
+	kc, _ := checkVerdict(c.Kcmp)
+	switch {
+	case vm == vAllow && kc == vAllow:
+		ex.What = "Both process_vm_readv and kcmp(KCMP_VM) pass: Open MPI's single-copy (CMA) transport works between these two."
+	case vm == vDeny && kc == vAllow:
+		ex.What = "kcmp passes but process_vm_readv is refused: Open MPI's proxy check says yes and its CMA copies then fail."
+	case vm == vAllow && kc == vDeny:
+		ex.What = "process_vm_readv would work but kcmp fails, so Open MPI disables CMA needlessly."
+	default:
+		ex.What = "Both checks are refused: Open MPI falls back to copy-in/copy-out through shared memory."
+	}
+	if c.Explain != "" {
+		ex.What = sessions.Sanitize(c.Explain)
+	}
+	ex.Rule = "process_vm_readv needs ptrace_may_access(B, PTRACE_MODE_ATTACH_REALCREDS); kcmp needs PTRACE_MODE_READ_REALCREDS on both tasks."
+	ex.Kernel = "mm/process_vm_access.c:process_vm_rw_core → mm_access → __ptrace_may_access; kernel/kcmp.c"
+	if c.Reason != nil && *c.Reason != "" {
+		r := strings.ToLower(*c.Reason)
+		for _, rr := range reasonRules {
+			for _, k := range rr.keys {
+				if strings.Contains(r, k) {
+					ex.Rule, ex.Kernel, ex.Fix = rr.rule, rr.kernel, rr.fix
+					goto found
+				}
+			}
+		}
+		ex.Rule = "Reason reported by the tracer: " + sessions.Sanitize(*c.Reason) + "."
+	found:
+	}
+	if c.Disagree != "" {
+		ex.What += " Disagreement: " + sessions.Sanitize(c.Disagree) + " (prediction and measurement differ: an LSM, a Yama exception or PR_SET_PTRACER that /proc cannot show)."
+	}
+	return ex
+}
+
+// RepresentativeCrash is the group's representative crash (the one whose core is kept).
+func RepresentativeCrash(g *sessions.Group) *sessions.CrashRef {
+	if len(g.Members) == 0 {
+		return nil
+	}
+	for i := range g.Members {
+		m := &g.Members[i]
+		if m.Host == g.Representative.Host && m.Crash.PID == g.Representative.PID {
+			return m
+		}
+	}
+	return &g.Members[0]
+}
+
+// ExplainGroup teaches a crash group.
+func ExplainGroup(g *sessions.Group) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("crash group %d: %s at %s", g.ID, sessions.Sanitize(g.Signal), groupSite(g)),
+		Story: StorySpindle}
+	rep := RepresentativeCrash(g)
+	code := ""
+	if rep != nil {
+		code = rep.Crash.Code
+	}
+	// sessions.Crash has no Explain field yet: the generic text stands in.
+	ex.What = fmt.Sprintf("%d process(es) died at the same crash site; one representative core is kept.", g.Count())
+	if g.AbortMessage != "" {
+		ex.What = "The program aborted with the message \"" + sessions.Sanitize(strings.TrimSpace(g.AbortMessage)) + "\" (a failed assert or a glibc check). " + ex.What
+	}
+	ex.Rule = SigCodeText(g.Signal, code)
+	if rep != nil && rep.Crash.UserSent {
+		ex.Rule += " The signal was sent, so the site is where the receiver was, not a faulting instruction."
+	}
+	ex.Kernel = "signal-delivery-stop (get_signal) before the default action; the key is the module plus the pc's link-time offset (pc - vma_start + vma_offset → PT_LOAD vaddr), which is the same under any ASLR layout"
+	if g.AbortMessage != "" {
+		ex.Kernel = "SIGABRT: the key is glibc's __abort_msg (filled by assert and __libc_message), read with process_vm_readv; without it every abort would share raise()'s pc in libc"
+	}
+	ex.Fix = "open the representative core: gdb <exe> <core>, then fix the code at the site shown; the other cores of this group were suppressed (RLIMIT_CORE 0)."
+	return ex
+}
+
+// ExplainThread teaches a thread's restart state.
+func ExplainThread(t *sessions.Thread) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("thread %d of %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
+	if t.Explain != "" {
+		ex.What = sessions.Sanitize(t.Explain)
+	} else if !t.InSyscall {
+		ex.What = "The thread is in user code: nothing to restart; a checkpoint restores its registers as they are."
+	} else {
+		ex.What = fmt.Sprintf("The thread is inside %s; on resume the kernel will %s.", sessions.Sanitize(t.Syscall), sessions.Sanitize(t.OnResume))
+	}
+	ex.Rule = restartRule(t.Code)
+	ex.Kernel = "arch_do_signal_or_restart (x86), do_signal/check_syscall_restart (powerpc), do_signal (arm64 rewinds before get_signal)"
+	ex.Fix = "a restore must rewind the pc over the syscall instruction (2 bytes on x86, 4 on ppc64/arm64) and put the first argument back (orig_rax / orig_gpr3 / orig_x0), for sc and scv alike; ERESTART_RESTARTBLOCK cannot be restored (restart_block is kernel-private): return EINTR."
+	return ex
+}
+
+func restartRule(code string) string {
+	switch code {
+	case "ERESTARTSYS", "512":
+		return "ERESTARTSYS (512): restarted when no handler runs or the handler has SA_RESTART; otherwise the call returns EINTR."
+	case "ERESTARTNOINTR", "513":
+		return "ERESTARTNOINTR (513): always restarted, handler or not."
+	case "ERESTARTNOHAND", "514":
+		return "ERESTARTNOHAND (514): restarted only when no handler runs; with a handler the call returns EINTR."
+	case "ERESTART_RESTARTBLOCK", "516":
+		return "ERESTART_RESTARTBLOCK (516): resumed through restart_syscall with the kernel's saved restart_block (nanosleep, clock_nanosleep, poll timeouts); with a handler: EINTR."
+	case "":
+		return "No restart code: the thread is not in an interrupted syscall."
+	}
+	return "Return code " + sessions.Sanitize(code) + ": not a restart code, the syscall completed or failed on its own."
+}
+
+// PolicyText describes a checkpoint restore policy.
+var PolicyText = map[string]string{
+	"correct": "rewind the pc over the syscall instruction and restore the first argument (x86 rax=orig_rax, ip-=2; ppc r3=orig_gpr3, nip-=4, trap=0), for sc and scv: the syscall runs again",
+	"naive":   "write back the registers as captured, as CRIU did for scv before the fix: the thread resumes after the instruction with -ERESTARTSYS in its return register, and user code sees errno 512",
+	"none":    "write nothing back: resume the thread as it was stopped and let the kernel's own restart logic decide (the baseline)",
+}
+
+// Policies are the checkpoint restore policies in dialog order.
+var Policies = []string{"correct", "naive", "none"}
+
+// RenderExplanation draws an explanation as a box of at most width×height.
+func RenderExplanation(st *Styles, ex Explanation, width, height int) string {
+	w := min(width-4, 96)
+	if w < 16 {
+		w = max(width-2, 4)
+	}
+	var parts []string
+	parts = append(parts, st.Title.Render(sessions.Sanitize(ex.Title)))
+	add := func(label, text string) {
+		if text == "" {
+			return
+		}
+		parts = append(parts, wrap(st.Bold.Render(label)+" "+text, w))
+	}
+	add("What:", ex.What)
+	add("Rule:", ex.Rule)
+	add("Kernel:", ex.Kernel)
+	add("Fix:", ex.Fix)
+	add("Story:", ex.Story)
+	parts = append(parts, st.Dim.Render("esc closes"))
+	body := fit(strings.Join(parts, "\n"), w, min(strings.Count(strings.Join(parts, "\n"), "\n")+1, max(height-2, 1)))
+	return st.Box.Render(body)
+}
+
+// ExplainProc teaches a process's state (for processes without a crash group).
+func ExplainProc(p *sessions.Proc) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("pid %d (%s), rank %s: %s", p.PID, sessions.Sanitize(p.Comm), p.Rank, ProcState(p))}
+	switch {
+	case p.Exit != nil && p.Exit.Detached:
+		ex.What = "crashtui detached from this process; it keeps running untraced."
+		ex.Rule = "PTRACE_DETACH resumes the tracee; crashtui restores every register and byte it touched first."
+	case p.Exit != nil && p.Exit.Signal != "":
+		ex.What = "The process was killed by " + sessions.Sanitize(p.Exit.Signal) + " without a crash being recorded (a signal sent from outside, or a fatal signal crashtui does not group)."
+		ex.Rule = SigCodeText(p.Exit.Signal, "")
+	case p.Exit != nil:
+		ex.What = "The process exited normally."
+	case p.Stopped:
+		ex.What = "The process was in a job-control stop (SIGSTOP/SIGTSTP) when crashtui attached; PTRACE_SEIZE leaves it stopped."
+	default:
+		ex.What = "The process is running under PTRACE_SEIZE: it stops only for events crashtui asked for (fatal signals, exec, clone, exit)."
+	}
+	if p.Handled > 0 {
+		ex.What += fmt.Sprintf(" It had %d fault(s) repaired by its own signal handler: not crashes.", p.Handled)
+		ex.Story = StorySpindle
+	}
+	return ex
+}

@@ -1,0 +1,148 @@
+package views
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// Status is what the header says about the session beyond the State: how it is driven.
+type Status struct {
+	Mode      string // attach, run, demo, replay
+	Recording string // path of the --record file, "" when off
+	Finished  bool   // the tracer closed the event stream (the job ended)
+	Replay    *ReplayStatus
+	Message   string // the last controller result or error
+}
+
+// ReplayStatus is the player's position for the header.
+type ReplayStatus struct {
+	Pos, Len     time.Duration
+	Speed        float64
+	Paused, Done bool
+	Index, Total int
+}
+
+// Header is the two header lines: the job and the counts.
+func Header(st *Styles, s *sessions.State, h sessions.Header, status Status, width int) string {
+	job, arch, kernel := h.Job, h.Arch, h.Kernel
+	if s.Session.Job != "" {
+		job = s.Session.Job
+	}
+	if s.Session.Arch != "" {
+		arch = s.Session.Arch
+	}
+	if s.Session.Kernel != "" {
+		kernel = s.Session.Kernel
+	}
+	mode := status.Mode
+	if mode == "" {
+		mode = "live"
+	}
+	left := st.Title.Render("crashtui") + " " + st.Bold.Render(sessions.Sanitize(mode))
+	if job != "" {
+		left += "  job " + sessions.Sanitize(job)
+	}
+	if arch != "" || kernel != "" {
+		left += "  " + st.Dim.Render(strings.TrimSpace(sessions.Sanitize(arch)+" "+sessions.Sanitize(kernel)))
+	}
+	var right []string
+	switch {
+	case status.Replay != nil:
+		r := status.Replay
+		state := "▶"
+		if r.Paused {
+			state = "⏸"
+		}
+		if r.Done {
+			state = "■ end"
+		}
+		right = append(right, fmt.Sprintf("%s %s/%s ×%g [%d/%d]", state, clock(r.Pos), clock(r.Len), r.Speed, r.Index, r.Total))
+	case status.Finished:
+		right = append(right, st.Warn.Render("job finished"))
+	default:
+		right = append(right, st.Good.Render("● live"))
+	}
+	if status.Recording != "" {
+		right = append(right, st.Bad.Render("⏺")+" "+sessions.Sanitize(status.Recording))
+	}
+	line1 := joinLR(left, strings.Join(right, "  "), width)
+
+	procs, threads := s.Live()
+	parts := []string{
+		fmt.Sprintf("procs %d/%d", procs, len(s.Procs)),
+		fmt.Sprintf("threads %d", threads),
+	}
+	crash := fmt.Sprintf("crashes %d in %d groups", s.Crashes, len(s.Groups))
+	if s.Crashes > 0 {
+		crash = st.Bad.Render(crash)
+	}
+	parts = append(parts, crash, fmt.Sprintf("handled %d", s.NHandled), fmt.Sprintf("exits %d", s.Exits))
+	if len(s.Errors) > 0 {
+		parts = append(parts, st.Warn.Render(fmt.Sprintf("errors %d", len(s.Errors))))
+	}
+	line2 := strings.Join(parts, " · ")
+	if status.Message != "" {
+		line2 = joinLR(line2, st.Info.Render(sessions.Sanitize(status.Message)), width)
+	}
+	return cut(line1, width) + "\n" + cut(line2, width)
+}
+
+// joinLR puts right at the right edge when there is room, else after left.
+func joinLR(left, right string, width int) string {
+	gap := width - lipglossWidth(left) - lipglossWidth(right)
+	if gap < 2 {
+		return left + "  " + right
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// Tab names, in the order of the number keys.
+var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Log"}
+
+var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Log"}
+
+// TabSpan is the columns a tab occupies in the tab bar, for mouse clicks.
+type TabSpan struct{ From, To int }
+
+// Tabs is the tab bar; badges are appended to names (crash count, thread count).
+func Tabs(st *Styles, s *sessions.State, active, width int) (string, []TabSpan) {
+	names := TabNames
+	if width < 70 {
+		names = tabShort
+	}
+	var b strings.Builder
+	var spans []TabSpan
+	x := 0
+	for i, n := range names {
+		label := fmt.Sprintf("%d %s", i+1, n)
+		switch i {
+		case 2:
+			if len(s.Groups) > 0 {
+				label += fmt.Sprintf(" (%d)", len(s.Groups))
+			}
+		case 3:
+			if len(s.Threads) > 0 {
+				label += fmt.Sprintf(" (%d)", len(s.Threads))
+			}
+		}
+		var r string
+		if i == active {
+			r = st.TabOn.Render("[" + label + "]")
+		} else {
+			r = st.TabOff.Render(" " + label + " ")
+		}
+		w := lipglossWidth(r)
+		spans = append(spans, TabSpan{x, x + w})
+		x += w
+		b.WriteString(r)
+	}
+	return cut(b.String(), width), spans
+}

@@ -1,0 +1,154 @@
+package views
+
+import (
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+)
+
+// Styles is the palette every view draws with (gh-dash style: one shared struct, no globals).
+// Meaning never rests on colour alone: denied cells, crashes and selections also differ in
+// their glyphs or markers, so NO_COLOR and monochrome terminals lose nothing.
+type Styles struct {
+	R        *lipgloss.Renderer
+	Title    lipgloss.Style
+	Bold     lipgloss.Style
+	Dim      lipgloss.Style
+	Bad      lipgloss.Style // denied, crashed
+	Good     lipgloss.Style // allowed, ok
+	Warn     lipgloss.Style // handled, unknown, disagreement
+	Info     lipgloss.Style
+	Selected lipgloss.Style
+	TabOn    lipgloss.Style
+	TabOff   lipgloss.Style
+	Box      lipgloss.Style
+	Head     lipgloss.Style // table header
+}
+
+// NewStyles builds the palette for a renderer (lipgloss.DefaultRenderer() or one bound to the
+// program's output).
+func NewStyles(r *lipgloss.Renderer) *Styles {
+	s := &Styles{R: r}
+	s.Title = r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
+	s.Bold = r.NewStyle().Bold(true)
+	s.Dim = r.NewStyle().Faint(true)
+	s.Bad = r.NewStyle().Foreground(lipgloss.Color("9")).Bold(true)
+	s.Good = r.NewStyle().Foreground(lipgloss.Color("10"))
+	s.Warn = r.NewStyle().Foreground(lipgloss.Color("11"))
+	s.Info = r.NewStyle().Foreground(lipgloss.Color("14"))
+	s.Selected = r.NewStyle().Reverse(true)
+	s.TabOn = r.NewStyle().Bold(true).Reverse(true).Padding(0, 1)
+	s.TabOff = r.NewStyle().Padding(0, 1)
+	s.Box = r.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
+	s.Head = r.NewStyle().Bold(true).Underline(true)
+	return s
+}
+
+// Plain is the palette on the ASCII profile (no colour, no attributes): golden tests and
+// NO_COLOR.
+func Plain() *Styles { return NewStyles(PlainRenderer(io.Discard)) }
+
+// PlainRenderer is a renderer that never emits colour or attributes.
+func PlainRenderer(w io.Writer) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(w)
+	r.SetColorProfile(termenv.Ascii)
+	return r
+}
+
+// fit returns exactly h lines, each cut to width w (no line may wrap: a wrapped line shifts
+// the whole frame and flickers).
+func fit(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for i, l := range lines {
+		lines[i] = cut(l, w)
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cut truncates one line to w cells, marking the cut with "…".
+func cut(l string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(l) <= w {
+		return l
+	}
+	return ansi.Truncate(l, w, "…")
+}
+
+// pad right-pads (or cuts) plain text to w cells.
+func pad(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+// rpad left-pads plain text to w cells.
+func rpad(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n >= w {
+		return s
+	}
+	return strings.Repeat(" ", w-n) + s
+}
+
+// Fit is fit for the tui's frame composition.
+func Fit(s string, w, h int) string { return fit(s, w, h) }
+
+// window returns the first index of a window of h rows that keeps cursor visible, given the
+// previous offset.
+func window(cursor, offset, h, n int) int {
+	if h <= 0 {
+		return 0
+	}
+	if cursor < offset {
+		offset = cursor
+	}
+	if cursor >= offset+h {
+		offset = cursor - h + 1
+	}
+	if offset > n-h {
+		offset = n - h
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	return offset
+}
+
+// Window is window for the tui (mouse clicks map screen rows back to items).
+func Window(cursor, offset, h, n int) int { return window(cursor, offset, h, n) }
+
+// wrap word-wraps plain text to w cells.
+func wrap(s string, w int) string {
+	if w < 10 {
+		w = 10
+	}
+	lines := strings.Split(lipgloss.NewStyle().Width(w).Render(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+func lipglossWidth(s string) int { return ansi.StringWidth(s) }
+
+// stripForSelect removes styling inside a line that is about to be drawn reversed, so the
+// highlight covers the whole row evenly.
+func stripForSelect(s string) string { return ansi.Strip(s) }

@@ -1,0 +1,157 @@
+package views
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// ThreadOptions are the thread view's options.
+type ThreadOptions struct {
+	Width, Height int
+	Cursor        int
+}
+
+// ThreadRef is a thread with the host it lives on.
+type ThreadRef struct {
+	Host string
+	*sessions.Thread
+}
+
+// ThreadList is the threads with a restart state, by host, pid and tid.
+func ThreadList(s *sessions.State) []ThreadRef {
+	out := make([]ThreadRef, 0, len(s.Threads))
+	for k, t := range s.Threads {
+		out = append(out, ThreadRef{k.Host, t})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.TID < b.TID
+	})
+	return out
+}
+
+func threadWhere(t *sessions.Thread) string {
+	if !t.InSyscall {
+		return "user code at " + t.PC.String()
+	}
+	sc := sessions.Sanitize(t.Syscall)
+	if sc == "" {
+		sc = fmt.Sprintf("syscall %d", t.Nr)
+	}
+	if t.Insn != "" {
+		sc += " via " + sessions.Sanitize(t.Insn)
+	}
+	return "in " + sc
+}
+
+// Threads renders the restart state of every thread and the selected thread's registers.
+func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
+	ts := ThreadList(s)
+	if len(ts) == 0 {
+		return fit(st.Dim.Render("no thread states yet — c runs a simulated checkpoint (live sessions)"), o.Width, o.Height)
+	}
+	cur := clampI(o.Cursor, len(ts))
+	detailH := min(12, o.Height/2)
+	listH := o.Height - detailH
+	var b strings.Builder
+	b.WriteString(st.Dim.Render(fmt.Sprintf("%d threads · c: simulated checkpoint · e: explain", len(ts))) + "\n")
+	head := fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")
+	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
+	h := listH - 2
+	off := window(cur, 0, h, len(ts))
+	for i := off; i < len(ts) && i < off+h; i++ {
+		t := ts[i]
+		sc := "-"
+		if t.InSyscall {
+			sc = sessions.Sanitize(t.Syscall)
+			if sc == "" {
+				sc = fmt.Sprint(t.Nr)
+			}
+		}
+		code := sessions.Sanitize(t.Code)
+		if code == "" && t.InSyscall {
+			code = fmt.Sprint(t.Ret)
+		}
+		line := fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
+			pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), sessions.Sanitize(t.Outcome))
+		line = cut(line, o.Width)
+		switch {
+		case i == cur:
+			line = st.Selected.Render(pad(line, o.Width))
+		case strings.Contains(strings.ToLower(t.Outcome), "erestart") || strings.Contains(strings.ToLower(t.Outcome), "fail"):
+			line = st.Bad.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	list := fit(strings.TrimSuffix(b.String(), "\n"), o.Width, listH)
+	return list + "\n" + fit(strings.Join(threadDetail(st, ts[cur].Thread, o.Width), "\n"), o.Width, detailH)
+}
+
+func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
+	var out []string
+	out = append(out, st.Dim.Render(strings.Repeat("─", max(0, width))))
+	head := fmt.Sprintf("tid %d (%s): %s · pc %s", t.TID, sessions.Sanitize(t.Arch), threadWhere(t), t.PC)
+	if t.Trap != nil {
+		head += " · trap " + t.Trap.String()
+	}
+	out = append(out, st.Bold.Render(head))
+	if t.InSyscall {
+		var args []string
+		for _, a := range t.Args {
+			args = append(args, a.String())
+		}
+		out = append(out, fmt.Sprintf("args (%s) · return %d %s · on resume: %s · restore: %s",
+			strings.Join(args, ", "), t.Ret, sessions.Sanitize(t.Code), sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Restore)))
+	}
+	if t.Applied != "" || t.Outcome != "" {
+		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), sessions.Sanitize(t.Outcome)))
+	}
+	if t.Explain != "" {
+		out = append(out, st.Info.Render(sessions.Sanitize(t.Explain)))
+	} else {
+		out = append(out, st.Info.Render(restartRule(t.Code)))
+	}
+	if len(t.Before) > 0 || len(t.After) > 0 {
+		out = append(out, st.Bold.Render(fmt.Sprintf("%-10s %-20s %-20s", "register", "before", "after")))
+		after := map[string]sessions.Hex{}
+		for _, r := range t.After {
+			after[r.Name] = r.Value
+		}
+		seen := map[string]bool{}
+		row := func(name string, before *sessions.Hex) {
+			b, a := "-", "-"
+			if before != nil {
+				b = before.String()
+			}
+			av, ok := after[name]
+			if ok {
+				a = av.String()
+			}
+			line := fmt.Sprintf("%-10s %-20s %-20s", sessions.Sanitize(name), b, a)
+			if ok && before != nil && av != *before {
+				line = st.Bad.Render(line + " changed")
+			}
+			out = append(out, line)
+		}
+		for _, r := range t.Before {
+			v := r.Value
+			seen[r.Name] = true
+			row(r.Name, &v)
+		}
+		for _, r := range t.After {
+			if !seen[r.Name] {
+				row(r.Name, nil)
+			}
+		}
+	}
+	return out
+}
