@@ -45,35 +45,35 @@ func SigCodeText(signal, code string) string {
 }
 
 var codeText = map[string]string{
-	"SEGV_MAPERR": "SEGV_MAPERR: the address is not mapped at all (a NULL or wild pointer, a use after munmap, a stack overflow past the guard page).",
-	"SEGV_ACCERR": "SEGV_ACCERR: the address is mapped but the access is not permitted (a write to read-only data or code, execution of a non-executable page).",
-	"SEGV_BNDERR": "SEGV_BNDERR: a bounds check failed (MPX/bounds registers).",
-	"SEGV_PKUERR": "SEGV_PKUERR: a protection key forbade the access.",
-	"SEGV_MTESERR": "SEGV_MTESERR: an arm64 memory-tagging check failed synchronously (the pointer's tag does not match the memory's).",
-	"BUS_ADRALN":  "BUS_ADRALN: a misaligned access on an architecture that traps on it.",
-	"BUS_ADRERR":  "BUS_ADRERR: the address is mapped but has no backing page, typically an mmap of a file beyond its current end (the file was truncated, or never extended).",
-	"BUS_OBJERR":  "BUS_OBJERR: a hardware error in the backing object.",
+	"SEGV_MAPERR":   "SEGV_MAPERR: the address is not mapped at all (a NULL or wild pointer, a use after munmap, a stack overflow past the guard page).",
+	"SEGV_ACCERR":   "SEGV_ACCERR: the address is mapped but the access is not permitted (a write to read-only data or code, execution of a non-executable page).",
+	"SEGV_BNDERR":   "SEGV_BNDERR: a bounds check failed (MPX/bounds registers).",
+	"SEGV_PKUERR":   "SEGV_PKUERR: a protection key forbade the access.",
+	"SEGV_MTESERR":  "SEGV_MTESERR: an arm64 memory-tagging check failed synchronously (the pointer's tag does not match the memory's).",
+	"BUS_ADRALN":    "BUS_ADRALN: a misaligned access on an architecture that traps on it.",
+	"BUS_ADRERR":    "BUS_ADRERR: the address is mapped but has no backing page, typically an mmap of a file beyond its current end (the file was truncated, or never extended).",
+	"BUS_OBJERR":    "BUS_OBJERR: a hardware error in the backing object.",
 	"BUS_MCEERR_AR": "BUS_MCEERR_AR: a machine-check memory error was consumed.",
-	"FPE_INTDIV":  "FPE_INTDIV: integer division by zero (x86 also raises it for INT_MIN / -1).",
-	"FPE_INTOVF":  "FPE_INTOVF: integer overflow trap.",
-	"FPE_FLTDIV":  "FPE_FLTDIV: floating-point division by zero with the exception unmasked.",
-	"FPE_FLTOVF":  "FPE_FLTOVF: floating-point overflow with the exception unmasked.",
-	"FPE_FLTUND":  "FPE_FLTUND: floating-point underflow with the exception unmasked.",
-	"FPE_FLTRES":  "FPE_FLTRES: inexact floating-point result with the exception unmasked.",
-	"FPE_FLTINV":  "FPE_FLTINV: invalid floating-point operation (NaN) with the exception unmasked.",
-	"ILL_ILLOPC":  "ILL_ILLOPC: illegal opcode (code built for a newer CPU, or a jump into data).",
-	"ILL_ILLOPN":  "ILL_ILLOPN: illegal operand (x86 ud2 from __builtin_trap or a compiler-inserted trap).",
-	"ILL_ILLADR":  "ILL_ILLADR: illegal addressing mode.",
-	"ILL_ILLTRP":  "ILL_ILLTRP: illegal trap.",
-	"ILL_PRVOPC":  "ILL_PRVOPC: a privileged instruction in user mode.",
-	"ILL_PRVREG":  "ILL_PRVREG: a privileged register.",
-	"ILL_COPROC":  "ILL_COPROC: coprocessor error.",
-	"ILL_BADSTK":  "ILL_BADSTK: internal stack error.",
-	"SI_USER":     "SI_USER: sent by kill() from another process, not caused by the instruction at the pc.",
-	"SI_TKILL":    "SI_TKILL: sent by tkill/tgkill (raise(), pthread_kill, abort()), not caused by the instruction at the pc.",
-	"SI_QUEUE":    "SI_QUEUE: sent by sigqueue().",
-	"SI_KERNEL":   "SI_KERNEL: sent by the kernel itself (x86 general protection faults report this).",
-	"SI_TIMER":    "SI_TIMER: a POSIX timer expired.",
+	"FPE_INTDIV":    "FPE_INTDIV: integer division by zero (x86 also raises it for INT_MIN / -1).",
+	"FPE_INTOVF":    "FPE_INTOVF: integer overflow trap.",
+	"FPE_FLTDIV":    "FPE_FLTDIV: floating-point division by zero with the exception unmasked.",
+	"FPE_FLTOVF":    "FPE_FLTOVF: floating-point overflow with the exception unmasked.",
+	"FPE_FLTUND":    "FPE_FLTUND: floating-point underflow with the exception unmasked.",
+	"FPE_FLTRES":    "FPE_FLTRES: inexact floating-point result with the exception unmasked.",
+	"FPE_FLTINV":    "FPE_FLTINV: invalid floating-point operation (NaN) with the exception unmasked.",
+	"ILL_ILLOPC":    "ILL_ILLOPC: illegal opcode (code built for a newer CPU, or a jump into data).",
+	"ILL_ILLOPN":    "ILL_ILLOPN: illegal operand (x86 ud2 from __builtin_trap or a compiler-inserted trap).",
+	"ILL_ILLADR":    "ILL_ILLADR: illegal addressing mode.",
+	"ILL_ILLTRP":    "ILL_ILLTRP: illegal trap.",
+	"ILL_PRVOPC":    "ILL_PRVOPC: a privileged instruction in user mode.",
+	"ILL_PRVREG":    "ILL_PRVREG: a privileged register.",
+	"ILL_COPROC":    "ILL_COPROC: coprocessor error.",
+	"ILL_BADSTK":    "ILL_BADSTK: internal stack error.",
+	"SI_USER":       "SI_USER: sent by kill() from another process, not caused by the instruction at the pc.",
+	"SI_TKILL":      "SI_TKILL: sent by tkill/tgkill (raise(), pthread_kill, abort()), not caused by the instruction at the pc.",
+	"SI_QUEUE":      "SI_QUEUE: sent by sigqueue().",
+	"SI_KERNEL":     "SI_KERNEL: sent by the kernel itself (x86 general protection faults report this).",
+	"SI_TIMER":      "SI_TIMER: a POSIX timer expired.",
 }
 
 var signalText = map[string]string{
@@ -88,7 +88,7 @@ var signalText = map[string]string{
 
 // reasonRule maps a matrix denial reason (matched by keyword) to its rule (kernel.md §A.3).
 type reasonRule struct {
-	keys             []string
+	keys              []string
 	rule, kernel, fix string
 }
 

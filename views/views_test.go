@@ -69,7 +69,9 @@ func TestGoldenViews(t *testing.T) {
 		}},
 		{"matrix", 80, func(w int) string { return Matrix(st, s, ix, MatrixOptions{Width: w, Height: 18, Row: 4, Col: 2}) }},
 		{"matrix-denied-uid", 80, func(w int) string { return Matrix(st, s, ix, MatrixOptions{Width: w, Height: 18, Row: 1, Col: 5}) }},
-		{"matrix-classes", 80, func(w int) string { return Matrix(st, s, ix, MatrixOptions{Width: w, Height: 18, Group: 1, Row: 1, Col: 0}) }},
+		{"matrix-classes", 80, func(w int) string {
+			return Matrix(st, s, ix, MatrixOptions{Width: w, Height: 18, Group: 1, Row: 1, Col: 0})
+		}},
 		{"crashes", 100, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 10}) }},
 		{"crash-detail-segv", 100, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 50, Detail: true}) }},
 		{"crash-detail-abort", 80, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 30, Cursor: 1, Detail: true}) }},
@@ -110,13 +112,13 @@ func TestSanitizedRendering(t *testing.T) {
 	st := Plain()
 	ix := IndexMatrix("", s.Matrix[""])
 	outs := map[string]string{
-		"header":  Header(st, s, sessions.Header{Job: evil}, Status{Mode: evil, Recording: evil, Message: evil}, 200),
-		"procs":   Processes(st, s, ProcRows(s, "tree", ""), ProcOptions{Width: 200, Height: 10, Filter: evil}),
-		"crashes": Crashes(st, s, CrashOptions{Width: 200, Height: 10}),
-		"detail":  Crashes(st, s, CrashOptions{Width: 200, Height: 60, Detail: true}),
-		"matrix":  Matrix(st, s, ix, MatrixOptions{Width: 200, Height: 20, Row: 0, Col: 1}),
-		"threads": Threads(st, s, ThreadOptions{Width: 200, Height: 20}),
-		"log":     Log(st, s, LogOptions{Width: 400, Height: 20}),
+		"header":         Header(st, s, sessions.Header{Job: evil}, Status{Mode: evil, Recording: evil, Message: evil}, 200),
+		"procs":          Processes(st, s, ProcRows(s, "tree", ""), ProcOptions{Width: 200, Height: 10, Filter: evil}),
+		"crashes":        Crashes(st, s, CrashOptions{Width: 200, Height: 10}),
+		"detail":         Crashes(st, s, CrashOptions{Width: 200, Height: 60, Detail: true}),
+		"matrix":         Matrix(st, s, ix, MatrixOptions{Width: 200, Height: 20, Row: 0, Col: 1}),
+		"threads":        Threads(st, s, ThreadOptions{Width: 200, Height: 20}),
+		"log":            Log(st, s, LogOptions{Width: 400, Height: 20}),
 		"explain-group":  RenderExplanation(st, ExplainGroup(s.Groups[0]), 200, 40),
 		"explain-cell":   RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[0]), 200, 40),
 		"explain-thread": RenderExplanation(st, ExplainThread(ThreadList(s)[0].Thread), 200, 40),

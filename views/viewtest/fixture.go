@@ -108,7 +108,7 @@ func Events() []sessions.Event {
 	add(50*ms, sessions.Crash{PID: 4101, TID: 4101, Rank: 0, Exe: "/home/ada/solver", Signal: "SIGABRT", Code: "SI_TKILL", UserSent: true,
 		PC: 0x7f3a1c4969fc, Module: "/usr/lib/x86_64-linux-gnu/libc.so.6", Offset: 0x969fc, Function: "__pthread_kill_implementation",
 		AbortMessage: "solver: solver/halo.c:77: exchange_halo: Assertion `n == expected' failed.\n",
-		Key: "/home/ada/solver|abort:solver: solver/halo.c:77: exchange_halo: Assertion `n == expected' failed.\n", Representative: true,
+		Key:          "/home/ada/solver|abort:solver: solver/halo.c:77: exchange_halo: Assertion `n == expected' failed.\n", Representative: true,
 		Core: ptr("/var/crash/core.solver.4101")})
 	add(ms, sessions.Exit{PID: 4101, Signal: "SIGABRT", CoreDumped: true})
 	add(40*ms, sessions.Crash{PID: 4104, TID: 4104, Rank: 3, Exe: "/home/ada/solver", Signal: "SIGFPE", Code: "FPE_INTDIV",
