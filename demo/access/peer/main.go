@@ -1,0 +1,165 @@
+// Command peer is a test and demo process for crashtui's access matrix (kernel.md §A). It
+// puts itself into one of the situations the matrix must explain — a seccomp filter like a
+// container profile's, non-dumpable, no capabilities — and then, on request, runs
+// kcmp(getpid(), PEER, KCMP_VM, 0, 0) and a 1-byte process_vm_readv of PEER's memory from
+// inside itself, printing the errno names. That is the ground truth for the ordered pair
+// (this process reads PEER) as the kernel sees it, without any injection.
+//
+// Other identities (another uid, a new user or PID namespace) are given by whoever starts
+// it (SysProcAttr.Credential, Cloneflags with uid maps), because a multithreaded Go process
+// can no longer unshare a user namespace.
+//
+//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps]   serve: prints "ready PID ADDR",
+//	        then answers each stdin line "probe PID ADDR" with "kcmp=OK|ERRNO vm=OK|ERRNO";
+//	        exits at EOF or "exit"
+//	peer probe PID ADDR                                     one probe, then exit
+//
+// It must be built with CGO_ENABLED=0 for -dropcaps (syscall.AllThreadsSyscall).
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/crashtui/crashtui/tracer/access"
+	"golang.org/x/sys/unix"
+)
+
+// target is memory a peer can read from us: its address is printed at startup.
+var target = [64]byte{1, 2, 3}
+
+func main() {
+	seccomp := flag.Bool("seccomp", false, "install a filter returning EPERM for process_vm_readv/writev, kcmp, ptrace (a container profile without CAP_SYS_PTRACE)")
+	seccompKill := flag.Bool("seccomp-kill", false, "install a filter that kills the process on kcmp")
+	nodump := flag.Bool("nodump", false, "prctl(PR_SET_DUMPABLE, 0)")
+	dropcaps := flag.Bool("dropcaps", false, "clear the effective, permitted and inheritable capability sets of all threads")
+	flag.Parse()
+
+	if flag.NArg() == 3 && flag.Arg(0) == "probe" {
+		pid, err1 := strconv.Atoi(flag.Arg(1))
+		addr, err2 := strconv.ParseUint(flag.Arg(2), 0, 64)
+		if err1 != nil || err2 != nil {
+			fatal("usage: peer probe PID ADDR")
+		}
+		fmt.Println(probe(pid, uintptr(addr)))
+		return
+	}
+	if flag.NArg() != 0 {
+		fatal("usage: peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps] | peer probe PID ADDR")
+	}
+
+	if *dropcaps {
+		if err := dropCaps(); err != nil {
+			fatal("dropcaps: %v", err)
+		}
+	}
+	if *nodump {
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			fatal("PR_SET_DUMPABLE: %v", err)
+		}
+	}
+	if *seccomp || *seccompKill {
+		if err := installFilter(*seccompKill); err != nil {
+			fatal("seccomp: %v", err)
+		}
+	}
+
+	fmt.Printf("ready %d %#x\n", os.Getpid(), uintptr(unsafe.Pointer(&target[0])))
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 1 && f[0] == "exit":
+			return
+		case len(f) == 3 && f[0] == "probe":
+			pid, err1 := strconv.Atoi(f[1])
+			addr, err2 := strconv.ParseUint(f[2], 0, 64)
+			if err1 != nil || err2 != nil {
+				fmt.Println("error bad probe line")
+				continue
+			}
+			fmt.Println(probe(pid, uintptr(addr)))
+		default:
+			fmt.Println("error unknown command")
+		}
+	}
+	runtime.KeepAlive(&target)
+}
+
+// probe runs the two checks of kernel.md A.2 from inside this process.
+func probe(pid int, addr uintptr) string {
+	kc := "OK"
+	// kcmp(getpid(), pid, KCMP_VM, 0, 0): the call Open MPI's smsc/cma makes.
+	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(pid), 0, 0, 0, 0); e != 0 {
+		kc = unix.ErrnoName(e)
+	}
+	var buf [1]byte
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(1)
+	remote := []unix.RemoteIovec{{Base: addr, Len: 1}}
+	vm := "OK"
+	if _, err := unix.ProcessVMReadv(pid, local, remote, 0); err != nil {
+		vm = unix.ErrnoName(err.(unix.Errno))
+	}
+	return "kcmp=" + kc + " vm=" + vm
+}
+
+// installFilter installs the filter with SECCOMP_FILTER_FLAG_TSYNC so that every Go thread
+// runs it (seccomp filters are per thread), after PR_SET_NO_NEW_PRIVS as an unprivileged
+// container runtime would.
+func installFilter(kill bool) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ai, err := access.Arch(runtime.GOARCH)
+	if err != nil {
+		return err
+	}
+	ret, nrs := access.ErrnoRet(unix.EPERM), []int{ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace}
+	if kill {
+		ret, nrs = access.KillRet, []int{ai.Kcmp}
+	}
+	prog, err := access.DenyFilter(ai, ret, nrs...)
+	if err != nil {
+		return err
+	}
+	sf := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		sf[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	fp := unix.SockFprog{Len: uint16(len(sf)), Filter: &sf[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
+	}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fp)))
+	if e != 0 {
+		return e
+	}
+	if r != 0 {
+		return fmt.Errorf("thread %d could not be synchronised", r)
+	}
+	runtime.KeepAlive(sf)
+	return nil
+}
+
+// dropCaps clears all capability sets on every thread (capset is per thread).
+func dropCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	_, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func fatal(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "peer: "+format+"\n", args...)
+	os.Exit(2)
+}
