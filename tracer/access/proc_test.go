@@ -114,9 +114,9 @@ func FuzzParseMaps(f *testing.F) {
 func TestParseIDMapRoot(t *testing.T) {
 	for s, want := range map[string]int64{
 		"         0          0 4294967295\n": 0,
-		"0 65534 1\n":                       65534,
-		"1000 1000 1\n":                     -1,
-		"":                                  -1,
+		"0 65534 1\n":                        65534,
+		"1000 1000 1\n":                      -1,
+		"":                                   -1,
 	} {
 		if got := ParseIDMapRoot([]byte(s)); got != want {
 			t.Errorf("%q: got %d want %d", s, got, want)

@@ -1,0 +1,234 @@
+package access
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// buildPeer builds demo/access/peer into a world-readable directory (uid 65534 must exec it,
+// and an unreadable binary would make the process non-dumpable: fs/exec.c would_dump).
+func buildPeer(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "crashtui-access-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "peer")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // -dropcaps needs syscall.AllThreadsSyscall
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build peer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// peer is one running demo/access/peer process.
+type peer struct {
+	name string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	proc Proc
+}
+
+// probe asks the peer to run kcmp and process_vm_readv towards pid from inside itself.
+func (p *peer) probe(t *testing.T, pid int, addr uint64) (kcmp, vm string) {
+	t.Helper()
+	if _, err := fmt.Fprintf(p.in, "probe %d %#x\n", pid, addr); err != nil {
+		t.Fatalf("%s: write probe: %v", p.name, err)
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: read probe answer: %v", p.name, err)
+	}
+	if _, err := fmt.Sscanf(line, "kcmp=%s vm=%s", &kcmp, &vm); err != nil {
+		t.Fatalf("%s: probe answer %q: %v", p.name, line, err)
+	}
+	return kcmp, vm
+}
+
+type role struct {
+	name  string
+	args  []string
+	attr  *syscall.SysProcAttr
+	setup func(*Proc)
+}
+
+func startPeer(t *testing.T, bin string, r role) *peer {
+	t.Helper()
+	cmd := exec.Command(bin, r.args...)
+	cmd.SysProcAttr = r.attr
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("start %s peer: %v (needs root, user and PID namespaces)", r.name, err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		in.Close()
+		_ = syscall.Kill(pid, syscall.SIGKILL) // only the process this test started
+		_ = cmd.Wait()
+	})
+	p := &peer{name: r.name, cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	line, err := p.out.ReadString('\n') // blocks until the peer has set itself up
+	if err != nil || !strings.HasPrefix(line, "ready ") {
+		t.Fatalf("%s peer did not get ready: %q %v", r.name, line, err)
+	}
+	if p.proc, err = ReadProc(pid); err != nil {
+		t.Fatal(err)
+	}
+	if r.setup != nil {
+		r.setup(&p.proc)
+	}
+	return p
+}
+
+// TestGroundTruth starts one process per situation of kernel.md A.3 and checks, for every
+// ordered pair, that Predict matches what the kernel answers to kcmp and process_vm_readv
+// run from inside A, and that the reason is the expected rule.
+func TestGroundTruth(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (other uids, namespaces, seccomp), running as uid", os.Geteuid())
+	}
+	sys := ReadSystem()
+	if sys.Yama > 0 {
+		t.Skipf("Yama ptrace_scope=%d would add its own denials; this test expects no Yama", sys.Yama)
+	}
+	if sys.KcmpBuilt == nil || !*sys.KcmpBuilt || sys.CMABuilt == nil || !*sys.CMABuilt {
+		t.Skip("kcmp or process_vm_readv not built into this kernel")
+	}
+	bin := buildPeer(t)
+	ai, err := Arch(runtime.GOARCH)
+	if err != nil {
+		t.Skip(err)
+	}
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	roles := []role{
+		{name: "root"},
+		{name: "nobody", attr: &syscall.SysProcAttr{Credential: nobody}},
+		{name: "seccomp", args: []string{"-seccomp"}, setup: func(p *Proc) {
+			// What the tracer reads with PTRACE_SECCOMP_GET_FILTER: the peer's filter.
+			p.Filters = [][]byte{peerFilter(t, ai)}
+		}},
+		{name: "nodump", args: []string{"-nodump"}, attr: &syscall.SysProcAttr{Credential: nobody}},
+		{name: "userns", attr: &syscall.SysProcAttr{
+			// Credential makes the child setuid(0)/setgid(0) inside the namespace after the
+			// maps are written; without it the child keeps the creator's kuid 0.
+			Credential:  &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+		}},
+		{name: "pidns", attr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}},
+		{name: "nocaps", args: []string{"-dropcaps"}},
+	}
+	// Expected reason for A (row) reading B (column), "" = allowed. Derived from A.3 by hand:
+	// nobody and nodump share uid 65534 with userns's mapped root; userns's namespace is
+	// owned by root (the test created it), which gives nocaps (euid 0, no capabilities)
+	// CAP_SYS_PTRACE inside it (cap_capable's owner rule).
+	want := map[string]map[string]string{
+		"root":    {"nobody": "", "seccomp": "", "nodump": "", "userns": "", "pidns": "", "nocaps": ""},
+		"nobody":  {"root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns", "pidns": "uid", "nocaps": "uid"},
+		"seccomp": {"root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp", "pidns": "seccomp", "nocaps": "seccomp"},
+		"nodump":  {"root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns", "pidns": "uid", "nocaps": "uid"},
+		"userns":  {"root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable", "pidns": "userns", "nocaps": "userns"},
+		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns", "nocaps": "pidns"},
+		"nocaps":  {"root": "capabilities", "nobody": "uid", "seccomp": "capabilities", "nodump": "uid", "userns": "", "pidns": "capabilities"},
+	}
+
+	peers := make([]*peer, len(roles))
+	for i, r := range roles {
+		peers[i] = startPeer(t, bin, r)
+	}
+	byName := map[string]*peer{}
+	for _, p := range peers {
+		byName[p.name] = p
+	}
+	checkFacts(t, byName)
+
+	for _, a := range peers {
+		for _, b := range peers {
+			if a == b {
+				continue
+			}
+			name := a.name + "->" + b.name
+			pid, visible := PIDIn(a.proc, b.proc)
+			if !visible {
+				pid = b.proc.PID // what a rank would try: a number that names nothing (or something else) there
+			}
+			kc, vm := a.probe(t, pid, b.proc.ReadableAddr)
+			v := Predict(sys, a.proc, b.proc)
+			got := fmt.Sprintf("kcmp=%s vm=%s reason=%q", okName(v.Kcmp, v.KcmpErrno), okName(v.VMReadv, v.VMErrno), v.Reason)
+			truth := fmt.Sprintf("kcmp=%s vm=%s reason=%q", kc, vm, want[a.name][b.name])
+			if got != truth {
+				t.Errorf("%s: predicted %s, kernel and expected rule say %s\n\texplain: %s", name, got, truth, v.Explain)
+			}
+			if v.Reason != "" && !strings.Contains(v.Explain, "Fix:") {
+				t.Errorf("%s: explanation without a fix: %s", name, v.Explain)
+			}
+		}
+	}
+
+	// The same with the filter unread (a tracer without CAP_SYS_ADMIN): the prediction falls
+	// back to the container-profile assumption and says so.
+	s := byName["seccomp"].proc
+	s.Filters = nil
+	if v := Predict(sys, s, byName["root"].proc); v.Kcmp || v.KcmpErrno != "EPERM" || v.Reason != ReasonSeccomp || v.Uncertain == "" {
+		t.Errorf("seccomp with unread filter: %+v", v)
+	}
+}
+
+// checkFacts asserts what ReadProc saw for each situation, so that a wrong /proc reading is
+// reported as such and not as a wrong rule.
+func checkFacts(t *testing.T, p map[string]*peer) {
+	t.Helper()
+	if s := p["seccomp"].proc; s.Seccomp != 2 || s.SeccompFilters != 1 {
+		t.Errorf("seccomp peer: Seccomp %d filters %d", s.Seccomp, s.SeccompFilters)
+	}
+	if d := p["nodump"].proc; d.Dumpable != DumpableNo || d.DumpOwnerUID != 0 {
+		t.Errorf("nodump peer: %v, status owned by %d", d.Dumpable, d.DumpOwnerUID)
+	}
+	if n := p["nobody"].proc; n.Dumpable != DumpableYes || n.UID != [4]uint32{65534, 65534, 65534, 65534} || n.CapEff != 0 {
+		t.Errorf("nobody peer: %v uid %v caps %#x", n.Dumpable, n.UID, n.CapEff)
+	}
+	if u := p["userns"].proc; len(u.UserNS) != 2 || u.UserNS[0].OwnerUID != 0 || u.RootUID != 65534 || u.UID[0] != 65534 {
+		t.Errorf("userns peer: chain %v root %d uid %v", u.UserNS, u.RootUID, u.UID)
+	}
+	if q := p["pidns"].proc; len(q.NSpid) != 2 || q.NSpid[1] != 1 || len(q.PidNS) != 2 {
+		t.Errorf("pidns peer: NSpid %v chain %v", q.NSpid, q.PidNS)
+	}
+	if c := p["nocaps"].proc; c.CapEff != 0 || c.CapPrm != 0 || c.UID[0] != 0 {
+		t.Errorf("nocaps peer: caps %#x/%#x uid %v", c.CapPrm, c.CapEff, c.UID)
+	}
+	for name, q := range p {
+		if q.proc.ReadableAddr == 0 {
+			t.Errorf("%s peer: no readable address in maps", name)
+		}
+	}
+}
+
+func okName(ok bool, errno string) string {
+	if ok {
+		return "OK"
+	}
+	return errno
+}
