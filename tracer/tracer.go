@@ -368,7 +368,9 @@ func (t *Tracer) handle(w waitResult) {
 	}
 	tk.listening = false
 	sig := ws.StopSignal()
-	cause := ws.TrapCause()
+	// The event is status>>16 for any stop signal (WaitStatus.TrapCause only looks at SIGTRAP,
+	// but a group-stop of a seized tracee is PTRACE_EVENT_STOP with the stop signal).
+	cause := int(ws>>16) & 0xff
 	if sig == unix.SIGTRAP && cause > 0 {
 		t.handleEvent(tk, cause)
 		return

@@ -1,0 +1,68 @@
+# crashtui — two commands matter: `make demo` and `make test`. Both install what they need.
+SHELL := /bin/bash
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(PATH):/usr/local/go/bin
+BUILD := build
+BIN := $(BUILD)/crashtui
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+DEMO_SRC := $(wildcard demo/c/*.c)
+DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
+# Debian packages the tests and demo programs need: gcc (C demo programs), gdb (reads the
+# cores crashtui writes), tmux (looking at the TUI by hand is optional, not installed).
+APT_NEEDS := gcc:gcc gdb:gdb
+
+.PHONY: all build demo test test-go test-ppc64le bench cross deps apt-deps go-deps clean vet fmt
+
+all: build
+
+apt-deps:
+	@missing=""; for pair in $(APT_NEEDS); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+
+go-deps:
+	$(GO) mod download
+
+deps: apt-deps go-deps
+
+$(BUILD)/demo/%: demo/c/%.c | apt-deps
+	@mkdir -p $(BUILD)/demo
+	gcc -g -O1 -pthread -o $@ $< -ldl
+
+build: go-deps $(DEMO_BIN)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui
+
+# The built-in demo job in the TUI (as root it shows everything; otherwise it says what it cannot).
+demo: build
+	$(BIN) demo
+
+# All tests: unit and real-process tests with the race detector, the cross builds, and the
+# ppc64le stage on a real ppc64le kernel under QEMU (installs qemu-system-ppc when absent).
+test: deps build test-go cross test-ppc64le
+
+test-go:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-ppc64le:
+	$(GO) run ./tracer/qemu/cmd/ppc64le-test
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...
+
+cross:
+	GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...
+	GOOS=linux GOARCH=ppc64le $(GO) build ./... && GOOS=linux GOARCH=ppc64le $(GO) vet ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+clean:
+	rm -rf $(BUILD)
