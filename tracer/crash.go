@@ -2,32 +2,130 @@ package tracer
 
 import (
 	"encoding/binary"
+	"encoding/csv"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 )
 
+// GroupBy says how crashes are grouped.
+type GroupBy string
+
+const (
+	// GroupBySite keys a crash by exe|module+offset (Spindle's key) or its abort message.
+	GroupBySite GroupBy = "site"
+	// GroupByStack splits a site by its top StackKeyFrames symbolized frames (ABRT's duphash):
+	// one faulting pc in memcpy can be many bugs. The stack hash is part of the key.
+	GroupByStack GroupBy = "stack"
+)
+
+// DefaultStackKeyFrames is how many frames GroupByStack hashes unless told otherwise.
+const DefaultStackKeyFrames = 3
+
+// defaultMaxFrames bounds the unwound stack carried in a crash event.
+const defaultMaxFrames = 32
+
 // CrashOptions configure crash handling.
 type CrashOptions struct {
-	// Symbolize adds function, file and line to crash events.
+	// Symbolize adds function, file and line to crash events (they are always added; kept
+	// for callers that set it).
 	Symbolize bool
+	// GroupBy is GroupBySite ("" means site) or GroupByStack.
+	GroupBy GroupBy
+	// StackKeyFrames is the number of frames in a GroupByStack key (0: DefaultStackKeyFrames).
+	StackKeyFrames int
+	// MaxFrames bounds Crash.Stack (0: 32).
+	MaxFrames int
+	// CoresDir, when set, makes crashtui write each group representative's core itself as
+	// CoresDir/core.<group>.<pid> and suppress the kernel's cores for every crashing process.
+	CoresDir string
+	// CrashLog receives one CSV record per crash: rank,pid,group,representative,signal,site.
+	// The caller writes the header and closes it.
+	CrashLog io.Writer
+}
+
+// CrashStats are counters for benchmarks and the end of a run.
+type CrashStats struct {
+	Crashes, Handled, Groups int
+	// First is the first fatal signal-delivery-stop, Last the last group decision.
+	First, Last time.Time
+	// Decide is the time each crash took from its signal-delivery-stop to its decision (key,
+	// group, prlimit, log; core writing excluded), in order.
+	Decide []time.Duration
+	// Cores is the time spent writing cores.
+	Cores time.Duration
+}
+
+// crashGroup is the tracer's view of a group: the State reducer numbers groups the same way
+// (first-seen order), so ids agree.
+type crashGroup struct {
+	id    int
+	rep   int
+	count int
+	core  *string
 }
 
 // crashState is the tracer's crash bookkeeping (owned by the loop goroutine).
 type crashState struct {
 	opts     CrashOptions
 	resolver *elfinfo.Resolver
+	groups   map[string]*crashGroup
+	ngroups  int
+	crashed  map[int]bool    // pid: its crash is decided (the first faulting thread wins)
+	coring   map[int][]*task // pid: a core is being written; threads that stop meanwhile are held
+	faults   map[int]*fault  // tid: a caught fault being judged
+	sysgood  map[int]bool    // tid: PTRACE_O_TRACESYSGOOD is set (syscall-stops are SIGTRAP|0x80)
+	log      *csv.Writer
+	stats    CrashStats
+	arch     arch.Arch
+	sigret   int // rt_sigreturn's number on this arch
 }
 
 func newCrashState(o *CrashOptions) *crashState {
-	c := &crashState{resolver: elfinfo.NewResolver()}
+	c := &crashState{resolver: elfinfo.NewResolver(), groups: map[string]*crashGroup{},
+		crashed: map[int]bool{}, coring: map[int][]*task{}, faults: map[int]*fault{}, sysgood: map[int]bool{}, arch: arch.Host(), sigret: -1}
 	if o != nil {
 		c.opts = *o
 	}
+	if c.opts.GroupBy == "" {
+		c.opts.GroupBy = GroupBySite
+	}
+	if c.opts.StackKeyFrames <= 0 {
+		c.opts.StackKeyFrames = DefaultStackKeyFrames
+	}
+	if c.opts.MaxFrames <= 0 {
+		c.opts.MaxFrames = defaultMaxFrames
+	}
+	if c.opts.MaxFrames < c.opts.StackKeyFrames {
+		c.opts.MaxFrames = c.opts.StackKeyFrames
+	}
+	if c.opts.CrashLog != nil {
+		c.log = csv.NewWriter(c.opts.CrashLog)
+	}
+	if nr, ok := arch.SyscallNumber(c.arch, "rt_sigreturn"); ok {
+		c.sigret = nr
+	}
 	return c
+}
+
+// CrashStats returns a copy of the crash counters.
+func (t *Tracer) CrashStats() CrashStats {
+	var s CrashStats
+	t.do(func() error {
+		s = t.crash.stats
+		s.Decide = append([]time.Duration(nil), s.Decide...)
+		return nil
+	})
+	return s
 }
 
 // fatalSignals are the signals whose default action dumps core and that a crash handler
@@ -49,11 +147,16 @@ func getSiginfo(tid int) (siginfo, error) {
 	if err := ptrace(unix.PTRACE_GETSIGINFO, tid, 0, uintptr(unsafePointer(&buf))); err != nil {
 		return siginfo{}, fmt.Errorf("getsiginfo %d: %w", tid, err)
 	}
+	return decodeSiginfo(buf[:]), nil
+}
+
+// decodeSiginfo reads the 128-byte siginfo_t of a 64-bit arch.
+func decodeSiginfo(buf []byte) siginfo {
 	le := binary.LittleEndian
 	si := siginfo{Signo: int32(le.Uint32(buf[0:])), Errno: int32(le.Uint32(buf[4:])), Code: int32(le.Uint32(buf[8:]))}
 	si.Addr = le.Uint64(buf[16:])
 	si.PID, si.UID = int32(le.Uint32(buf[16:])), int32(le.Uint32(buf[20:]))
-	return si, nil
+	return si
 }
 
 // userSent is true for kill/tkill/sigqueue (si_code <= 0, include/uapi/asm-generic/siginfo.h).
@@ -88,8 +191,31 @@ func signalDisposition(pid, tid, sig int, si siginfo) disposition {
 	return dispDefault
 }
 
-// onSignal runs at every signal-delivery-stop that is not crashtui's own.
+// rawRegs reads the thread's registers as arch.Regs (the words of unix.PtraceRegs).
+func rawRegs(tid int, a arch.Arch) (arch.Regs, error) {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
+		return arch.Regs{}, fmt.Errorf("getregs %d: %w", tid, err)
+	}
+	return arch.Regs{Arch: a, Words: crashRegWords(&regs)}, nil
+}
+
+// onSignal runs at every signal-delivery-stop that is not crashtui's own (and, for threads
+// whose caught fault is being judged, at their syscall-stops and single-step traps).
 func (t *Tracer) onSignal(tk *task, sig int) {
+	c := t.crash
+	if f := c.faults[tk.tid]; f != nil && f.watched() {
+		if t.watchStop(tk, f, sig) {
+			return
+		}
+	}
+	if _, ok := c.coring[tk.pid]; ok {
+		// Its process is being dumped: hold the thread until the core is written (its
+		// signal is re-injected then; the process dies anyway).
+		tk.want = true
+		c.coring[tk.pid] = append(c.coring[tk.pid], tk)
+		return
+	}
 	if !fatalSignals[sig] {
 		return
 	}
@@ -97,36 +223,212 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 	if err != nil {
 		return
 	}
-	if signalDisposition(tk.pid, tk.tid, sig, si) != dispDefault {
+	switch signalDisposition(tk.pid, tk.tid, sig, si) {
+	case dispIgnored:
+		return
+	case dispCaught:
+		t.deliverCaught(tk, sig, si)
 		return
 	}
-	p := t.procs[tk.pid]
-	if p == nil {
-		return
+	if c.crashed[tk.pid] || t.procs[tk.pid] == nil {
+		return // another thread's fault already decided this process's fate
 	}
-	var regs unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tk.tid, &regs); err != nil {
+	start := time.Now()
+	regs, err := rawRegs(tk.tid, c.arch)
+	if err != nil {
 		t.emitErr(tk.pid, "crash registers", err)
 		return
 	}
+	var cr sessions.Crash
+	if f := c.faults[tk.tid]; f != nil && (f.same(sig, si, regs.PC()) || (si.userSent() && int(si.PID) == tk.pid)) {
+		// The handler re-raised, or the fault came back with the default action: the crash
+		// belongs to the original site (kernel.md §C).
+		cr = f.crash
+		cr.Signal, cr.Code, cr.UserSent = signalName(sig), sigCodeName(sig, si.Code), si.userSent()
+		cr.PC = sessions.Hex(regs.PC())
+		cr.Regs = namedRegs(regs)
+	} else {
+		if f != nil && f.returned {
+			t.emitHandled(f) // the thread went on past its old fault: that one was repaired
+		}
+		cr = t.describe(tk, sig, si, regs)
+	}
+	delete(c.faults, tk.tid)
+	t.decide(tk, &cr, sig, si, regs, start)
+}
+
+// describe builds the crash record of a fatal or caught signal at tk's current state: the
+// site (module + link-time offset, or the abort message), the stack, the registers and the key.
+func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) sessions.Crash {
+	c := t.crash
+	p := t.procs[tk.pid]
 	pc := regs.PC()
-	c := sessions.Crash{PID: tk.pid, TID: tk.tid, Rank: p.rank, Exe: p.exe, Signal: signalName(sig),
+	cr := sessions.Crash{PID: tk.pid, TID: tk.tid, Rank: sessions.NoRank, Signal: signalName(sig),
 		Code: sigCodeName(sig, si.Code), Addr: sessions.Hex(si.Addr), PC: sessions.Hex(pc),
-		UserSent: si.userSent()}
+		UserSent: si.userSent(), Regs: namedRegs(regs)}
+	if p != nil {
+		cr.Rank, cr.Exe = p.rank, p.exe
+	}
 	if si.userSent() {
-		c.Addr = 0
+		cr.Addr = 0
 	}
 	maps, err := elfinfo.ReadMaps(tk.pid)
-	if err == nil {
-		loc := t.crash.resolver.Locate(tk.pid, maps, pc)
-		c.Module, c.Offset, c.Function, c.File, c.Line = loc.Module, sessions.Hex(loc.Offset), loc.Function, loc.File, loc.Line
+	if err != nil {
+		t.emitErr(tk.pid, "crash maps", err)
+		cr.Module, cr.Offset = "", sessions.Hex(pc)
+		cr.Key = sessions.SiteKey(cr)
+		return cr
 	}
-	c.Key = sessions.SiteKey(c)
-	t.emit(c)
+	u := unwindRegsOf(regs)
+	frames := c.resolver.Unwind(tk.pid, maps, pc, u.sp, u.fp, u.lr, string(c.arch), vmReader(tk.pid), c.opts.MaxFrames)
+	if len(frames) == 0 {
+		frames = []elfinfo.Frame{{PC: pc, Location: c.resolver.Locate(tk.pid, maps, pc)}}
+	}
+	cr.Stack = stackFrames(frames)
+	site := frames[0].Location
+	if sig == int(unix.SIGABRT) {
+		libc := libcPath(maps)
+		cr.AbortMessage = t.abortMessage(tk.pid, maps, libc)
+		if cr.AbortMessage == "" {
+			// No message: every abort would share raise's pc inside libc; key by the first
+			// frame outside libc (its caller).
+			for _, f := range frames[1:] {
+				if f.Module != "" && f.Module != libc {
+					site = f.Location
+					break
+				}
+			}
+		}
+	}
+	cr.Module, cr.Offset, cr.Function, cr.File, cr.Line = site.Module, sessions.Hex(site.Offset), site.Function, site.File, site.Line
+	cr.Key = crashKey(cr, c.opts.GroupBy, c.opts.StackKeyFrames)
+	return cr
+}
+
+// crashKey is exe|module+offset or exe|abort:message (sessions.SiteKey, Spindle's key), plus
+// "|stack:<hash of the top n frames>" when grouping by stack.
+func crashKey(cr sessions.Crash, by GroupBy, n int) string {
+	cr.Key = ""
+	key := sessions.SiteKey(cr)
+	if by == GroupByStack {
+		key += "|stack:" + stackHash(cr.Stack, n)
+	}
+	return key
+}
+
+// stackHash hashes the top n frames by function name (module+offset where unnamed), so that
+// rebuilt binaries with the same call path hash alike only when their names match.
+func stackHash(stack []sessions.Frame, n int) string {
+	h := fnv.New64a()
+	for i, f := range stack {
+		if i >= n {
+			break
+		}
+		if f.Function != "" {
+			fmt.Fprintf(h, "%s|%s\n", baseName(f.Module), f.Function)
+		} else {
+			fmt.Fprintf(h, "%s+%s\n", baseName(f.Module), f.Offset)
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func stackFrames(frames []elfinfo.Frame) []sessions.Frame {
+	out := make([]sessions.Frame, len(frames))
+	for i, f := range frames {
+		out[i] = sessions.Frame{PC: sessions.Hex(f.PC), Module: f.Module, Offset: sessions.Hex(f.Offset),
+			Function: f.Function, File: f.File, Line: f.Line}
+	}
+	return out
+}
+
+func namedRegs(r arch.Regs) map[string]sessions.Hex {
+	m := make(map[string]sessions.Hex, len(r.Words))
+	for _, nr := range r.Named() {
+		m[nr.Name] = sessions.Hex(nr.Value)
+	}
+	return m
+}
+
+// decide groups a fatal crash, applies Spindle's core policy and emits the crash event, all
+// before the caller re-injects the signal (by PTRACE_EVENT_EXIT the kernel has already dumped).
+func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs arch.Regs, start time.Time) {
+	c := t.crash
+	c.crashed[tk.pid] = true
+	if c.stats.First.IsZero() {
+		c.stats.First = start
+	}
+	g := c.groups[cr.Key]
+	if g == nil {
+		c.ngroups++
+		g = &crashGroup{id: c.ngroups, rep: tk.pid}
+		c.groups[cr.Key] = g
+		cr.Representative = true
+	}
+	g.count++
+	cr.Group = g.id
+	if c.opts.CoresDir != "" || !cr.Representative {
+		// Spindle: before a non-representative's fatal signal proceeds, RLIMIT_CORE = 0, so
+		// the kernel writes at most one core per site; with --cores, none at all.
+		// check_prlimit_permission: same ids, or CAP_SYS_RESOURCE.
+		if err := unix.Prlimit(tk.pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
+			t.emitErr(tk.pid, "prlimit core", fmt.Errorf("prlimit %d RLIMIT_CORE 0: %w", tk.pid, err))
+		}
+	}
+	c.stats.Decide = append(c.stats.Decide, time.Since(start))
+	if cr.Representative && c.opts.CoresDir != "" {
+		cs := time.Now()
+		path, err := t.writeCore(tk, cr, sig, si, regs)
+		c.stats.Cores += time.Since(cs)
+		if err != nil {
+			t.emitErr(tk.pid, "write core", err)
+		} else {
+			cr.Core, g.core = &path, &path
+		}
+	}
+	if c.log != nil {
+		site := cr.Key
+		if _, s, ok := strings.Cut(site, "|"); ok && strings.HasPrefix(site, cr.Exe+"|") {
+			site = s
+		}
+		c.log.Write([]string{cr.Rank.String(), strconv.Itoa(cr.PID), strconv.Itoa(cr.Group),
+			strconv.FormatBool(cr.Representative), cr.Signal, site})
+		c.log.Flush()
+	}
+	c.stats.Crashes++
+	c.stats.Groups = c.ngroups
+	c.stats.Last = time.Now()
+	t.emit(*cr)
 }
 
 // onExit is called when a process is gone.
-func (c *crashState) onExit(t *Tracer, p *proc, ws unix.WaitStatus) {}
+func (c *crashState) onExit(t *Tracer, p *proc, ws unix.WaitStatus) {
+	delete(c.crashed, p.pid)
+	delete(c.coring, p.pid)
+	for tid := range c.sysgood {
+		if t.tasks[tid] == nil {
+			delete(c.sysgood, tid) // tids are reused: a new thread starts without the option
+		}
+	}
+	for tid, f := range c.faults {
+		if f.pid != p.pid {
+			continue
+		}
+		delete(c.faults, tid)
+		// A fault whose handler returned and whose process did not die of that signal was
+		// handled. One still inside its handler (the handler exited the process) is neither.
+		if f.returned && !(ws.Signaled() && int(ws.Signal()) == f.sig) {
+			t.emitHandled(f)
+		}
+	}
+}
 
 // sigCodeName names si_code for the fatal signals (include/uapi/asm-generic/siginfo.h).
 func sigCodeName(sig int, code int32) string {

@@ -1,8 +1,81 @@
 package main
 
-import "github.com/crashtui/crashtui/tracer"
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 
-// crashOptions turns the crash flags (--cores, --crash-log, --group-by) into tracer options.
+	"github.com/crashtui/crashtui/tracer"
+)
+
+// crashFlags are the crash flags that have no field in common (register declares them).
+var crashFlags = struct {
+	sync.Mutex
+	stackDepth map[*common]int
+}{stackDepth: map[*common]int{}}
+
+// crashLogHeader is the first line of --crash-log (Spindle's crash log, PR #197, plus pid and
+// group).
+var crashLogHeader = []string{"rank", "pid", "group", "representative", "signal", "site"}
+
+// registerCrashFlags declares --stack-depth and validates --group-by, --cores and --crash-log
+// while flags are parsed, so a bad value is a usage error (exit 2) before anything is traced.
+func registerCrashFlags(c *common, fs interface {
+	Func(name, usage string, fn func(string) error)
+}) {
+	fs.Func("stack-depth", "frames of the call path that --group-by stack keys on (default 3)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("want 1..64 frames")
+		}
+		crashFlags.Lock()
+		crashFlags.stackDepth[c] = n
+		crashFlags.Unlock()
+		return nil
+	})
+}
+
+func validGroupBy(s string) error {
+	switch strings.ToLower(s) {
+	case string(tracer.GroupBySite), string(tracer.GroupByStack):
+		return nil
+	}
+	return fmt.Errorf("want site or stack")
+}
+
+// createCrashLog creates FILE with the CSV header (checked at flag time).
+func createCrashLog(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(crashLogHeader)
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// crashOptions turns the crash flags (--cores, --crash-log, --group-by, --stack-depth) into
+// tracer options. The flags were validated when parsed; the crash log stays open until exit.
 func crashOptions(c *common) *tracer.CrashOptions {
-	return &tracer.CrashOptions{Symbolize: true}
+	o := &tracer.CrashOptions{Symbolize: true, GroupBy: tracer.GroupBy(strings.ToLower(c.groupBy)), CoresDir: c.cores}
+	crashFlags.Lock()
+	o.StackKeyFrames = crashFlags.stackDepth[c]
+	crashFlags.Unlock()
+	if c.crashLog != "" {
+		f, err := os.OpenFile(c.crashLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "crashtui: --crash-log: %v\n", err)
+		} else {
+			o.CrashLog = f
+		}
+	}
+	return o
 }

@@ -35,10 +35,21 @@ type common struct {
 func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "no TUI: JSON Lines on stdout, the last line a summary")
 	fs.StringVar(&c.record, "record", "", "record the session to `FILE` (JSON Lines)")
-	fs.StringVar(&c.cores, "cores", "", "write one core per crash site into `DIR`; suppress the kernel's cores")
+	fs.Func("cores", "write one core per crash site into `DIR`; suppress the kernel's cores", func(s string) error {
+		c.cores = s
+		return os.MkdirAll(s, 0o755)
+	})
 	fs.StringVar(&c.cast, "cast", "", "also record the screen as an asciicast v2 `FILE`")
-	fs.StringVar(&c.crashLog, "crash-log", "", "write a CSV crash log (rank,pid,group,representative,signal,site) to `FILE`")
-	fs.StringVar(&c.groupBy, "group-by", "site", "group crashes by `site` or by stack (site + top frames)")
+	fs.Func("crash-log", "write a CSV crash log (rank,pid,group,representative,signal,site) to `FILE`", func(s string) error {
+		c.crashLog = s
+		return createCrashLog(s)
+	})
+	c.groupBy = "site"
+	fs.Func("group-by", "group crashes by `site` or by stack (site + top --stack-depth frames)", func(s string) error {
+		c.groupBy = s
+		return validGroupBy(s)
+	})
+	registerCrashFlags(c, fs)
 	fs.StringVar(&c.host, "host", "", "stamp events with this host name (for merging agents)")
 }
 

@@ -1,0 +1,121 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/elfinfo"
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// coreStopTimeout bounds how long writing a core waits for each other thread to stop (one in
+// uninterruptible sleep is dumped without its registers rather than holding up the job).
+const coreStopTimeout = 500 * time.Millisecond
+
+// writeCore writes the core of tk's process, which sits in the signal-delivery-stop of its
+// fatal signal, as CoresDir/core.<group>.<pid>: every thread's registers (the others are
+// stopped with PTRACE_INTERRUPT and let go afterwards; the process is about to die anyway),
+// siginfo, auxv, NT_FILE and every dumpable mapping, read through /proc/PID/mem.
+func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, regs arch.Regs) (string, error) {
+	c := t.crash
+	p := t.procs[tk.pid]
+	if p == nil {
+		return "", fmt.Errorf("write core of %d: process gone", tk.pid)
+	}
+	c.coring[tk.pid] = nil
+	var held []*task
+	defer func() {
+		held = append(held, c.coring[tk.pid]...)
+		delete(c.coring, tk.pid)
+		for _, o := range held {
+			if t.tasks[o.tid] == o {
+				t.resume(o)
+			}
+		}
+	}()
+	threads := []elfinfo.CoreThread{{TID: tk.tid, Regs: regs.Words, Signal: sig}}
+	tids := make([]int, 0, len(p.tasks))
+	for tid := range p.tasks {
+		if tid != tk.tid {
+			tids = append(tids, tid)
+		}
+	}
+	sort.Ints(tids)
+	for _, tid := range tids {
+		o := t.tasks[tid]
+		if o == nil {
+			continue
+		}
+		if o.stopped == running {
+			if err := t.stopTask(o, coreStopTimeout); err != nil {
+				o.want = false
+				continue
+			}
+			if t.tasks[tid] != o {
+				continue
+			}
+			held = append(held, o)
+		}
+		r, err := rawRegs(tid, c.arch)
+		if err != nil {
+			continue
+		}
+		threads = append(threads, elfinfo.CoreThread{TID: tid, Regs: r.Words})
+	}
+	maps, err := elfinfo.ReadMaps(tk.pid)
+	if err != nil {
+		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
+	}
+	auxv, _ := os.ReadFile(procPath(tk.pid, "auxv"))
+	mem, err := os.Open(procPath(tk.pid, "mem"))
+	if err != nil {
+		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
+	}
+	defer mem.Close()
+	in := elfinfo.CoreInput{Arch: string(c.arch), PID: tk.pid, PPID: p.ppid, UID: readUID(tk.pid),
+		GID: readGID(tk.pid), Comm: readComm(tk.pid), Args: strings.Join(p.argv, " "), Signal: sig,
+		SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
+		Mem: func(addr uint64, buf []byte) error {
+			// /proc/PID/mem reads with FOLL_FORCE, like the kernel's own dumper.
+			if addr > 1<<63-1 {
+				return fmt.Errorf("address %#x out of range", addr)
+			}
+			n, err := mem.ReadAt(buf, int64(addr))
+			if n == len(buf) {
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("short read %d of %d", n, len(buf))
+			}
+			return err
+		}}
+	path := filepath.Join(c.opts.CoresDir, "core."+strconv.Itoa(cr.Group)+"."+strconv.Itoa(tk.pid))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
+	}
+	if err := elfinfo.WriteCore(f, in); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
+	}
+	return path, nil
+}
+
+func readGID(pid int) int {
+	f := strings.Fields(statusField(procPath(pid, "status"), "Gid"))
+	if len(f) < 2 {
+		return -1
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}

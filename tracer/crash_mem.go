@@ -1,0 +1,143 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/elfinfo"
+)
+
+// crashRegWords views unix.PtraceRegs as the words of the kernel's register struct (every field
+// is a 64-bit word on amd64, arm64 and ppc64le), the layout arch.Regs decodes.
+func crashRegWords(r *unix.PtraceRegs) []uint64 {
+	n := int(unsafe.Sizeof(*r) / 8)
+	return append([]uint64(nil), unsafe.Slice((*uint64)(unsafe.Pointer(r)), n)...)
+}
+
+// unwindRegs are the registers elfinfo.Unwind starts from.
+type unwindRegs struct{ pc, sp, fp, lr uint64 }
+
+// unwindRegsOf picks pc, sp, frame pointer and link register by kernel name (rbp on amd64;
+// x29/x30 on arm64; r31/link on ppc64le), so it works on raw words from any arch.
+func unwindRegsOf(r arch.Regs) unwindRegs {
+	u := unwindRegs{pc: r.PC(), sp: r.SP()}
+	switch r.Arch {
+	case arch.AMD64:
+		u.fp, _ = r.Reg("rbp")
+	case arch.ARM64:
+		u.fp, _ = r.Reg("x29")
+		u.lr, _ = r.Reg("x30")
+	case arch.PPC64LE:
+		u.fp, _ = r.Reg("r31")
+		u.lr, _ = r.Reg("link")
+	}
+	return u
+}
+
+// vmReader reads tracee memory with process_vm_readv (no file descriptor, one syscall).
+func vmReader(pid int) elfinfo.MemReader {
+	return func(addr uint64, buf []byte) error {
+		if len(buf) == 0 {
+			return nil
+		}
+		local := []unix.Iovec{{Base: &buf[0]}}
+		local[0].SetLen(len(buf))
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+		if err != nil {
+			return fmt.Errorf("process_vm_readv %d at %#x: %w", pid, addr, err)
+		}
+		if n != len(buf) {
+			return fmt.Errorf("process_vm_readv %d at %#x: short read %d of %d", pid, addr, n, len(buf))
+		}
+		return nil
+	}
+}
+
+// libcPath returns the path of the C library mapped in maps ("" if none).
+func libcPath(maps []elfinfo.Mapping) string {
+	for _, m := range maps {
+		if !m.IsFile() {
+			continue
+		}
+		b := filepath.Base(m.Path)
+		if b == "libc.so.6" || (strings.HasPrefix(b, "libc-") && strings.HasSuffix(b, ".so")) || b == "libc.so" {
+			return m.Path
+		}
+	}
+	return ""
+}
+
+// Bounds of glibc's struct abort_msg_s that Spindle accepts (kernel.md §C).
+const (
+	abortMsgMinSize = 4
+	abortMsgMaxSize = 64 << 10
+)
+
+// abortMessage reads glibc's __abort_msg (GLIBC_PRIVATE; set by assert and __libc_message
+// before abort): a pointer to struct abort_msg_s {unsigned size; char msg[];}.
+func (t *Tracer) abortMessage(pid int, maps []elfinfo.Mapping, libc string) string {
+	if libc == "" {
+		return ""
+	}
+	addr, ok := t.crash.resolver.Symbol(pid, maps, libc, "__abort_msg")
+	if !ok {
+		return ""
+	}
+	mem := vmReader(pid)
+	var p [8]byte
+	if mem(addr, p[:]) != nil {
+		return ""
+	}
+	ptr := binary.LittleEndian.Uint64(p[:])
+	if ptr == 0 {
+		return ""
+	}
+	var hdr [4]byte
+	if mem(ptr, hdr[:]) != nil {
+		return ""
+	}
+	size := binary.LittleEndian.Uint32(hdr[:])
+	if size <= abortMsgMinSize || size > abortMsgMaxSize {
+		return ""
+	}
+	buf := make([]byte, 4+int(size)-4)
+	copy(buf, hdr[:])
+	// The message may end before the mapping does; read what is readable, page by page.
+	got := 4
+	for got < len(buf) {
+		end := min(len(buf), int((ptr+uint64(got)+4096)&^4095-ptr))
+		if mem(ptr+uint64(got), buf[got:end]) != nil {
+			break
+		}
+		got = end
+	}
+	return parseAbortMsg(buf[:got])
+}
+
+// parseAbortMsg decodes struct abort_msg_s from tracee bytes: the text up to the first NUL,
+// without trailing whitespace; "" when size is out of Spindle's bounds (4 < size <= 64 KiB).
+func parseAbortMsg(b []byte) string {
+	if len(b) < 4 {
+		return ""
+	}
+	size := binary.LittleEndian.Uint32(b)
+	if size <= abortMsgMinSize || size > abortMsgMaxSize {
+		return ""
+	}
+	msg := b[4:]
+	if int(size)-4 < len(msg) {
+		msg = msg[:size-4]
+	}
+	if i := bytes.IndexByte(msg, 0); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimRight(strings.ToValidUTF8(string(msg), "?"), " \t\r\n")
+}
