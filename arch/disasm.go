@@ -32,7 +32,7 @@ func Disasm(a Arch, code []byte, pc uint64, max int) []Inst {
 		switch a {
 		case AMD64:
 			inst, err := x86asm.Decode(code[off:], 64)
-			if err != nil || inst.Len == 0 {
+			if err != nil || inst.Len == 0 || inst.Op == 0 {
 				n, text = 1, "(bad)"
 			} else {
 				n, text = inst.Len, x86asm.GNUSyntax(inst, pc+uint64(off), nil)

@@ -27,6 +27,7 @@ func TestDisasm(t *testing.T) {
 		}},
 		{"x86 max", AMD64, []byte{0x90, 0x90, 0x90}, 2, []Inst{{PC: 0x1000, Len: 1, Text: "nop"}, {PC: 0x1001, Len: 1, Text: "nop"}}},
 		{"x86 bad byte keeps going", AMD64, []byte{0x06, 0x90}, 10, []Inst{{PC: 0x1000, Len: 1, Text: "(bad)"}, {PC: 0x1001, Len: 1, Text: "nop"}}},
+		{"x86 truncated tail", AMD64, []byte{0x90, 0x0f}, 10, []Inst{{PC: 0x1000, Len: 1, Text: "nop"}, {PC: 0x1001, Len: 1, Text: "(bad)"}}},
 		{"arm64", ARM64, le(0xd2800808, 0xd4000001, 0x12345), 10, []Inst{
 			{PC: 0x1000, Len: 4, Text: "mov x8, #0x40"},
 			{PC: 0x1004, Len: 4, Text: "svc #0x0"},

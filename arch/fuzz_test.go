@@ -74,3 +74,13 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkDecode(b *testing.B) {
+	cs := append(append(amd64Cases(), ppcCases()...), arm64Cases()...)
+	for i := 0; b.Loop(); i++ {
+		c := cs[i%len(cs)]
+		s := Decode(c.regs, c.insn)
+		_ = s.OnResume(NoHandler)
+		_ = ApplyPolicy(c.regs, s, PolicyCorrect)
+	}
+}

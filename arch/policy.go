@@ -101,14 +101,20 @@ func (s RestartState) explainAMD64(h Handler) string {
 	if s.Errno == 0 {
 		return fmt.Sprintf("In %s (orig_rax=%d) but rax=%d is not an ERESTART* code, so arch_do_signal_or_restart will not restart it; a restorer needs nothing beyond the orig_rax=-1 that rt_sigreturn sets.", s.call(), s.Nr, s.Ret)
 	}
+	// With a handler the decision is handle_signal's; with none, arch_do_signal_or_restart's
+	// (both arch/x86/kernel/signal.c).
+	rule := "arch_do_signal_or_restart (arch/x86/kernel/signal.c)"
+	if h != NoHandler {
+		rule = "handle_signal (arch/x86/kernel/signal.c)"
+	}
 	var kernel string
 	switch s.OnResume(h) {
 	case ActRestart:
-		kernel = fmt.Sprintf("with %s, arch_do_signal_or_restart (arch/x86/kernel/signal.c) restarts %s: rax=orig_rax, rip-=2", h, s.call())
+		kernel = fmt.Sprintf("with %s, %s restarts %s: rax=orig_rax, rip-=2", h, rule, s.call())
 	case ActRestartSyscall:
 		kernel = fmt.Sprintf("with %s, arch_do_signal_or_restart re-enters %s through restart_syscall: rax=219, rip-=2", h, s.call())
 	case ActEINTR:
-		kernel = fmt.Sprintf("with %s, handle_signal makes %s return EINTR: rax=-4", h, s.call())
+		kernel = fmt.Sprintf("with %s, %s makes %s return EINTR: rax=-4", h, rule, s.call())
 	}
 	var restore string
 	if s.Restore() == ActRewind {

@@ -67,7 +67,9 @@ type RestartState struct {
 	Syscall   string // name, e.g. "read", "futex", "nanosleep"; "" if unknown
 	Args      [6]uint64
 	// Insn is how the syscall was entered: "syscall", "int80", "sc", "scv", "svc" or "".
-	// InsnConfirmed says whether the instruction bytes passed to Decode agreed.
+	// ppc64le takes it from the trap vector, amd64 from the bytes before rip ("syscall" when
+	// they were not given, "" when they are neither syscall nor int $0x80), arm64 from the
+	// word at pc. InsnConfirmed says whether the instruction bytes passed to Decode agreed.
 	Insn          string
 	InsnConfirmed bool
 	InsnLen       int
@@ -100,7 +102,7 @@ func Decode(r Regs, insn []byte) RestartState {
 		s.Note = fmt.Sprintf("Unknown architecture %q: restart state not decoded.", string(r.Arch))
 		return s
 	}
-	if s.InSyscall {
+	if s.InSyscall && s.Insn != "int80" {
 		s.Syscall = SyscallName(r.Arch, s.Nr)
 	}
 	if s.Errno != 0 {
@@ -129,6 +131,7 @@ func decodeAMD64(s *RestartState, r Regs, insn []byte) {
 			s.InsnConfirmed = true
 		case b[0] == 0xcd && b[1] == 0x80:
 			s.Insn, s.InsnConfirmed = "int80", true
+			s.Note = "Entered with int $0x80, so orig_rax is an i386 syscall number (arch/x86/entry/syscalls/syscall_32.tbl), not named here."
 		default:
 			s.Insn = ""
 			s.Note = fmt.Sprintf("The bytes before rip are %02x %02x, not syscall or int $0x80: the pc was moved after the syscall, so a rewind by 2 would land mid-instruction.", b[0], b[1])

@@ -129,7 +129,7 @@ func amd64Cases() []restartCase {
 	int80 := regsWith(AMD64, map[int]uint64{amd64RIP: amd64PC, amd64OrigRAX: 3, amd64RAX: neg(512), amd64RBX: 0})
 	cs = append(cs, restartCase{
 		name: "amd64 int $0x80", regs: int80, insn: []byte{0x90, 0xcd, 0x80},
-		inSyscall: true, nr: 3, syscall: "close", insnName: "int80", confirmed: true, errno: 512, code: "ERESTARTSYS",
+		inSyscall: true, nr: 3, syscall: "", insnName: "int80", confirmed: true, errno: 512, code: "ERESTARTSYS", wantNote: true, // i386 read, not amd64 close
 		onResume: [3]Action{ActRestart, ActRestart, ActEINTR}, restore: ActRewind,
 		naive:   edit(int80, map[int]uint64{amd64OrigRAX: ^uint64(0)}),
 		correct: edit(int80, map[int]uint64{amd64RIP: amd64PC - 2, amd64RAX: 3, amd64OrigRAX: ^uint64(0)}),
