@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // buildPeer builds demo/access/peer into a world-readable directory (uid 65534 must exec it,
@@ -138,6 +140,14 @@ func TestGroundTruth(t *testing.T) {
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
 		}},
+		// A user namespace entered without setuid inside it: the process keeps the creator's
+		// kuid 0 (shown as 65534 inside) and exec gives it no capabilities (commoncap
+		// handle_privileged_root compares with the namespace's root, kuid 65534).
+		{name: "userns0", attr: &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+		}},
 		{name: "pidns", attr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}},
 		{name: "nocaps", args: []string{"-dropcaps"}},
 	}
@@ -146,13 +156,14 @@ func TestGroundTruth(t *testing.T) {
 	// owned by root (the test created it), which gives nocaps (euid 0, no capabilities)
 	// CAP_SYS_PTRACE inside it (cap_capable's owner rule).
 	want := map[string]map[string]string{
-		"root":    {"nobody": "", "seccomp": "", "nodump": "", "userns": "", "pidns": "", "nocaps": ""},
-		"nobody":  {"root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns", "pidns": "uid", "nocaps": "uid"},
-		"seccomp": {"root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp", "pidns": "seccomp", "nocaps": "seccomp"},
-		"nodump":  {"root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns", "pidns": "uid", "nocaps": "uid"},
-		"userns":  {"root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable", "pidns": "userns", "nocaps": "userns"},
-		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns", "nocaps": "pidns"},
-		"nocaps":  {"root": "capabilities", "nobody": "uid", "seccomp": "capabilities", "nodump": "uid", "userns": "", "pidns": "capabilities"},
+		"root":    {"nobody": "", "seccomp": "", "nodump": "", "userns": "", "userns0": "", "pidns": "", "nocaps": ""},
+		"nobody":  {"root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid"},
+		"seccomp": {"root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp", "userns0": "seccomp", "pidns": "seccomp", "nocaps": "seccomp"},
+		"nodump":  {"root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid"},
+		"userns":  {"root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable", "userns0": "userns", "pidns": "userns", "nocaps": "userns"},
+		"userns0": {"root": "userns", "nobody": "uid", "seccomp": "userns", "nodump": "uid", "userns": "uid", "pidns": "userns", "nocaps": "userns"},
+		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns", "userns0": "pidns", "nocaps": "pidns"},
+		"nocaps":  {"root": "capabilities", "nobody": "uid", "seccomp": "capabilities", "nodump": "uid", "userns": "", "userns0": "", "pidns": "capabilities"},
 	}
 
 	peers := make([]*peer, len(roles))
@@ -213,6 +224,9 @@ func checkFacts(t *testing.T, p map[string]*peer) {
 	if u := p["userns"].proc; len(u.UserNS) != 2 || u.UserNS[0].OwnerUID != 0 || u.RootUID != 65534 || u.UID[0] != 65534 {
 		t.Errorf("userns peer: chain %v root %d uid %v", u.UserNS, u.RootUID, u.UID)
 	}
+	if u := p["userns0"].proc; len(u.UserNS) != 2 || u.UID[0] != 0 || u.CapEff != 0 {
+		t.Errorf("userns0 peer: chain %v uid %v caps %#x", u.UserNS, u.UID, u.CapEff)
+	}
 	if q := p["pidns"].proc; len(q.NSpid) != 2 || q.NSpid[1] != 1 || len(q.PidNS) != 2 {
 		t.Errorf("pidns peer: NSpid %v chain %v", q.NSpid, q.PidNS)
 	}
@@ -231,4 +245,81 @@ func okName(ok bool, errno string) string {
 		return "OK"
 	}
 	return errno
+}
+
+// TestGroundTruthZombie checks row 3 with a real zombie: kcmp still compares (>= 0) while
+// process_vm_readv finds no mm (ESRCH), and Open MPI would therefore use CMA that fails.
+func TestGroundTruthZombie(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, running as uid", os.Geteuid())
+	}
+	sys := ReadSystem()
+	if sys.KcmpBuilt == nil || !*sys.KcmpBuilt {
+		t.Skip("kcmp not built into this kernel")
+	}
+	bin := buildPeer(t)
+	a := startPeer(t, bin, role{name: "root"})
+
+	z := exec.Command(bin, "-bad-flag") // exits at once with status 2
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zpid := z.Process.Pid
+	t.Cleanup(func() { _ = z.Wait() }) // reaps it
+	var info unix.Siginfo
+	// WNOWAIT: wait for the exit but leave the zombie in place.
+	if err := unix.Waitid(unix.P_PID, zpid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadProc(zpid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Exited() || b.HasMM {
+		t.Fatalf("zombie: State %c HasMM %v", b.State, b.HasMM)
+	}
+	kc, vm := a.probe(t, zpid, 0x10000)
+	v := Predict(sys, a.proc, b)
+	got := fmt.Sprintf("kcmp=%s vm=%s reason=%s", okName(v.Kcmp, v.KcmpErrno), okName(v.VMReadv, v.VMErrno), v.Reason)
+	if want := fmt.Sprintf("kcmp=%s vm=%s reason=exited", kc, vm); got != want {
+		t.Errorf("predicted %s, kernel says %s", got, want)
+	}
+	if !v.OpenMPI || v.Disagree == "" {
+		t.Errorf("Open MPI would use CMA on a zombie (kcmp passes): OpenMPI %v Disagree %q", v.OpenMPI, v.Disagree)
+	}
+}
+
+// TestGroundTruthSeccompKill checks that EvalSeccomp's KILL verdict (the reason the tracer
+// must not inject) is what the kernel does: the peer dies of SIGSYS when it runs kcmp.
+func TestGroundTruthSeccompKill(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, running as uid", os.Geteuid())
+	}
+	ai, err := Arch(runtime.GOARCH)
+	if err != nil {
+		t.Skip(err)
+	}
+	sys := ReadSystem()
+	bin := buildPeer(t)
+	b := startPeer(t, bin, role{name: "root"})
+	a := startPeer(t, bin, role{name: "killer", args: []string{"-seccomp-kill"}})
+	prog, err := DenyFilter(ai, KillRet, ai.Kcmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.proc.Filters = [][]byte{FilterBytes(prog)}
+	vmAct, kcAct, known := SeccompFor(sys, a.proc, b.proc)
+	if !known || !kcAct.Kills() || vmAct.Action != ActAllow {
+		t.Fatalf("SeccompFor: vm %v kcmp %v known %v; want ALLOW, KILL_PROCESS", vmAct, kcAct, known)
+	}
+	if v := Predict(sys, a.proc, b.proc); v.Kcmp || v.KcmpErrno != "SIGSYS" || !v.VMReadv || v.Reason != ReasonSeccomp {
+		t.Errorf("Predict: %+v", v)
+	}
+	// Now let the kernel show it: the probe's kcmp kills the peer.
+	fmt.Fprintf(a.in, "probe %d %#x\n", b.proc.PID, b.proc.ReadableAddr)
+	err = a.cmd.Wait()
+	ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
+		t.Errorf("peer under a KILL filter ran kcmp: %v, want death by SIGSYS", err)
+	}
 }

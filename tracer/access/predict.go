@@ -327,7 +327,7 @@ func seccompFor(sys System, a, b Proc, c call) (SeccompAction, bool) {
 	var nr int
 	var args [6]uint64
 	if c == callKcmp {
-		nr, args = ai.Kcmp, [6]uint64{uint64(ownPID(a)), uint64(bpid), kcmpVM}
+		nr, args = ai.Kcmp, [6]uint64{uint64(ownPID(a)), uint64(bpid), KCMPVM}
 	} else {
 		nr, args = ai.VMReadv, [6]uint64{uint64(bpid), 0, 1, 0, 1, 0}
 	}

@@ -106,7 +106,7 @@ func TestEvalSeccompKillAndPrecedence(t *testing.T) {
 }
 
 func TestEvalSeccompArgs(t *testing.T) {
-	// A filter that refuses kcmp only for KCMP_VM (arg 2 == 0) and reads arg 1's low word:
+	// A filter that refuses kcmp only for KCMP_VM (arg 2 == 1) and reads arg 1's low word:
 	// checks the seccomp_data layout (args at offset 16 + 8*i, host byte order).
 	ai, _ := Arch("amd64")
 	lo := uint32(16 + 8*2)
@@ -117,7 +117,7 @@ func TestEvalSeccompArgs(t *testing.T) {
 		bpf.LoadAbsolute{Off: 0, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(ai.Kcmp), SkipFalse: 3},
 		bpf.LoadAbsolute{Off: lo, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: KCMPVM, SkipFalse: 1},
 		bpf.RetConstant{Val: ErrnoRet(unix.EACCES)},
 		bpf.RetConstant{Val: retAllow},
 	})
@@ -125,10 +125,10 @@ func TestEvalSeccompArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := [][]byte{FilterBytes(prog)}
-	if got, _ := EvalSeccomp(f, "amd64", ai.Kcmp, [6]uint64{10, 20, 0}); got.Action != ActErrno || got.Errno != int(unix.EACCES) {
+	if got, _ := EvalSeccomp(f, "amd64", ai.Kcmp, [6]uint64{10, 20, KCMPVM}); got.Action != ActErrno || got.Errno != int(unix.EACCES) {
 		t.Errorf("KCMP_VM: got %v", got)
 	}
-	if got, _ := EvalSeccomp(f, "amd64", ai.Kcmp, [6]uint64{10, 20, 1}); got.Action != ActAllow {
+	if got, _ := EvalSeccomp(f, "amd64", ai.Kcmp, [6]uint64{10, 20, 0}); got.Action != ActAllow {
 		t.Errorf("KCMP_FILE: got %v", got)
 	}
 }

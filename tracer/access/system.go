@@ -85,11 +85,12 @@ func probeBuilt(err error) *bool {
 	return &b
 }
 
-const kcmpVM = 0 // KCMP_VM in include/uapi/linux/kcmp.h
+// KCMPVM is KCMP_VM in include/uapi/linux/kcmp.h (enum kcmp_type: KCMP_FILE is 0).
+const KCMPVM = 1
 
 func probeKcmp() error {
 	pid := uintptr(os.Getpid())
-	_, _, e := unix.Syscall6(unix.SYS_KCMP, pid, pid, kcmpVM, 0, 0, 0)
+	_, _, e := unix.Syscall6(unix.SYS_KCMP, pid, pid, KCMPVM, 0, 0, 0)
 	if e != 0 {
 		return e
 	}

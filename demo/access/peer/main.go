@@ -97,7 +97,7 @@ func main() {
 func probe(pid int, addr uintptr) string {
 	kc := "OK"
 	// kcmp(getpid(), pid, KCMP_VM, 0, 0): the call Open MPI's smsc/cma makes.
-	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(pid), 0, 0, 0, 0); e != 0 {
+	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(pid), access.KCMPVM, 0, 0, 0); e != 0 {
 		kc = unix.ErrnoName(e)
 	}
 	var buf [1]byte
