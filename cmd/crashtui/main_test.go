@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/demo"
 )
 
 // crashtuiBin is the real binary, built once for this test package: end-to-end tests run it
@@ -38,37 +40,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is two levels up from cmd/crashtui.
-func repoRoot(t testing.TB) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Dir(filepath.Dir(wd))
-}
-
-var cBuilds sync.Map // src -> path, so each C program is compiled once per test binary
-
-// buildC compiles demo/c/NAME.c (or a path relative to the repo) with gcc.
-func buildC(t testing.TB, src string, flags ...string) string {
+// buildC compiles the demo program NAME (demo/c/NAME.c) with gcc, once per source.
+func buildC(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc is not installed (make test installs it with apt-get)")
 	}
-	if !strings.Contains(src, "/") {
-		src = filepath.Join("demo", "c", src+".c")
+	p, err := demo.Program(name, flags...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	key := src + strings.Join(flags, " ")
-	if p, ok := cBuilds.Load(key); ok {
-		return p.(string)
-	}
-	out := filepath.Join(filepath.Dir(crashtuiBin), strings.TrimSuffix(filepath.Base(src), ".c")+strconv.Itoa(len(flags)))
-	args := append([]string{"-g", "-O1", "-pthread", "-o", out, filepath.Join(repoRoot(t), src)}, flags...)
-	if b, err := exec.Command("gcc", append(args, "-ldl")...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, b)
-	}
-	cBuilds.Store(key, out)
-	return out
+	return p
 }
 
 // event is one decoded JSON line.

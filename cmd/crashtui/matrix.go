@@ -2,4 +2,6 @@ package main
 
 import "io"
 
-func cmdMatrix(args []string, stdout, stderr io.Writer) error { return usageErr("matrix: not yet implemented") }
+func cmdMatrix(args []string, stdout, stderr io.Writer) error {
+	return usageErr("matrix: not yet implemented")
+}

@@ -1,0 +1,105 @@
+// Package demo holds crashtui's demo job: small C programs (embedded, so the binary carries
+// them) and the code that compiles them with the system C compiler into a cache, for
+// `crashtui demo`, `make demo` and the tests of every package. It never traces anything.
+//
+// Sub-packages: crashes (the crash-pattern suite), access (the access-matrix peer), restart
+// (threads blocked in syscalls).
+package demo
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+//go:embed c/*.c
+var sources embed.FS
+
+// Names lists the embedded programs.
+func Names() []string {
+	ents, _ := sources.ReadDir("c")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".c"))
+	}
+	return out
+}
+
+// Source returns the C source of a program.
+func Source(name string) ([]byte, error) { return sources.ReadFile("c/" + name + ".c") }
+
+var mu sync.Mutex
+
+// CacheDir is where compiled programs live: $XDG_CACHE_HOME/crashtui/demo (or ~/.cache).
+func CacheDir() string {
+	if d := os.Getenv("CRASHTUI_DEMO_DIR"); d != "" {
+		return d
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "crashtui", "demo")
+}
+
+// Program returns the path of the compiled program name, compiling it with gcc (or cc) when
+// the cache lacks this exact source. The file name carries a hash of the source and flags,
+// so an edited program is rebuilt and concurrent test binaries never see a half-written one.
+func Program(name string, flags ...string) (string, error) {
+	src, err := Source(name)
+	if err != nil {
+		return "", fmt.Errorf("demo program %q: %w", name, err)
+	}
+	h := sha256.New()
+	h.Write(src)
+	h.Write([]byte(strings.Join(flags, "\x00")))
+	sum := hex.EncodeToString(h.Sum(nil))[:12]
+	dir := CacheDir()
+	out := filepath.Join(dir, name+"-"+sum)
+	mu.Lock()
+	defer mu.Unlock()
+	if st, err := os.Stat(out); err == nil && st.Mode()&0o111 != 0 {
+		return out, nil
+	}
+	cc, err := compiler()
+	if err != nil {
+		return "", fmt.Errorf("demo program %q: %w", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	srcPath := filepath.Join(tmp, name+".c")
+	if err := os.WriteFile(srcPath, src, 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, name)
+	args := append([]string{"-g", "-O1", "-pthread", "-o", bin, srcPath}, flags...)
+	args = append(args, "-ldl")
+	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("compile demo program %q: %v\n%s", name, err, b)
+	}
+	if err := os.Rename(bin, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func compiler() (string, error) {
+	for _, c := range []string{"gcc", "cc"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no C compiler (gcc or cc) is installed: `make test` or `apt-get install gcc` provides one")
+}
