@@ -1,6 +1,7 @@
 package elfinfo
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,5 +112,30 @@ func BenchmarkLocate(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		r.Locate(s.pid, maps, s.addrs[i%len(s.addrs)])
+	}
+}
+
+// TestLocateDeleted: a library removed after it was mapped (maps says "(deleted)") is still
+// read, through /proc/PID/map_files.
+func TestLocateDeleted(t *testing.T) {
+	p := buildProgs(t)
+	s := startMain(t, p, p.pie)
+	want := symValue(t, p.libDL, "dl_func")
+	if err := os.Remove(p.libDL); err != nil {
+		t.Fatal(err)
+	}
+	maps, err := ReadMaps(s.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := FindMapping(maps, s.addrs[3])
+	if !ok || !m.Deleted || m.Path != p.libDL {
+		t.Fatalf("mapping of dl_func = %+v, want %s marked deleted", m, p.libDL)
+	}
+	r := NewResolver()
+	defer r.Close()
+	loc := r.Locate(s.pid, maps, s.addrs[3])
+	if loc.Module != p.libDL || loc.Offset != want || loc.Function != "dl_func" || !strings.HasSuffix(loc.File, "dl.c") {
+		t.Errorf("Locate(dl_func) = %+v, want %s+%#x dl_func dl.c", loc, p.libDL, want)
 	}
 }

@@ -68,12 +68,20 @@ type funcLine struct {
 type Resolver struct {
 	byFile map[fileKey]*module
 	byID   map[string]*module
-	failed map[fileKey]error
+	failed map[fileKey]failure
+}
+
+// failure remembers a file that could not be opened through one process, so a dead or
+// unreachable process costs one attempt, while another process mapping the same file (its
+// own /proc/PID/root or map_files) still gets one.
+type failure struct {
+	pid int
+	err error
 }
 
 // NewResolver returns an empty cache.
 func NewResolver() *Resolver {
-	return &Resolver{byFile: map[fileKey]*module{}, byID: map[string]*module{}, failed: map[fileKey]error{}}
+	return &Resolver{byFile: map[fileKey]*module{}, byID: map[string]*module{}, failed: map[fileKey]failure{}}
 }
 
 // Close releases delve's open files.
@@ -136,14 +144,15 @@ func (r *Resolver) module(pid int, m Mapping) (*module, error) {
 	if mod := r.byFile[k]; mod != nil {
 		return mod, nil
 	}
-	if err := r.failed[k]; err != nil {
-		return nil, err
+	if f, ok := r.failed[k]; ok && f.pid == pid {
+		return nil, f.err
 	}
 	mod, err := r.load(pid, m)
 	if err != nil {
-		r.failed[k] = err
+		r.failed[k] = failure{pid, err}
 		return nil, err
 	}
+	delete(r.failed, k)
 	r.byFile[k] = mod
 	return mod, nil
 }
