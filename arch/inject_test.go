@@ -41,6 +41,16 @@ func TestSyscallStubDisassembles(t *testing.T) {
 			t.Errorf("%s: Decode does not confirm the stub's own syscall instruction: %+v", c.a, s)
 		}
 	}
+	// The instruction words Decode matches byte-exactly are the ones x/arch decodes as syscalls.
+	for _, c := range []struct {
+		a    Arch
+		w    uint32
+		want string
+	}{{PPC64LE, insnPPCSc, "sc 0"}, {PPC64LE, insnPPCScv0, "scv 0"}, {ARM64, insnARM64Svc0, "svc #0x0"}} {
+		if in := Disasm(c.a, le32(c.w), 0, 1); len(in) != 1 || in[0].Text != c.want {
+			t.Errorf("%s %#x disassembles to %+v, want %q", c.a, c.w, in, c.want)
+		}
+	}
 	if SyscallStub("mips") != nil {
 		t.Errorf("stub for an unknown arch")
 	}
