@@ -61,20 +61,21 @@ var le = binary.LittleEndian
 // prstatus lays out struct elf_prstatus for a 64-bit little-endian arch: elf_siginfo (12),
 // pr_cursig (2+2 pad), sigpend, sighold, pid, ppid, pgrp, sid, four timevals (64), pr_reg,
 // pr_fpvalid, padded to 8.
-func prstatus(a coreArch, t CoreThread, pid, ppid int, sig CoreInput) []byte {
+// The crashing (first) thread also carries si_code and si_errno.
+func prstatus(a coreArch, t CoreThread, crashing bool, in CoreInput) []byte {
 	size := 112 + a.ngreg*8 + 4
 	size = (size + 7) &^ 7
 	b := make([]byte, size)
 	le.PutUint32(b[0:], uint32(t.Signal))
-	if t.Signal == sig.Signal {
-		le.PutUint32(b[4:], uint32(sig.SigCode))
-		le.PutUint32(b[8:], uint32(sig.SigErrno))
+	if crashing {
+		le.PutUint32(b[4:], uint32(in.SigCode))
+		le.PutUint32(b[8:], uint32(in.SigErrno))
 	}
 	le.PutUint16(b[12:], uint16(t.Signal))
 	le.PutUint32(b[32:], uint32(t.TID))
-	le.PutUint32(b[36:], uint32(ppid))
-	le.PutUint32(b[40:], uint32(pid))
-	le.PutUint32(b[44:], uint32(pid))
+	le.PutUint32(b[36:], uint32(in.PPID))
+	le.PutUint32(b[40:], uint32(in.PID)) // pgrp and sid are not in CoreInput; the pid stands in
+	le.PutUint32(b[44:], uint32(in.PID))
 	for i := 0; i < a.ngreg && i < len(t.Regs); i++ {
 		le.PutUint64(b[112+8*i:], t.Regs[i])
 	}
@@ -171,7 +172,7 @@ func WriteCore(w io.Writer, in CoreInput) error {
 	}
 	var notes bytes.Buffer
 	for i, t := range in.Threads {
-		appendNote(&notes, ntPRSTATUS, prstatus(a, t, in.PID, in.PPID, in))
+		appendNote(&notes, ntPRSTATUS, prstatus(a, t, i == 0, in))
 		if i == 0 {
 			appendNote(&notes, ntPRPSINFO, prpsinfo(in))
 			appendNote(&notes, ntSIGINFO, siginfo(in))
