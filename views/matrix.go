@@ -54,14 +54,15 @@ func cellCode(c *sessions.Cell) uint8 {
 // columns are identical are one class). Build it once per Matrix event; a frame then costs
 // only the visible cells.
 type MatrixIndex struct {
-	Host    string
-	M       *sessions.Matrix
-	PIDs    []int
-	pos     map[int]int
-	code    []uint8 // N*N
-	cell    []int32 // N*N index into M.Cells, -1 when absent
-	Classes []Class
-	classOf []int
+	Host      string
+	M         *sessions.Matrix
+	PIDs      []int
+	pos       map[int]int
+	code      []uint8 // N*N
+	cell      []int32 // N*N index into M.Cells, -1 when absent
+	Classes   []Class
+	classOf   []int
+	classCode []uint8 // K*K: the code shared by all pairs of two classes, 254 when mixed
 }
 
 // Class is a set of processes (indices into PIDs) with identical rows and columns.
@@ -155,6 +156,32 @@ func (ix *MatrixIndex) classify() {
 	for c := range ix.Classes {
 		ix.Classes[c].ID = c + 1
 	}
+	// The code of each pair of classes, so that a frame of classes costs one lookup per cell.
+	k := len(ix.Classes)
+	ix.classCode = make([]uint8, k*k)
+	for i := range ix.classCode {
+		ix.classCode[i] = 255
+	}
+	for i := 0; i < n; i++ {
+		ci := ix.classOf[i] * k
+		for j := 0; j < n; j++ {
+			if i == j {
+				continue
+			}
+			p := &ix.classCode[ci+ix.classOf[j]]
+			switch c := ix.code[i*n+j]; {
+			case *p == 255:
+				*p = c
+			case *p != c:
+				*p = 254
+			}
+		}
+	}
+	for i := range ix.classCode {
+		if ix.classCode[i] == 255 { // a one-member class against itself
+			ix.classCode[i] = codeSelf
+		}
+	}
 }
 
 func (ix *MatrixIndex) equivalent(i, r int) bool {
@@ -197,8 +224,19 @@ type MatrixOptions struct {
 const (
 	matrixLabelW = 14
 	matrixCellW  = 3
-	matrixDetail = 6 // lines under the grid
+	matrixDetail = 6 // lines under the grid on a tall screen
 )
+
+// geometry is the matrix view's layout for o: rows of cells, lines of detail, columns of cells.
+func geometry(o MatrixOptions) (gridH, detailH, cols int) {
+	detailH = matrixDetail
+	if o.Height < 18 {
+		detailH = max(2, o.Height/3)
+	}
+	gridH = max(o.Height-2-detailH, 1)
+	cols = max((o.Width-matrixLabelW)/matrixCellW, 1)
+	return
+}
 
 // Grouped reports whether the matrix is drawn by classes with these options.
 func Grouped(ix *MatrixIndex, o MatrixOptions) bool {
@@ -209,7 +247,8 @@ func Grouped(ix *MatrixIndex, o MatrixOptions) bool {
 		return false
 	}
 	n := len(ix.PIDs)
-	return matrixLabelW+n*matrixCellW > o.Width || n > o.Height-matrixDetail-2
+	gridH, _, cols := geometry(o)
+	return n > cols || n > gridH
 }
 
 // Units lists the rows (and columns) drawn with these options.
@@ -263,6 +302,12 @@ func (ix *MatrixIndex) PairCell(a, b Unit) *sessions.Cell {
 // possible for an expanded class against a class, where pairs can still be mixed).
 func (ix *MatrixIndex) unitCode(a, b Unit) uint8 {
 	n := len(ix.PIDs)
+	switch {
+	case a.Member >= 0 && b.Member >= 0:
+		return ix.code[a.Member*n+b.Member]
+	case a.Member < 0 && b.Member < 0:
+		return ix.classCode[a.Class*len(ix.Classes)+b.Class]
+	}
 	var code uint8 = 255
 	for _, i := range ix.members(a) {
 		for _, j := range ix.members(b) {
@@ -315,7 +360,9 @@ func glyph(v verdict) byte {
 	return '?'
 }
 
-func (st *Styles) cellText(code uint8) string {
+func (st *Styles) cellText(code uint8) string { return st.cells[code] }
+
+func (st *Styles) renderCell(code uint8) string {
 	switch code {
 	case codeSelf:
 		return st.Dim.Render("·· ")
@@ -323,6 +370,9 @@ func (st *Styles) cellText(code uint8) string {
 		return st.Dim.Render("   ")
 	case 254:
 		return st.Warn.Render("~~ ")
+	}
+	if code >= 18 {
+		return "   "
 	}
 	vm, kc, dis := verdict(code%9/3), verdict(code%3), code >= 9
 	t := string([]byte{glyph(vm), glyph(kc), ' '})
@@ -370,14 +420,7 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	b.WriteString(st.Dim.Render(fmt.Sprintf("%d processes%s · %s · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
 		len(ix.PIDs), grouped, what)) + "\n")
 
-	gridH := o.Height - 2 - matrixDetail
-	if gridH < 1 {
-		gridH = 1
-	}
-	cols := (o.Width - matrixLabelW) / matrixCellW
-	if cols < 1 {
-		cols = 1
-	}
+	gridH, detailH, cols := geometry(o)
 	row, col := clampI(o.Row, len(units)), clampI(o.Col, len(units))
 	roff := window(row, 0, gridH, len(units))
 	coff := window(col, 0, cols, len(units))
@@ -420,9 +463,9 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 		}
 		b.WriteString(cut(line.String(), o.Width) + "\n")
 	}
-	grid := fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height-matrixDetail)
+	grid := fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height-detailH)
 	detail := matrixDetailText(st, s, ix, units, row, col, o.Width)
-	return grid + "\n" + fit(detail, o.Width, matrixDetail)
+	return grid + "\n" + fit(detail, o.Width, detailH)
 }
 
 func clampI(v, n int) int {
@@ -514,8 +557,7 @@ func MatrixHit(ix *MatrixIndex, units []Unit, o MatrixOptions, x, y int) (row, c
 	if ix == nil || n == 0 || x < matrixLabelW || y < 0 {
 		return -1, -1
 	}
-	gridH := max(o.Height-2-matrixDetail, 1)
-	cols := max((o.Width-matrixLabelW)/matrixCellW, 1)
+	gridH, _, cols := geometry(o)
 	roff := window(clampI(o.Row, n), 0, gridH, n)
 	coff := window(clampI(o.Col, n), 0, cols, n)
 	row, col = roff+y, coff+(x-matrixLabelW)/matrixCellW

@@ -26,6 +26,8 @@ type Styles struct {
 	TabOff   lipgloss.Style
 	Box      lipgloss.Style
 	Head     lipgloss.Style // table header
+
+	cells [256]string // matrix cells pre-rendered by code: a 1000-process frame draws thousands
 }
 
 // NewStyles builds the palette for a renderer (lipgloss.DefaultRenderer() or one bound to the
@@ -44,6 +46,9 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 	s.TabOff = r.NewStyle().Padding(0, 1)
 	s.Box = r.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
 	s.Head = r.NewStyle().Bold(true).Underline(true)
+	for c := range s.cells {
+		s.cells[c] = s.renderCell(uint8(c))
+	}
 	return s
 }
 

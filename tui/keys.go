@@ -1,0 +1,109 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+)
+
+// KeyMap is every binding of the program (soft-serve style: bubbles/key bindings, shown by
+// bubbles/help as a short footer and a full overlay on ?).
+type KeyMap struct {
+	Up, Down, Left, Right, PageUp, PageDown, Top, Bottom key.Binding
+	NextTab, PrevTab                                     key.Binding
+	Tabs                                                 [5]key.Binding
+	TabKeys                                              key.Binding // 1-5, for help only
+	Enter, Back, Filter, Sort, Explain                   key.Binding
+	Measure, Checkpoint, Group, Host                     key.Binding
+	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
+	SeekStart, SeekEnd                                   key.Binding
+	Help, Quit, ForceQuit                                key.Binding
+}
+
+// DefaultKeyMap is vim keys plus arrows; number keys pick tabs.
+func DefaultKeyMap() KeyMap {
+	k := KeyMap{
+		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("↑/k", "up")),
+		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("↓/j", "down")),
+		Left:       key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("←/h", "left")),
+		Right:      key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("→/l", "right")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Top:        key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
+		Bottom:     key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "bottom/follow")),
+		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
+		PrevTab:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
+		Enter:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Sort:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
+		Explain:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "explain")),
+		Measure:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "measure matrix")),
+		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
+		Group:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "classes on/off")),
+		Host:       key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "next host")),
+		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),
+		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp("./→", "step")),
+		Faster:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
+		Slower:     key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
+		SeekBack:   key.NewBinding(key.WithKeys("["), key.WithHelp("[", "-10s")),
+		SeekFwd:    key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "+10s")),
+		SeekStart:  key.NewBinding(key.WithKeys("{"), key.WithHelp("{", "start")),
+		SeekEnd:    key.NewBinding(key.WithKeys("}"), key.WithHelp("}", "end")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:       key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "detach & quit")),
+		ForceQuit:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "detach & quit now")),
+	}
+	k.TabKeys = key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "tabs"))
+	for i := range k.Tabs {
+		n := string(rune('1' + i))
+		k.Tabs[i] = key.NewBinding(key.WithKeys(n), key.WithHelp(n, "tab "+n))
+	}
+	return k
+}
+
+// helpKeys adapts the KeyMap to bubbles/help for the active tab and mode.
+type helpKeys struct {
+	k      *KeyMap
+	tab    int
+	replay bool
+	live   bool
+}
+
+func (h helpKeys) ShortHelp() []key.Binding {
+	k := h.k
+	bs := []key.Binding{k.Help, k.NextTab}
+	switch h.tab {
+	case tabProcs:
+		bs = append(bs, k.Filter, k.Sort, k.Explain)
+	case tabMatrix:
+		bs = append(bs, k.Explain, k.Enter, k.Group)
+		if h.live {
+			bs = append(bs, k.Measure)
+		}
+	case tabCrashes:
+		bs = append(bs, k.Enter, k.Explain)
+	case tabThreads:
+		bs = append(bs, k.Explain)
+		if h.live {
+			bs = append(bs, k.Checkpoint)
+		}
+	case tabLog:
+		bs = append(bs, k.Filter, k.Bottom)
+	}
+	if h.replay {
+		bs = append(bs, k.Pause, k.Step, k.Faster, k.Slower)
+	}
+	return append(bs, k.Quit)
+}
+
+func (h helpKeys) FullHelp() [][]key.Binding {
+	k := h.k
+	cols := [][]key.Binding{
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back, k.Filter, k.Sort},
+		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Help, k.Quit, k.ForceQuit},
+	}
+	if h.replay {
+		cols = append(cols, []key.Binding{k.Pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})
+	}
+	return cols
+}

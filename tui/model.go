@@ -1,0 +1,793 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
+)
+
+// The tabs, in number-key order (views.TabNames).
+const (
+	tabProcs = iota
+	tabMatrix
+	tabCrashes
+	tabThreads
+	tabLog
+	nTabs
+)
+
+// overlay is what covers the body, if anything.
+type overlay int
+
+const (
+	noOverlay overlay = iota
+	helpOverlay
+	explainOverlay
+	checkpointOverlay
+	quitOverlay
+)
+
+// Frame geometry: two header lines and the tab bar above the body, one footer line below.
+const (
+	headerH = 2
+	bodyTop = headerH + 1
+	chromeH = headerH + 1 + 1
+	minW    = 30
+	minH    = 8
+)
+
+// Messages.
+type (
+	// eventsMsg carries every event that was queued when the wait returned (batched so that
+	// a burst costs one frame, not one per event).
+	eventsMsg struct {
+		evs    []sessions.Event
+		closed bool
+	}
+	// tickMsg drives the replay player.
+	tickMsg struct {
+		seq int
+		at  time.Time
+	}
+	// ctrlMsg is the answer of a Controller call.
+	ctrlMsg struct {
+		op  string
+		err error
+	}
+)
+
+// maxBatch bounds the events applied per message, so input stays responsive under a flood.
+const maxBatch = 1024
+
+// waitEvents blocks (in its own goroutine, as a tea.Cmd) for the next event, then drains
+// whatever else is already queued.
+func waitEvents(ch <-chan sessions.Event) tea.Cmd {
+	return func() tea.Msg {
+		e, ok := <-ch
+		if !ok {
+			return eventsMsg{closed: true}
+		}
+		evs := []sessions.Event{e}
+		for len(evs) < maxBatch {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					return eventsMsg{evs: evs, closed: true}
+				}
+				evs = append(evs, e)
+			default:
+				return eventsMsg{evs: evs}
+			}
+		}
+		return eventsMsg{evs: evs}
+	}
+}
+
+// Model is the whole program's state (glow style: a small enum of tabs and overlays routes
+// Update and View). It implements tea.Model on a pointer.
+type Model struct {
+	st    *views.Styles
+	keys  KeyMap
+	help  help.Model
+	state *sessions.State
+
+	header    sessions.Header
+	mode      string
+	recording string
+	ctrl      Controller
+	events    <-chan sessions.Event
+	finished  bool
+	detached  bool
+	message   string
+
+	player  *sessions.Player
+	replay  []sessions.Event
+	tickSeq int
+	now     func() time.Time
+
+	cast interface{ Resize(w, h int) error }
+
+	width, height int
+	tab           int
+	overlay       overlay
+	explanation   views.Explanation
+	ckChoice      int
+	filtering     bool // the footer is a filter prompt for the active tab
+
+	proc struct {
+		cursor, offset, sort int
+		filter               string
+	}
+	mx struct {
+		row, col int
+		group    int
+		expanded map[int]bool
+		host     string
+		ix       *views.MatrixIndex
+	}
+	crash struct {
+		cursor int
+		detail bool
+		scroll int
+	}
+	thr struct{ cursor int }
+	log struct {
+		filter string
+		back   int
+	}
+}
+
+// NewModel builds the program's model. Tests drive it with Update and read View.
+func NewModel(o Options, st *views.Styles) *Model {
+	m := &Model{st: st, keys: DefaultKeyMap(), help: help.New(), state: sessions.NewState(),
+		header: o.Header, mode: o.Mode, recording: o.Recording, ctrl: o.Control, events: o.Events,
+		now: time.Now, width: 80, height: 24}
+	m.help.Styles.ShortKey = st.Bold
+	m.help.Styles.FullKey = st.Bold
+	m.help.Styles.ShortDesc = st.Dim
+	m.help.Styles.FullDesc = st.Dim
+	m.help.Styles.ShortSeparator = st.Dim
+	m.help.Styles.FullSeparator = st.Dim
+	m.help.Styles.Ellipsis = st.Dim
+	m.mx.expanded = map[int]bool{}
+	if o.Replay != nil || o.Mode == "replay" {
+		m.mode = "replay"
+		m.replay = o.Replay
+		m.player = sessions.NewPlayer(o.Replay)
+		m.events = nil
+	}
+	if m.events == nil && m.player == nil {
+		m.finished = true // nothing will ever arrive
+	}
+	return m
+}
+
+// State is the State the events reduced into so far.
+func (m *Model) State() *sessions.State { return m.state }
+
+// live reports whether a tracer is on the other end and still running.
+func (m *Model) live() bool { return m.player == nil && m.ctrl != nil && !m.finished }
+
+// Init starts waiting for events, or starts the replay clock.
+func (m *Model) Init() tea.Cmd {
+	switch {
+	case m.player != nil:
+		return m.tick(0)
+	case m.events != nil:
+		return waitEvents(m.events)
+	}
+	return nil
+}
+
+func (m *Model) tick(d time.Duration) tea.Cmd {
+	m.tickSeq++
+	seq := m.tickSeq
+	if d <= 0 {
+		return func() tea.Msg { return tickMsg{seq, m.now()} }
+	}
+	return tea.Tick(d, func(t time.Time) tea.Msg { return tickMsg{seq, m.now()} })
+}
+
+// schedule arranges the next replay tick: at the next event's due time, but at least every
+// 250 ms so the position in the header moves.
+func (m *Model) schedule() tea.Cmd {
+	d, ok := m.player.NextDue()
+	if !ok {
+		return nil
+	}
+	if d > 250*time.Millisecond {
+		d = 250 * time.Millisecond
+	}
+	if d < 10*time.Millisecond {
+		d = 10 * time.Millisecond
+	}
+	return m.tick(d)
+}
+
+func (m *Model) apply(evs []sessions.Event) {
+	for _, e := range evs {
+		m.state.Apply(e)
+	}
+	m.refreshMatrix()
+}
+
+// refreshMatrix re-indexes the matrix when a new Matrix event replaced it (the index is the
+// expensive part of drawing a 1000-process matrix, so it is built once per event).
+func (m *Model) refreshMatrix() {
+	host, mat := views.MatrixFor(m.state, m.mx.host)
+	if m.mx.ix == nil || m.mx.ix.M != mat || m.mx.ix.Host != host {
+		m.mx.ix = views.IndexMatrix(host, mat)
+	}
+}
+
+func (m *Model) ctrlCmd(op string, f func() error) tea.Cmd {
+	return func() tea.Msg { return ctrlMsg{op, f()} }
+}
+
+// Update handles one message; it never blocks.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		if m.cast != nil {
+			m.cast.Resize(msg.Width, msg.Height)
+		}
+		return m, nil
+	case eventsMsg:
+		m.apply(msg.evs)
+		if msg.closed {
+			m.finished = true
+			m.events = nil
+			if m.overlay == quitOverlay {
+				m.overlay = noOverlay
+			}
+			return m, nil
+		}
+		return m, waitEvents(m.events)
+	case tickMsg:
+		if m.player == nil || msg.seq != m.tickSeq {
+			return m, nil
+		}
+		m.apply(m.player.Advance(msg.at))
+		return m, m.schedule()
+	case ctrlMsg:
+		if msg.err != nil {
+			m.message = fmt.Sprintf("%s: %v", msg.op, msg.err)
+		} else {
+			m.message = msg.op + " requested"
+		}
+		if msg.op == "detach" {
+			m.detached = true
+		}
+		return m, nil
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
+	case tea.KeyMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// quit detaches (when a tracer is attached) and ends the program.
+func (m *Model) quit() tea.Cmd {
+	if m.ctrl != nil && m.player == nil && !m.detached {
+		m.detached = true
+		return tea.Sequence(m.ctrlCmd("detach", m.ctrl.Detach), tea.Quit)
+	}
+	return tea.Quit
+}
+
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	k := &m.keys
+	if key.Matches(msg, k.ForceQuit) {
+		return m.quit()
+	}
+	if m.filtering {
+		return m.filterKey(msg)
+	}
+	switch m.overlay {
+	case helpOverlay, explainOverlay:
+		if key.Matches(msg, k.Back, k.Help, k.Explain, k.Enter) {
+			m.overlay = noOverlay
+		} else if key.Matches(msg, k.Quit) {
+			m.overlay = noOverlay
+			return m.askQuit()
+		}
+		return nil
+	case quitOverlay:
+		switch msg.String() {
+		case "y", "Y", "q", "enter":
+			m.overlay = noOverlay
+			return m.quit()
+		case "n", "N", "esc":
+			m.overlay = noOverlay
+		}
+		return nil
+	case checkpointOverlay:
+		switch {
+		case key.Matches(msg, k.Up):
+			m.ckChoice = (m.ckChoice + len(views.Policies) - 1) % len(views.Policies)
+		case key.Matches(msg, k.Down):
+			m.ckChoice = (m.ckChoice + 1) % len(views.Policies)
+		case key.Matches(msg, k.Back):
+			m.overlay = noOverlay
+		case key.Matches(msg, k.Enter):
+			m.overlay = noOverlay
+			policy := views.Policies[m.ckChoice]
+			m.tab = tabThreads
+			if m.ctrl == nil || m.player != nil {
+				m.message = "checkpoint needs a live session (no tracer in replay)"
+				return nil
+			}
+			m.message = "checkpoint (" + policy + ") running…"
+			return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
+		}
+		return nil
+	}
+
+	if cmd, ok := m.replayKey(msg); ok {
+		return cmd
+	}
+	for i, b := range k.Tabs {
+		if key.Matches(msg, b) {
+			m.tab = i
+			return nil
+		}
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.askQuit()
+	case key.Matches(msg, k.NextTab):
+		m.tab = (m.tab + 1) % nTabs
+	case key.Matches(msg, k.PrevTab):
+		m.tab = (m.tab + nTabs - 1) % nTabs
+	case key.Matches(msg, k.Help):
+		m.overlay = helpOverlay
+	case key.Matches(msg, k.Explain):
+		m.explain()
+	case key.Matches(msg, k.Checkpoint):
+		m.overlay = checkpointOverlay
+	case key.Matches(msg, k.Measure):
+		if m.ctrl == nil || m.player != nil {
+			m.message = "measuring needs a live session (no tracer in replay)"
+			return nil
+		}
+		m.message = "measuring the access matrix…"
+		return m.ctrlCmd("measure", m.ctrl.Measure)
+	case key.Matches(msg, k.Filter) && (m.tab == tabProcs || m.tab == tabLog):
+		m.filtering = true
+	case key.Matches(msg, k.Back):
+		m.back()
+	default:
+		m.move(msg)
+	}
+	return nil
+}
+
+func (m *Model) askQuit() tea.Cmd {
+	if m.live() {
+		m.overlay = quitOverlay
+		return nil
+	}
+	return m.quit()
+}
+
+func (m *Model) back() {
+	switch m.tab {
+	case tabProcs:
+		m.proc.filter = ""
+	case tabLog:
+		m.log.filter = ""
+	case tabCrashes:
+		m.crash.detail = false
+	}
+}
+
+func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
+	f := &m.proc.filter
+	if m.tab == tabLog {
+		f = &m.log.filter
+	}
+	switch msg.Type {
+	case tea.KeyEnter:
+		m.filtering = false
+	case tea.KeyEsc:
+		m.filtering = false
+		*f = ""
+	case tea.KeyBackspace:
+		if r := []rune(*f); len(r) > 0 {
+			*f = string(r[:len(r)-1])
+		}
+	case tea.KeyRunes, tea.KeySpace:
+		*f += sessions.Sanitize(string(msg.Runes))
+	}
+	m.proc.cursor, m.proc.offset = 0, 0
+	return nil
+}
+
+// replayKey handles the player's keys; ok is false when msg is not one of them.
+func (m *Model) replayKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if m.player == nil {
+		return nil, false
+	}
+	k, p, now := &m.keys, m.player, m.now()
+	switch {
+	case key.Matches(msg, k.Pause):
+		p.SetPaused(now, !p.Paused())
+		if !p.Paused() {
+			return m.tick(0), true
+		}
+		m.tickSeq++ // drop the pending tick
+		return nil, true
+	case key.Matches(msg, k.Step) || (key.Matches(msg, k.Right) && msg.String() == "right" && m.tab != tabMatrix):
+		if !p.Paused() {
+			p.SetPaused(now, true)
+			m.tickSeq++
+		}
+		m.apply(p.Step())
+		return nil, true
+	case key.Matches(msg, k.Faster):
+		p.Faster(now)
+	case key.Matches(msg, k.Slower):
+		p.Slower(now)
+	case key.Matches(msg, k.SeekBack):
+		m.seek(p.Position() - 10*time.Second)
+	case key.Matches(msg, k.SeekFwd):
+		m.seek(p.Position() + 10*time.Second)
+	case key.Matches(msg, k.SeekStart):
+		m.seek(0)
+	case key.Matches(msg, k.SeekEnd):
+		m.seek(p.Length())
+	default:
+		return nil, false
+	}
+	if p.Paused() {
+		return nil, true
+	}
+	return m.tick(0), true
+}
+
+// seek moves the player; a backwards seek rebuilds the State from the start, because the
+// reducer only goes forwards.
+func (m *Model) seek(to time.Duration) {
+	m.player.SetPaused(m.now(), m.player.Paused()) // account the time played so far
+	evs, reset := m.player.Seek(to)
+	if reset {
+		m.state = sessions.NewState()
+		m.mx.ix = nil
+	}
+	m.apply(evs)
+}
+
+// bodyH is the height left for the active tab.
+func (m *Model) bodyH() int { return max(m.height-chromeH, 1) }
+
+func (m *Model) move(msg tea.KeyMsg) {
+	k := &m.keys
+	d := 0
+	switch {
+	case key.Matches(msg, k.Up):
+		d = -1
+	case key.Matches(msg, k.Down):
+		d = 1
+	case key.Matches(msg, k.PageUp):
+		d = -max(m.bodyH()-3, 1)
+	case key.Matches(msg, k.PageDown):
+		d = max(m.bodyH()-3, 1)
+	case key.Matches(msg, k.Top):
+		d = -1 << 30
+	case key.Matches(msg, k.Bottom):
+		d = 1 << 30
+	}
+	switch m.tab {
+	case tabProcs:
+		switch {
+		case key.Matches(msg, k.Sort):
+			m.proc.sort = (m.proc.sort + 1) % len(views.ProcSorts)
+		case key.Matches(msg, k.Enter):
+			// Jump to the process's crash group, when it has one.
+			rows := m.procRows()
+			if c := clamp(m.proc.cursor, len(rows)); c >= 0 && rows[c].Proc.Crashes > 0 {
+				for i, g := range m.state.Groups {
+					for _, mem := range g.Members {
+						if mem.Host == rows[c].Proc.Host && mem.Crash.PID == rows[c].Proc.PID {
+							m.tab, m.crash.cursor, m.crash.detail = tabCrashes, i, true
+							return
+						}
+					}
+				}
+			}
+		}
+		m.proc.cursor = clamp(m.proc.cursor+d, len(m.procRows()))
+	case tabMatrix:
+		units := m.units()
+		switch {
+		case key.Matches(msg, k.Left):
+			m.mx.col--
+		case key.Matches(msg, k.Right):
+			m.mx.col++
+		case key.Matches(msg, k.Group):
+			if views.Grouped(m.mx.ix, m.matrixOpts()) {
+				m.mx.group = -1
+			} else {
+				m.mx.group = 1
+			}
+		case key.Matches(msg, k.Host):
+			hs := views.MatrixHosts(m.state)
+			for i, h := range hs {
+				if h == m.mx.ix.Host {
+					m.mx.host = hs[(i+1)%len(hs)]
+					break
+				}
+			}
+			m.refreshMatrix()
+		case key.Matches(msg, k.Enter):
+			// Expand (or collapse) the class under the cursor's row.
+			if r := clamp(m.mx.row, len(units)); r >= 0 && m.mx.ix != nil {
+				c := m.mx.ix.Classes[units[r].Class]
+				m.mx.expanded[c.ID] = !m.mx.expanded[c.ID] && len(c.Members) > 1
+			}
+		}
+		m.mx.row += d
+		units = m.units()
+		m.mx.row, m.mx.col = clamp(m.mx.row, len(units)), clamp(m.mx.col, len(units))
+	case tabCrashes:
+		if m.crash.detail {
+			m.crash.scroll = max(0, m.crash.scroll+d)
+			if key.Matches(msg, k.Left) {
+				m.crash.detail = false
+			}
+			return
+		}
+		if key.Matches(msg, k.Enter) || key.Matches(msg, k.Right) {
+			if len(m.state.Groups) > 0 {
+				m.crash.detail, m.crash.scroll = true, 0
+			}
+			return
+		}
+		m.crash.cursor = clamp(m.crash.cursor+d, len(m.state.Groups))
+	case tabThreads:
+		m.thr.cursor = clamp(m.thr.cursor+d, len(m.state.Threads))
+	case tabLog:
+		m.log.back = max(0, m.log.back-d) // up scrolls back in time
+		if key.Matches(msg, k.Bottom) {
+			m.log.back = 0
+		}
+		if m.log.back > len(m.state.Log) {
+			m.log.back = len(m.state.Log)
+		}
+	}
+}
+
+func clamp(v, n int) int {
+	if v >= n {
+		v = n - 1
+	}
+	if v < 0 {
+		v = 0
+	}
+	if n == 0 {
+		return -1
+	}
+	return v
+}
+
+func (m *Model) procRows() []views.ProcRow {
+	return views.ProcRows(m.state, views.ProcSorts[m.proc.sort], m.proc.filter)
+}
+
+func (m *Model) matrixOpts() views.MatrixOptions {
+	return views.MatrixOptions{Width: m.width, Height: m.bodyH(), Row: m.mx.row, Col: m.mx.col,
+		Group: m.mx.group, Expanded: m.mx.expanded, Host: m.mx.host}
+}
+
+func (m *Model) units() []views.Unit {
+	if m.mx.ix == nil {
+		m.refreshMatrix()
+	}
+	return views.Units(m.mx.ix, m.matrixOpts())
+}
+
+// explain opens the teaching overlay for whatever is under the cursor.
+func (m *Model) explain() {
+	var ex *views.Explanation
+	switch m.tab {
+	case tabMatrix:
+		units := m.units()
+		if len(units) > 0 {
+			r, c := clamp(m.mx.row, len(units)), clamp(m.mx.col, len(units))
+			if cell := m.mx.ix.PairCell(units[r], units[c]); cell != nil {
+				e := views.ExplainCell(cell)
+				ex = &e
+			}
+		}
+	case tabCrashes:
+		if c := clamp(m.crash.cursor, len(m.state.Groups)); c >= 0 {
+			e := views.ExplainGroup(m.state.Groups[c])
+			ex = &e
+		}
+	case tabThreads:
+		ts := views.ThreadList(m.state)
+		if c := clamp(m.thr.cursor, len(ts)); c >= 0 {
+			e := views.ExplainThread(ts[c].Thread)
+			ex = &e
+		}
+	case tabProcs:
+		rows := m.procRows()
+		if c := clamp(m.proc.cursor, len(rows)); c >= 0 {
+			p := rows[c].Proc
+			for _, g := range m.state.Groups {
+				for _, mem := range g.Members {
+					if mem.Host == p.Host && mem.Crash.PID == p.PID {
+						e := views.ExplainGroup(g)
+						ex = &e
+					}
+				}
+			}
+			if ex == nil {
+				e := views.ExplainProc(p)
+				ex = &e
+			}
+		}
+	}
+	if ex == nil {
+		m.message = "nothing to explain here: select a cell, a crash group or a thread"
+		return
+	}
+	m.explanation = *ex
+	m.overlay = explainOverlay
+}
+
+func (m *Model) status() views.Status {
+	s := views.Status{Mode: m.mode, Recording: m.recording, Finished: m.finished && m.player == nil, Message: m.message}
+	if p := m.player; p != nil {
+		s.Replay = &views.ReplayStatus{Pos: p.Position(), Len: p.Length(), Speed: p.Speed(),
+			Paused: p.Paused(), Done: p.Done(), Index: p.Index(), Total: p.Total()}
+	}
+	return s
+}
+
+// View draws the frame: header, tabs, body (or an overlay), footer. Every line is cut to the
+// width and the frame is exactly the height, so nothing wraps or scrolls.
+func (m *Model) View() string {
+	w, h := m.width, m.height
+	if w < minW || h < minH {
+		return views.Fit(fmt.Sprintf("too small: %d×%d (need %d×%d) · q quits", w, h, minW, minH), w, h)
+	}
+	header := views.Header(m.st, m.state, m.header, m.status(), w)
+	tabs, _ := views.Tabs(m.st, m.state, m.tab, w)
+	bh := m.bodyH()
+	var body string
+	switch m.overlay {
+	case helpOverlay:
+		hm := m.help
+		hm.ShowAll, hm.Width = true, 0
+		body = views.Place(m.st.Box.Render(hm.View(m.helpKeys())), w, bh)
+	case explainOverlay:
+		body = views.Place(views.RenderExplanation(m.st, m.explanation, w, bh), w, bh)
+	case checkpointOverlay:
+		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
+	case quitOverlay:
+		n, _ := m.state.Live()
+		body = views.Place(views.Confirm(m.st, fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n), w), w, bh)
+	default:
+		body = m.body(w, bh)
+	}
+	var footer string
+	if m.filtering {
+		f := m.proc.filter
+		if m.tab == tabLog {
+			f = m.log.filter
+		}
+		footer = "/" + f + "█  " + m.st.Dim.Render("enter keep · esc clear")
+	} else {
+		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())
+	}
+	var b strings.Builder
+	b.Grow(w * h * 2)
+	b.WriteString(header)
+	b.WriteString("\n")
+	b.WriteString(tabs)
+	b.WriteString("\n")
+	b.WriteString(views.Fit(body, w, bh))
+	b.WriteString("\n")
+	b.WriteString(views.Fit(footer, w, 1))
+	return b.String()
+}
+
+func (m *Model) helpKeys() helpKeys {
+	return helpKeys{k: &m.keys, tab: m.tab, replay: m.player != nil, live: m.player == nil && m.ctrl != nil}
+}
+
+func (m *Model) body(w, h int) string {
+	switch m.tab {
+	case tabProcs:
+		rows := m.procRows()
+		m.proc.cursor = clamp(m.proc.cursor, len(rows))
+		m.proc.offset = views.Window(m.proc.cursor, m.proc.offset, h-2, len(rows))
+		return views.Processes(m.st, m.state, rows, views.ProcOptions{Width: w, Height: h,
+			Cursor: m.proc.cursor, Offset: m.proc.offset, Sort: views.ProcSorts[m.proc.sort], Filter: m.proc.filter})
+	case tabMatrix:
+		if m.mx.ix == nil {
+			m.refreshMatrix()
+		}
+		return views.Matrix(m.st, m.state, m.mx.ix, m.matrixOpts())
+	case tabCrashes:
+		return views.Crashes(m.st, m.state, views.CrashOptions{Width: w, Height: h, Cursor: m.crash.cursor,
+			Detail: m.crash.detail, Scroll: m.crash.scroll})
+	case tabThreads:
+		return views.Threads(m.st, m.state, views.ThreadOptions{Width: w, Height: h, Cursor: m.thr.cursor})
+	case tabLog:
+		return views.Log(m.st, m.state, views.LogOptions{Width: w, Height: h, Filter: m.log.filter, Back: m.log.back})
+	}
+	return ""
+}
+
+// mouse: the wheel moves the cursor, a click on the tab bar switches tabs, a click on a row
+// selects it.
+func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
+	if m.overlay != noOverlay || msg.Action != tea.MouseActionPress {
+		return nil
+	}
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		m.move(tea.KeyMsg{Type: tea.KeyUp})
+		return nil
+	case tea.MouseButtonWheelDown:
+		m.move(tea.KeyMsg{Type: tea.KeyDown})
+		return nil
+	case tea.MouseButtonLeft:
+	default:
+		return nil
+	}
+	if msg.Y == headerH {
+		_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+		for i, s := range spans {
+			if msg.X >= s.From && msg.X < s.To {
+				m.tab = i
+			}
+		}
+		return nil
+	}
+	row := msg.Y - bodyTop - 2 // each list has a title and a column header line
+	if row < 0 {
+		return nil
+	}
+	h := m.bodyH()
+	switch m.tab {
+	case tabProcs:
+		n := len(m.procRows())
+		if i := m.proc.offset + row; i < n {
+			m.proc.cursor = i
+		}
+	case tabCrashes:
+		if m.crash.detail {
+			return nil
+		}
+		n := len(m.state.Groups)
+		if i := views.Window(m.crash.cursor, 0, h-2, n) + row; i < n {
+			m.crash.cursor = i
+		}
+	case tabThreads:
+		n := len(m.state.Threads)
+		listH := h - min(12, h/2) - 2
+		if i := views.Window(m.thr.cursor, 0, listH, n) + row; i < n && row < listH {
+			m.thr.cursor = i
+		}
+	case tabMatrix:
+		units := m.units()
+		o := m.matrixOpts()
+		r, c := views.MatrixHit(m.mx.ix, units, o, msg.X, row)
+		if r >= 0 && c >= 0 {
+			m.mx.row, m.mx.col = r, c
+		}
+	}
+	return nil
+}

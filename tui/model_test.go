@@ -1,0 +1,463 @@
+package tui
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
+	"github.com/crashtui/crashtui/views/viewtest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// recorder is a Controller test double that records the requests (it stands for the tracer's
+// request channel, not for ptrace).
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) add(s string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, s)
+	return nil
+}
+func (r *recorder) Measure() error            { return r.add("measure") }
+func (r *recorder) Checkpoint(p string) error { return r.add("checkpoint " + p) }
+func (r *recorder) Detach() error             { return r.add("detach") }
+func (r *recorder) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// run executes a command the way Bubble Tea would, feeding its messages back into Update,
+// and returns every message it produced (Quit included). Batches and sequences are unrolled;
+// ticks are not run (replay tests drive them with their own clock).
+func run(t *testing.T, m *Model, cmd tea.Cmd) []tea.Msg {
+	t.Helper()
+	if cmd == nil {
+		return nil
+	}
+	msg := cmd()
+	var out []tea.Msg
+	v := reflect.ValueOf(msg)
+	if v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
+		for i := 0; i < v.Len(); i++ {
+			out = append(out, run(t, m, v.Index(i).Interface().(tea.Cmd))...)
+		}
+		return out
+	}
+	out = append(out, msg)
+	switch msg.(type) {
+	case tea.QuitMsg, tickMsg:
+		return out
+	}
+	_, next := m.Update(msg)
+	return append(out, run(t, m, next)...)
+}
+
+func press(t *testing.T, m *Model, keys ...string) []tea.Msg {
+	t.Helper()
+	var out []tea.Msg
+	for _, k := range keys {
+		var msg tea.KeyMsg
+		switch k {
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		case "shift+tab":
+			msg = tea.KeyMsg{Type: tea.KeyShiftTab}
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "up":
+			msg = tea.KeyMsg{Type: tea.KeyUp}
+		case "right":
+			msg = tea.KeyMsg{Type: tea.KeyRight}
+		case "backspace":
+			msg = tea.KeyMsg{Type: tea.KeyBackspace}
+		case "ctrl+c":
+			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
+		case " ":
+			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		_, cmd := m.Update(msg)
+		out = append(out, run(t, m, cmd)...)
+	}
+	return out
+}
+
+// liveModel is a model fed the fixture through a live channel; open leaves the channel open
+// (the tracer still running).
+func liveModel(t *testing.T, ctrl Controller, open bool) *Model {
+	t.Helper()
+	evs := viewtest.Events()
+	ch := make(chan sessions.Event, len(evs))
+	for _, e := range evs {
+		ch <- e
+	}
+	if !open {
+		close(ch)
+	}
+	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "attach", Control: ctrl}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	msg := m.Init()()
+	_, cmd := m.Update(msg)
+	if !open {
+		for cmd != nil { // the close arrives as its own message when the batch filled up first
+			_, cmd = m.Update(cmd())
+		}
+	}
+	if got := m.State().Seq; got != len(evs) {
+		t.Fatalf("applied %d events of %d", got, len(evs))
+	}
+	return m
+}
+
+// checkFrame asserts the frame is exactly w×h and carries no escape sequences (Plain styles).
+func checkFrame(t *testing.T, name, v string, w, h int) {
+	t.Helper()
+	lines := strings.Split(v, "\n")
+	if len(lines) != h {
+		t.Errorf("%s: %d lines, want %d", name, len(lines), h)
+	}
+	for i, l := range lines {
+		if n := ansi.StringWidth(l); n > w {
+			t.Errorf("%s: line %d is %d wide (> %d): %q", name, i+1, n, w, l)
+		}
+	}
+	if strings.ContainsRune(v, 0x1b) {
+		t.Errorf("%s: ESC in a plain frame", name)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s; got:\n%s", name, path, got)
+	}
+}
+
+func TestFramesAtSizes(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {40, 12}, {200, 60}} {
+		m := liveModel(t, nil, false)
+		w, h := size[0], size[1]
+		m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+		for tab := 0; tab < nTabs; tab++ {
+			press(t, m, fmt.Sprint(tab+1))
+			name := fmt.Sprintf("frame-%d-%s-%dx%d", tab+1, strings.ToLower(views.TabNames[tab]), w, h)
+			v := m.View()
+			checkFrame(t, name, v, w, h)
+			golden(t, name, v)
+		}
+	}
+	m := liveModel(t, nil, false)
+	m.Update(tea.WindowSizeMsg{Width: 20, Height: 5})
+	v := m.View()
+	checkFrame(t, "tiny", v, 20, 5)
+	if !strings.Contains(v, "too") {
+		t.Errorf("tiny terminal: %q", v)
+	}
+}
+
+func TestTabsCursorFilter(t *testing.T) {
+	m := liveModel(t, nil, false)
+	if !strings.Contains(m.View(), "job finished") {
+		t.Error("a closed event stream must show \"job finished\"")
+	}
+	press(t, m, "tab")
+	if m.tab != tabMatrix {
+		t.Fatalf("tab: at %d", m.tab)
+	}
+	press(t, m, "shift+tab", "shift+tab")
+	if m.tab != tabLog {
+		t.Fatalf("shift+tab wraps: at %d", m.tab)
+	}
+	press(t, m, "1", "j", "j", "down", "k")
+	if m.proc.cursor != 2 {
+		t.Fatalf("cursor %d, want 2", m.proc.cursor)
+	}
+	press(t, m, "/", "4", "1", "0", "3", "enter")
+	v := m.View()
+	if !strings.Contains(v, "4103") || strings.Contains(v, "4104") || !strings.Contains(v, "filter: 4103") {
+		t.Fatalf("filter 4103:\n%s", v)
+	}
+	press(t, m, "esc")
+	if m.proc.filter != "" || !strings.Contains(m.View(), "4104") {
+		t.Fatal("esc must clear the filter")
+	}
+	press(t, m, "s")
+	if views.ProcSorts[m.proc.sort] != "rank" || !strings.Contains(m.View(), "sort: rank") {
+		t.Fatal("s must cycle the sort order")
+	}
+	// Matrix cursor moves in both directions; enter on a crashed process jumps to its group.
+	press(t, m, "2", "j", "j", "l", "l", "l")
+	if m.mx.row != 2 || m.mx.col != 3 {
+		t.Fatalf("matrix cursor %d,%d", m.mx.row, m.mx.col)
+	}
+	press(t, m, "1", "g", "enter")
+	if m.tab != tabCrashes || !m.crash.detail || !strings.Contains(m.View(), "abort message") {
+		t.Fatalf("enter on rank 0 should open its crash group:\n%s", m.View())
+	}
+	press(t, m, "esc")
+	if m.crash.detail {
+		t.Fatal("esc must leave the detail")
+	}
+	press(t, m, "5", "/", "f", "p", "e", "enter")
+	if v := m.View(); !strings.Contains(v, "SIGFPE") || strings.Contains(v, "SIGSEGV") {
+		t.Fatalf("log filter:\n%s", v)
+	}
+}
+
+func TestExplainOverlay(t *testing.T) {
+	m := liveModel(t, nil, false)
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"3", "e"}, "Seed 001"},
+		{[]string{"2", "j", "j", "j", "j", "l", "e"}, "seccomp"},
+		{[]string{"4", "e"}, "Seed 002"},
+		{[]string{"1", "e"}, "pid 4100"},
+	} {
+		press(t, m, tc.keys...)
+		if m.overlay != explainOverlay || !strings.Contains(m.View(), tc.want) {
+			t.Errorf("%v: overlay %d, view lacks %q:\n%s", tc.keys, m.overlay, tc.want, m.View())
+		}
+		press(t, m, "esc")
+		if m.overlay != noOverlay {
+			t.Errorf("%v: esc did not close the explanation", tc.keys)
+		}
+	}
+	press(t, m, "?")
+	if m.overlay != helpOverlay || !strings.Contains(m.View(), "checkpoint") {
+		t.Fatalf("help overlay:\n%s", m.View())
+	}
+	press(t, m, "?")
+	if m.overlay != noOverlay {
+		t.Fatal("? toggles help")
+	}
+}
+
+func TestControllerRequests(t *testing.T) {
+	rec := &recorder{}
+	m := liveModel(t, rec, true)
+	press(t, m, "c")
+	if m.overlay != checkpointOverlay || !strings.Contains(m.View(), "Simulated checkpoint") {
+		t.Fatalf("checkpoint dialog:\n%s", m.View())
+	}
+	press(t, m, "j", "enter")
+	press(t, m, "m")
+	if got, want := rec.Calls(), []string{"checkpoint naive", "measure"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("controller calls %v, want %v", got, want)
+	}
+	if m.tab != tabThreads {
+		t.Error("a checkpoint shows the Threads tab")
+	}
+	// q asks first while the tracer runs; n keeps going; y detaches then quits.
+	if msgs := press(t, m, "q"); m.overlay != quitOverlay || len(msgs) != 0 {
+		t.Fatalf("q on a live session must ask: overlay %d msgs %v", m.overlay, msgs)
+	}
+	press(t, m, "n")
+	if m.overlay != noOverlay {
+		t.Fatal("n cancels")
+	}
+	msgs := press(t, m, "q", "y")
+	if got := rec.Calls(); got[len(got)-1] != "detach" {
+		t.Fatalf("quit did not detach: %v", got)
+	}
+	if _, ok := msgs[len(msgs)-1].(tea.QuitMsg); !ok {
+		t.Fatalf("quit did not quit: %v", msgs)
+	}
+}
+
+func TestReplayRefusesControls(t *testing.T) {
+	m := NewModel(Options{Replay: viewtest.Events(), Mode: "replay"}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	press(t, m, "m")
+	if !strings.Contains(m.message, "replay") {
+		t.Fatalf("measure in replay: %q", m.message)
+	}
+	msgs := press(t, m, "q")
+	if len(msgs) != 1 {
+		t.Fatalf("q in replay quits at once: %v", msgs)
+	}
+	if _, ok := msgs[0].(tea.QuitMsg); !ok {
+		t.Fatalf("q in replay quits at once: %v", msgs)
+	}
+}
+
+func TestMouse(t *testing.T) {
+	m := liveModel(t, nil, false)
+	_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+	m.Update(tea.MouseMsg{X: spans[2].From + 1, Y: headerH, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	if m.tab != tabCrashes {
+		t.Fatalf("click on tab 3 left tab %d", m.tab)
+	}
+	m.Update(tea.MouseMsg{Action: tea.MouseActionPress, Button: tea.MouseButtonWheelDown})
+	if m.crash.cursor != 1 {
+		t.Fatalf("wheel: cursor %d", m.crash.cursor)
+	}
+	m.Update(tea.MouseMsg{X: 5, Y: bodyTop + 2 + 2, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	if m.crash.cursor != 2 {
+		t.Fatalf("click on the third group: cursor %d", m.crash.cursor)
+	}
+	press(t, m, "2")
+	m.Update(tea.MouseMsg{X: 14 + 3*4 + 1, Y: bodyTop + 2 + 1, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	if m.mx.row != 1 || m.mx.col != 4 {
+		t.Fatalf("click on matrix cell: %d,%d", m.mx.row, m.mx.col)
+	}
+}
+
+// Everything untrusted that flows through the live path reaches the frame without an ESC,
+// even when the styles would emit colour.
+func TestSanitizedLive(t *testing.T) {
+	evil := "x\x1b]0;owned\x07\x1b[31mred"
+	ch := make(chan sessions.Event, 4)
+	ch <- sessions.Event{Body: sessions.Process{PID: 5, Rank: 0, Comm: evil, Argv: []string{evil}}}
+	ch <- sessions.Event{Body: sessions.Crash{PID: 5, Signal: "SIGABRT", AbortMessage: evil}}
+	close(ch)
+	m := NewModel(Options{Events: ch, Mode: "run"}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	run(t, m, m.Init())
+	for tab := 1; tab <= nTabs; tab++ {
+		press(t, m, fmt.Sprint(tab))
+		if v := m.View(); strings.ContainsRune(v, 0x1b) || strings.ContainsRune(v, 0x07) {
+			t.Fatalf("tab %d: escape reached the frame: %q", tab, v)
+		}
+	}
+	press(t, m, "3", "enter")
+	if v := m.View(); !strings.Contains(v, "x␛␛red") {
+		t.Fatalf("abort message not shown sanitised:\n%s", v)
+	}
+}
+
+// A recording played to the end yields the same State as applying its events directly; so
+// do stepping through it, and seeking back and forth.
+func TestReplayMatchesDirect(t *testing.T) {
+	var buf bytes.Buffer
+	rec, err := sessions.NewRecorder(&buf, viewtest.Header())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range viewtest.Events() {
+		if err := rec.Record(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr, evs, err := sessions.ReadRecording(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sessions.NewState()
+	for _, e := range evs {
+		want.Apply(e)
+	}
+	clock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	newReplay := func() *Model {
+		m := NewModel(Options{Replay: evs, Header: hdr, Mode: "replay"}, views.Plain())
+		m.now = func() time.Time { return clock }
+		m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+		return m
+	}
+
+	// Paced: ticks at 100 ms of a fake clock until the player is done.
+	m := newReplay()
+	msgs := run(t, m, m.Init())
+	for i := 0; !m.player.Done(); i++ {
+		if i > 10000 {
+			t.Fatal("replay never finished")
+		}
+		clock = clock.Add(100 * time.Millisecond)
+		var tick tickMsg
+		for _, msg := range msgs {
+			if tm, ok := msg.(tickMsg); ok {
+				tick = tm
+			}
+		}
+		tick.at = clock
+		if tick.seq == 0 {
+			t.Fatal("no tick scheduled while playing")
+		}
+		_, cmd := m.Update(tick)
+		if cmd == nil {
+			break
+		}
+		msgs = []tea.Msg{tickMsg{seq: m.tickSeq}}
+	}
+	if !reflect.DeepEqual(m.State(), want) {
+		t.Fatal("paced replay differs from direct application")
+	}
+	if v := m.View(); !strings.Contains(v, "■ end") {
+		t.Errorf("header does not say the replay ended:\n%s", v)
+	}
+
+	// Stepped: pause, then step every event.
+	m = newReplay()
+	press(t, m, " ")
+	for range evs {
+		press(t, m, ".")
+	}
+	if !reflect.DeepEqual(m.State(), want) {
+		t.Fatal("stepped replay differs")
+	}
+	// Seek back to the start and forward to the end.
+	press(t, m, "{")
+	if m.State().Seq != 1 {
+		t.Fatalf("seek to start left %d events", m.State().Seq)
+	}
+	press(t, m, "}")
+	if !reflect.DeepEqual(m.State(), want) {
+		t.Fatal("seek start then end differs")
+	}
+	press(t, m, "+", "+")
+	if m.player.Speed() != 4 {
+		t.Fatalf("speed %v", m.player.Speed())
+	}
+}
+
+func BenchmarkView1000(b *testing.B) {
+	for _, tab := range []int{tabProcs, tabMatrix, tabCrashes, tabLog} {
+		b.Run(views.TabNames[tab], func(b *testing.B) {
+			m := NewModel(Options{Mode: "attach"}, views.Plain())
+			m.state = viewtest.Big(1000)
+			m.refreshMatrix()
+			m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+			m.tab = tab
+			m.View()
+			b.ResetTimer()
+			for range b.N {
+				m.View()
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
+	"github.com/muesli/termenv"
+)
+
+// Controller is how the TUI sends requests down to the tracer; nil in replay.
+type Controller interface {
+	Measure() error                 // re-measure the access matrix
+	Checkpoint(policy string) error // "correct" | "naive" | "none"
+	Detach() error                  // detach everything and stop (q)
+}
+
+// Options configure Run.
+type Options struct {
+	Events    <-chan sessions.Event // live events (closed when the tracer is done); nil in replay
+	Replay    []sessions.Event      // a recorded session, played at original pace with pause (space), step (→), speed (+/-), seek
+	Header    sessions.Header       // for the header line (job, arch, kernel)
+	Mode      string                // "attach", "run", "demo", "replay"
+	Control   Controller
+	Recording string    // path when --record is on (shown in the header)
+	Cast      io.Writer // when non-nil, also write an asciicast v2 recording of the screen
+	Input     io.Reader
+	Output    io.Writer // nil = stdin/stdout (tests use a pty)
+}
+
+// Run runs the program until the user quits (q detaches first when a tracer is attached) or
+// ctx ends, and returns the final State.
+func Run(ctx context.Context, o Options) (*sessions.State, error) {
+	in, out := o.Input, o.Output
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	r := lipgloss.NewRenderer(out)
+	if os.Getenv("NO_COLOR") != "" {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	m := NewModel(o, views.NewStyles(r))
+
+	var cast *sessions.CastWriter
+	if o.Cast != nil {
+		w, h := 80, 24
+		if f, ok := out.(term.File); ok {
+			if cw, ch, err := term.GetSize(f.Fd()); err == nil {
+				w, h = cw, ch
+			}
+		}
+		var err error
+		if cast, err = sessions.NewCastWriter(o.Cast, w, h, nil); err != nil {
+			return m.state, fmt.Errorf("asciicast: %w", err)
+		}
+		m.cast = cast
+		out = tee(out, cast)
+	}
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
+		tea.WithAltScreen(), tea.WithMouseCellMotion())
+	_, err := p.Run()
+	if cast != nil {
+		if cerr := cast.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("asciicast: %w", cerr)
+		}
+	}
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return m.state, err
+}
+
+// tee writes the program's output to the terminal and the asciicast. When out is a terminal
+// the result is still a term.File, so Bubble Tea keeps raw mode and SIGWINCH sizing.
+func tee(out io.Writer, cast *sessions.CastWriter) io.Writer {
+	if f, ok := out.(term.File); ok {
+		return teeFile{f, cast}
+	}
+	return io.MultiWriter(out, castSink{cast})
+}
+
+type teeFile struct {
+	term.File
+	cast *sessions.CastWriter
+}
+
+func (t teeFile) Write(p []byte) (int, error) {
+	n, err := t.File.Write(p)
+	if n > 0 {
+		t.cast.Write(p[:n]) // a failing recording must not break the screen; Close reports it
+	}
+	return n, err
+}
+
+// castSink never fails the screen's writes either.
+type castSink struct{ c *sessions.CastWriter }
+
+func (s castSink) Write(p []byte) (int, error) { s.c.Write(p); return len(p), nil }
