@@ -96,7 +96,7 @@ func (s RestartState) call() string {
 
 func (s RestartState) explainAMD64(h Handler) string {
 	if !s.InSyscall {
-		return "orig_rax is -1, so the thread is not inside a syscall and arch_do_signal_or_restart (arch/x86/kernel/signal.c) has nothing to restart; a restorer writes the registers back unchanged."
+		return "The thread is not inside a syscall (orig_rax is -1), so is not inside a syscall and arch_do_signal_or_restart (arch/x86/kernel/signal.c) has nothing to restart; a restorer writes the registers back unchanged."
 	}
 	if s.Errno == 0 {
 		return fmt.Sprintf("In %s (orig_rax=%d) but rax=%d is not an ERESTART* code, so arch_do_signal_or_restart will not restart it; a restorer needs nothing beyond the orig_rax=-1 that rt_sigreturn sets.", s.call(), s.Nr, s.Ret)
@@ -127,10 +127,10 @@ func (s RestartState) explainAMD64(h Handler) string {
 
 func (s RestartState) explainPPC(h Handler) string {
 	if !s.InSyscall {
-		return fmt.Sprintf("trap 0x%x is not a syscall vector (0xc00 sc, 0x3000 scv), so check_syscall_restart (arch/powerpc/kernel/signal.c) skips the thread; a restorer writes the registers back with trap=0.", s.Trap)
+		return fmt.Sprintf("Trap 0x%x is not a syscall vector (0xc00 sc, 0x3000 scv), so check_syscall_restart (arch/powerpc/kernel/signal.c) skips the thread; a restorer writes the registers back with trap=0.", s.Trap)
 	}
 	if s.AlreadyRestarted {
-		return fmt.Sprintf("trap 0x%x has the norestart flag (0x10 on 5.8-5.12, 0x1 from 5.13): check_syscall_restart already ran for this exit and will not run again, so a restorer must not rewind a second time and only writes trap=0 (CRIU masks ~0xf, so on 5.13+ it sees 0xc00 and, if orig_gpr3 is 512-516 with SO still set, rewinds twice: selftest sig_sc_double_restart.c).", s.Trap)
+		return fmt.Sprintf("Trap 0x%x has the norestart flag (0x10 on 5.8-5.12, 0x1 from 5.13): check_syscall_restart already ran for this exit and will not run again, so a restorer must not rewind a second time and only writes trap=0 (CRIU masks ~0xf, so on 5.13+ it sees 0xc00 and, if orig_gpr3 is 512-516 with SO still set, rewinds twice: selftest sig_sc_double_restart.c).", s.Trap)
 	}
 	if s.Errno == 0 {
 		return fmt.Sprintf("In %s via %s, but r3=%d is not an ERESTART* code, so check_syscall_restart will not restart it; a restorer writes trap=0.", s.call(), s.Insn, s.Ret)
@@ -176,7 +176,7 @@ func (s RestartState) explainARM64(h Handler) string {
 	if s.Errno == 0 {
 		switch h {
 		case NoHandler:
-			return fmt.Sprintf("pc is at the svc of %s, already rewound by do_signal (arch/arm64/kernel/signal.c) if it was interrupted, so it runs again on resume (through restart_syscall if the lost code was ERESTART_RESTARTBLOCK); a save-and-restore is correct as is.", s.call())
+			return fmt.Sprintf("The pc is at the svc of %s, already rewound by do_signal (arch/arm64/kernel/signal.c) if it was interrupted, so it runs again on resume (through restart_syscall if the lost code was ERESTART_RESTARTBLOCK); a save-and-restore is correct as is.", s.call())
 		default:
 			return fmt.Sprintf("With %s, do_signal turns the rewound svc of %s into EINTR for ERESTARTNOHAND, ERESTART_RESTARTBLOCK and ERESTARTSYS without SA_RESTART, but the code is no longer in any register, so the outcome cannot be told; a restorer needs no fix-up.", h, s.call())
 		}

@@ -242,9 +242,9 @@ func (h Handler) String() string {
 	case NoHandler:
 		return "no handler"
 	case HandlerRestart:
-		return "handler with SA_RESTART"
+		return "an SA_RESTART handler"
 	case HandlerNoRestart:
-		return "handler without SA_RESTART"
+		return "a handler without SA_RESTART"
 	}
 	return fmt.Sprintf("Handler(%d)", int(h))
 }
