@@ -96,7 +96,7 @@ func (s RestartState) call() string {
 
 func (s RestartState) explainAMD64(h Handler) string {
 	if !s.InSyscall {
-		return "The thread is not inside a syscall (orig_rax is -1), so is not inside a syscall and arch_do_signal_or_restart (arch/x86/kernel/signal.c) has nothing to restart; a restorer writes the registers back unchanged."
+		return "The thread is not inside a syscall (orig_rax is -1), so arch_do_signal_or_restart (arch/x86/kernel/signal.c) has nothing to restart; a restorer writes the registers back unchanged."
 	}
 	if s.Errno == 0 {
 		return fmt.Sprintf("In %s (orig_rax=%d) but rax=%d is not an ERESTART* code, so arch_do_signal_or_restart will not restart it; a restorer needs nothing beyond the orig_rax=-1 that rt_sigreturn sets.", s.call(), s.Nr, s.Ret)
