@@ -246,10 +246,8 @@ func decide(sys System, a, b Proc, c call) outcome {
 	// Rows 8-10: Yama, only for PTRACE_MODE_ATTACH, i.e. process_vm_readv, never kcmp.
 	if c == callVM {
 		if o, deny := yamaRow(sys, a, b, capB); deny {
+			o.uncertain = joinNonEmpty(uncertain, o.uncertain)
 			return o
-		}
-		if sys.Yama == 1 && !capB {
-			uncertain = joinNonEmpty(uncertain, "PR_SET_PTRACER is invisible in /proc: B may have named A (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY)")
 		}
 	}
 
@@ -347,6 +345,7 @@ func yamaRow(sys System, a, b Proc, capB bool) (outcome, bool) {
 			b.Ptracer == -1 || b.Ptracer != 0 && (b.Ptracer == a.Tgid || contains(a.Ancestors, b.Ptracer)) {
 			return outcome{}, false
 		}
+		o.uncertain = "PR_SET_PTRACER is invisible in /proc: B may have named A (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY), which would allow it"
 		o.explain = fmt.Sprintf("Yama ptrace_scope=1 refuses process_vm_readv because B (pid %d) does not descend from A (pid %d) and did not name A with PR_SET_PTRACER (security/yama/yama_lsm.c yama_ptrace_access_check, ATTACH mode only, so kcmp still passes). Fix: sysctl kernel.yama.ptrace_scope=0, have B call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), or grant CAP_SYS_PTRACE.", b.PID, a.PID)
 	case 2:
 		if capB {
@@ -356,7 +355,7 @@ func yamaRow(sys System, a, b Proc, capB bool) (outcome, bool) {
 		o.explain = "Yama ptrace_scope=2 lets only CAP_SYS_PTRACE holders attach, and process_vm_readv is an ATTACH-mode check (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: grant CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) or set kernel.yama.ptrace_scope to 0 or 1."
 	case 3:
 		o.row = 10
-		o.explain = "Yama ptrace_scope=3 refuses every ATTACH-mode access, process_vm_readv included, and cannot be lowered until reboot (security/yama/yama_lsm.c; kcmp is READ mode and still passes). Fix: boot with kernel.yama.ptrace_scope<=1, or run Open MPI with --mca smsc ^cma."
+		o.explain = "Yama ptrace_scope=3 refuses every ATTACH-mode access, process_vm_readv included, and cannot be lowered until reboot (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: boot with kernel.yama.ptrace_scope<=1, or run Open MPI with --mca smsc ^cma."
 	default:
 		return outcome{}, false
 	}

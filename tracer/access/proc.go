@@ -3,7 +3,6 @@ package access
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -102,6 +101,35 @@ func (p Proc) Exited() bool { return p.State == 'Z' || p.State == 'X' }
 // is gone: the error wraps ENOENT or ESRCH); the other facts are best effort and stay zero
 // when unreadable (a zombie has no namespaces or maps).
 func ReadProc(pid int) (Proc, error) {
+	var r Reader
+	return r.Read(pid)
+}
+
+// Reader reads many processes in one refresh, sharing the walk up the process tree (the
+// ancestors of a job's ranks are mostly the same launcher, shell and init). Use a new
+// Reader per refresh: its cache would go stale as processes exit and pids are reused.
+type Reader struct {
+	ppid map[int]int // pid -> ppid, from status or stat files read during this refresh
+}
+
+// ReadProcs reads every pid with one Reader. A process that has exited is left out, its
+// error (wrapping ENOENT or ESRCH) collected in errs.
+func ReadProcs(pids []int) (procs []Proc, errs []error) {
+	var r Reader
+	procs = make([]Proc, 0, len(pids))
+	for _, pid := range pids {
+		p, err := r.Read(pid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		procs = append(procs, p)
+	}
+	return procs, errs
+}
+
+// Read reads /proc/PID like ReadProc.
+func (r *Reader) Read(pid int) (Proc, error) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	b, err := os.ReadFile(dir + "/status")
 	if err != nil {
@@ -124,7 +152,11 @@ func ReadProc(pid int) (Proc, error) {
 	}
 	p.readDumpable(dir)
 	p.ReadableAddr = readableAddr(dir + "/maps")
-	p.Ancestors = ancestors(p.PPid)
+	if r.ppid == nil {
+		r.ppid = map[int]int{}
+	}
+	r.ppid[pid] = p.PPid
+	p.Ancestors = r.ancestors(p.PPid)
 	return p, nil
 }
 
@@ -347,20 +379,25 @@ func ParseStatPPid(b []byte) (int, error) {
 
 // ancestors walks PPid from ppid upwards. A subreaper or an exited parent ends the chain
 // where the kernel's real_parent chain ends too (yama task_is_descendant walks real_parent).
-func ancestors(ppid int) []int {
+func (r *Reader) ancestors(ppid int) []int {
 	var out []int
 	for ppid > 0 && len(out) < 256 {
 		out = append(out, ppid)
 		if ppid == 1 {
 			break
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/stat")
-		if err != nil {
-			break
+		next, ok := r.ppid[ppid]
+		if !ok {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/stat")
+			if err != nil {
+				break
+			}
+			if next, err = ParseStatPPid(b); err != nil {
+				break
+			}
+			r.ppid[ppid] = next
 		}
-		if ppid, err = ParseStatPPid(b); err != nil {
-			break
-		}
+		ppid = next
 	}
 	return out
 }
@@ -415,9 +452,4 @@ func walkNS(path string, visit func(fd int, ino uint64)) {
 	if fd >= 0 {
 		unix.Close(fd)
 	}
-}
-
-// errGone reports whether err means the process no longer exists.
-func errGone(err error) bool {
-	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH)
 }
