@@ -146,8 +146,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Parallel <= 0 {
 		opt.Parallel = 2
 	}
-	logf := func(format string, a ...any) { fmt.Fprintf(opt.Log, "ppc64le-test: "+format+"\n", a...) }
 	start := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(opt.Log, "ppc64le-test: [%5.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, a...)...)
+	}
 
 	gobin, err := goBinary()
 	if err != nil {
@@ -176,13 +178,18 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 
 	// The guest build needs no QEMU or kernel: run it while those are fetched.
 	buildErr := make(chan error, 1)
-	go func() { buildErr <- BuildGuest(ctx, gobin, opt.ModuleRoot, work) }()
+	go func() {
+		err := BuildGuest(ctx, gobin, opt.ModuleRoot, work)
+		logf("guest programs built")
+		buildErr <- err
+	}()
 
 	qemuBin, err := EnsureQEMU(ctx, opt.Log)
 	if err != nil {
 		<-buildErr
 		return nil, err
 	}
+	logf("qemu: %s", qemuBin)
 	kernel := opt.Kernel
 	if kernel == "" {
 		if kernel, err = FetchKernel(ctx, opt.CacheDir, opt.Log); err != nil {
@@ -190,10 +197,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	logf("kernel: %s", kernel)
 	if err := <-buildErr; err != nil {
 		return nil, err
 	}
-	logf("qemu %s, kernel %s, guest built (%.1fs)", qemuBin, kernel, time.Since(start).Seconds())
 
 	initrd := filepath.Join(work, "initrd.cpio")
 	if err := WriteInitramfs(initrd, map[string]string{
@@ -238,7 +245,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		}()
 	}
 	wg.Wait()
-	logf("total %.1fs", time.Since(start).Seconds())
+	logf("done")
 	return res, nil
 }
 
