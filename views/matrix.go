@@ -456,7 +456,7 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 				case 254:
 					t = "~~"
 				}
-				line.WriteString(st.Selected.Render(t[:2] + "<"))
+				line.WriteString(st.Selected.Render(t + "<"))
 				continue
 			}
 			line.WriteString(st.cellText(code))
