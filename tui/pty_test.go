@@ -44,6 +44,29 @@ func (s *screen) waitFor(t *testing.T, want string) {
 // asciicast, and returns the final State when q is pressed. This is how cmd/crashtui's
 // end-to-end test drives the binary too (creack/pty + x/vt).
 func TestRunOnPty(t *testing.T) {
+	t.Setenv("TERM", "xterm-256color")
+	t.Setenv("NO_COLOR", "")
+	out := runOnPty(t)
+	if !strings.Contains(out, "\x1b[91") && !strings.Contains(out, "\x1b[1;91") && !strings.Contains(out, "38;5;9") {
+		t.Errorf("no red in the output on a colour terminal: %q", out)
+	}
+}
+
+// NO_COLOR: the same session draws without a single colour (meaning is in glyphs, not colour).
+func TestRunOnPtyNoColor(t *testing.T) {
+	t.Setenv("TERM", "xterm-256color")
+	t.Setenv("NO_COLOR", "1")
+	out := runOnPty(t)
+	for _, sgr := range []string{"\x1b[91", "\x1b[1;91", "38;5;", "\x1b[92", "\x1b[93", "\x1b[94", "\x1b[96"} {
+		if strings.Contains(out, sgr) {
+			t.Fatalf("NO_COLOR output contains colour %q", sgr)
+		}
+	}
+}
+
+// runOnPty replays the fixture on a pty, drives it with keys and returns the asciicast's output.
+func runOnPty(t *testing.T) string {
+	t.Helper()
 	ptm, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal available: %v", err)
@@ -109,4 +132,5 @@ func TestRunOnPty(t *testing.T) {
 	if !strings.Contains(all.String(), "relax_cell") {
 		t.Error("the asciicast does not contain what the screen showed")
 	}
+	return all.String()
 }
