@@ -63,7 +63,7 @@ type outcome struct {
 	errno     string
 	reason    string
 	row       int
-	explain   string
+	explain   lazy // rendered only for the call whose outcome is reported
 	uncertain string
 }
 
@@ -79,13 +79,16 @@ func Predict(sys System, a, b Proc) Verdict {
 	}
 	switch {
 	case !vm.ok && (kc.ok || vm.row <= kc.row):
-		v.Reason, v.Explain = vm.reason, vm.explain
+		v.Reason, v.Explain = vm.reason, vm.explain.String()
 	case !kc.ok:
-		v.Reason, v.Explain = kc.reason, kc.explain
+		v.Reason, v.Explain = kc.reason, kc.explain.String()
 	default:
-		v.Explain = vm.explain
+		v.Explain = vm.explain.String()
 	}
 	v.Uncertain = joinNonEmpty(vm.uncertain, kc.uncertain)
+	if sys.ObserverNestedNS {
+		v.Uncertain = joinNonEmpty(v.Uncertain, "crashtui runs in a child user namespace, so /proc shows ids mapped into it (unmapped ids read as 65534) and equal-looking ids may differ")
+	}
 	if len(sys.LSMs) > 0 {
 		for _, l := range []string{"selinux", "apparmor", "smack"} {
 			if sys.hasLSM(l) {
@@ -110,7 +113,7 @@ func openMPI(v *Verdict, a, b Proc) {
 	case !v.OpenMPI && v.VMReadv && !sameUser:
 		v.Disagree = "Open MPI refuses CMA that would work: A and B are in different user namespaces (smsc_cma_module.c get_endpoint compares the inodes)"
 	case !v.OpenMPI && v.VMReadv && !samePid:
-		v.Disagree = fmt.Sprintf("Open MPI would run kcmp on pid %d (B's own getpid()), which in A's PID namespace is not B: its decision is meaningless", ownPID(b))
+		v.Disagree = fmt.Sprintf("Open MPI in A would run kcmp on pid %d (B's own getpid()), which in A's PID namespace names another process or none; if that kcmp succeeds, Open MPI copies to or from the wrong process", ownPID(b))
 	case !v.OpenMPI && v.VMReadv:
 		v.Disagree = fmt.Sprintf("Open MPI refuses CMA that would work: kcmp fails with %s (%s) although process_vm_readv succeeds", v.KcmpErrno, v.KcmpReason)
 	}
@@ -157,10 +160,10 @@ func decide(sys System, a, b Proc, c call) outcome {
 	if built := sys.CMABuilt; c == callKcmp {
 		built = sys.KcmpBuilt
 		if built != nil && !*built {
-			return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: "kcmp is not built into this kernel (CONFIG_KCMP off, so sys_ni_syscall returns ENOSYS), and Open MPI's smsc/cma then refuses CMA while blaming CAP_SYS_PTRACE. Fix: use a kernel with CONFIG_KCMP=y (CONFIG_CHECKPOINT_RESTORE before 5.12), or ignore the message since process_vm_readv is checked separately."}
+			return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: lazy{f: "kcmp is not built into this kernel (CONFIG_KCMP off, so sys_ni_syscall returns ENOSYS), and Open MPI's smsc/cma then refuses CMA while blaming CAP_SYS_PTRACE. Fix: use a kernel with CONFIG_KCMP=y (CONFIG_CHECKPOINT_RESTORE before 5.12), or ignore the message since process_vm_readv is checked separately."}}
 		}
 	} else if built != nil && !*built {
-		return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: "process_vm_readv is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH off, so sys_ni_syscall returns ENOSYS). Fix: use a kernel with CONFIG_CROSS_MEMORY_ATTACH=y, or run Open MPI with --mca smsc ^cma."}
+		return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: lazy{f: "process_vm_readv is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH off, so sys_ni_syscall returns ENOSYS). Fix: use a kernel with CONFIG_CROSS_MEMORY_ATTACH=y, or run Open MPI with --mca smsc ^cma."}}
 	}
 
 	// Row 1: A's seccomp filter (B's is irrelevant).
@@ -170,7 +173,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 
 	// Row 2: B must be nameable in A's PID namespace (find_get_task_by_vpid / find_task_by_vpid).
 	if _, ok := PIDIn(a, b); !ok {
-		return outcome{errno: "ESRCH", reason: ReasonPidNS, row: 2, explain: fmt.Sprintf(
+		return outcome{errno: "ESRCH", reason: ReasonPidNS, row: 2, explain: lz(
 			"B (pid %d) cannot be named in A's PID namespace (pid:[%d]; %s looks B up with find_task_by_vpid and gets ESRCH). Fix: run the ranks in one PID namespace (docker run --pid=host, or --pid=container:<first rank>); note that Open MPI never compares PID namespaces.",
 			b.PID, first(a.PidNS), c)}
 	}
@@ -184,7 +187,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 			if !b.Exited() {
 				what = "has no address space (a kernel thread)"
 			}
-			return outcome{errno: "ESRCH", reason: ReasonExited, row: 3, explain: fmt.Sprintf(
+			return outcome{errno: "ESRCH", reason: ReasonExited, row: 3, explain: lz(
 				"B (pid %d) %s, so mm_access in mm/process_vm_access.c returns ESRCH; nothing to fix on the permission side.", b.PID, what)}
 		}
 	}
@@ -192,7 +195,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 	// Row 4: same thread group: __ptrace_may_access allows before any check (and
 	// mm_access skips the check for its own mm).
 	if a.Tgid != 0 && a.Tgid == b.Tgid {
-		return outcome{ok: true, row: 4, explain: "A and B are one thread group: __ptrace_may_access allows it before any credential check."}
+		return outcome{ok: true, row: 4, explain: lazy{f: "A and B are one thread group: __ptrace_may_access allows it before any credential check."}}
 	}
 
 	// Row 5: credentials with REALCREDS: A's real ids against B's real, effective, saved.
@@ -209,7 +212,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 			why += fmt.Sprintf("; A has CAP_SYS_PTRACE, but only in user namespace user:[%d], which is neither B's (user:[%d]) nor an ancestor of it", first(userInodes(a.UserNS)), first(userInodes(b.UserNS)))
 			fix = "Fix: run both ranks in one user namespace (one container), or as the same user."
 		}
-		return outcome{errno: "EPERM", reason: reason, row: 5, explain: why + ". " + fix}
+		return outcome{errno: "EPERM", reason: reason, row: 5, explain: lz("%s. %s", why, fix)}
 	}
 
 	// Row 6: B non-dumpable needs CAP_SYS_PTRACE in B's mm->user_ns.
@@ -218,7 +221,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 		switch b.Dumpable {
 		case DumpableNo:
 			if !capIn(a, mmNS) {
-				return outcome{errno: "EPERM", reason: ReasonDumpable, row: 6, explain: fmt.Sprintf(
+				return outcome{errno: "EPERM", reason: ReasonDumpable, row: 6, explain: lz(
 					"B (pid %d) is not dumpable (prctl(PR_SET_DUMPABLE, 0), a setuid/setgid or file-capability exec, or an id change with fs.suid_dumpable=%s), and A lacks CAP_SYS_PTRACE in B's mm->user_ns (kernel/ptrace.c __ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER). Fix: have B call prctl(PR_SET_DUMPABLE, 1) after changing ids, avoid setuid launchers, or grant A CAP_SYS_PTRACE.",
 					b.PID, sysctlVal(sys.SuidDumpable))}
 			}
@@ -234,11 +237,11 @@ func decide(sys System, a, b Proc, c call) outcome {
 	sameNS := sameUserNS(a, b)
 	if !(sameNS && b.CapPrm&^a.CapPrm == 0) && !capB {
 		if sameNS {
-			return outcome{errno: "EPERM", reason: ReasonCapabilities, row: 7, explain: fmt.Sprintf(
+			return outcome{errno: "EPERM", reason: ReasonCapabilities, row: 7, explain: lz(
 				"B (pid %d) holds permitted capabilities %#x that A's permitted set %#x lacks, and A has no CAP_SYS_PTRACE (security/commoncap.c cap_ptrace_access_check). Fix: give both ranks the same capability set (the same --cap-add/--cap-drop), or grant CAP_SYS_PTRACE.",
 				b.PID, b.CapPrm&^a.CapPrm, a.CapPrm)}
 		}
-		return outcome{errno: "EPERM", reason: ReasonUserNS, row: 7, explain: fmt.Sprintf(
+		return outcome{errno: "EPERM", reason: ReasonUserNS, row: 7, explain: lz(
 			"A (user:[%d]) and B (user:[%d]) are in different user namespaces and A lacks CAP_SYS_PTRACE in B's (security/commoncap.c cap_ptrace_access_check trusts equal ids only inside one namespace). Fix: run both ranks in one user namespace (one container), or start A from the owner of B's namespace.",
 			first(userInodes(a.UserNS)), first(userInodes(b.UserNS)))}
 	}
@@ -251,12 +254,12 @@ func decide(sys System, a, b Proc, c call) outcome {
 		}
 	}
 
-	explain := fmt.Sprintf("A may use %s on B: A's real uid/gid equal B's real, effective and saved ids, B is dumpable and B's permitted capabilities are within A's (kernel/ptrace.c __ptrace_may_access).", c)
+	explain := lz("A may use %s on B: A's real uid/gid equal B's real, effective and saved ids, B is dumpable and B's permitted capabilities are within A's (kernel/ptrace.c __ptrace_may_access).", c)
 	if !idsMatch || !sameNS || b.CapPrm&^a.CapPrm != 0 {
-		explain = fmt.Sprintf("A may use %s on B: A has CAP_SYS_PTRACE in B's user namespace (kernel/ptrace.c ptrace_has_cap).", c)
+		explain = lz("A may use %s on B: A has CAP_SYS_PTRACE in B's user namespace (kernel/ptrace.c ptrace_has_cap).", c)
 	}
 	if !b.HasMM || b.Exited() {
-		explain = fmt.Sprintf("kcmp still works on B (pid %d) although it has no mm: kcmp compares pointers after the credential checks.", b.PID)
+		explain = lz("kcmp still works on B (pid %d) although it has no mm: kcmp compares pointers after the credential checks.", b.PID)
 	}
 	return outcome{ok: true, row: 12, explain: explain, uncertain: uncertain}
 }
@@ -272,12 +275,12 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 	switch {
 	case a.Seccomp == 1:
 		o.errno = "SIGKILL"
-		o.explain = fmt.Sprintf("A (pid %d) is in seccomp strict mode, where any syscall but read, write, exit and sigreturn kills it (kernel/seccomp.c __secure_computing_strict). Fix: do not run A under SECCOMP_MODE_STRICT.", a.PID)
+		o.explain = lz("A (pid %d) is in seccomp strict mode, where any syscall but read, write, exit and sigreturn kills it (kernel/seccomp.c __secure_computing_strict). Fix: do not run A under SECCOMP_MODE_STRICT.", a.PID)
 		return o, true
 	case !known:
 		o.errno = "EPERM"
 		o.uncertain = fmt.Sprintf("A's %d seccomp filter(s) were not read (PTRACE_SECCOMP_GET_FILTER needs CAP_SYS_ADMIN); assumed to deny %s with EPERM as Docker/runc profiles do without CAP_SYS_PTRACE", a.SeccompFilters, c)
-		o.explain = fmt.Sprintf("A (pid %d) runs under %d seccomp filter(s), which container profiles use to refuse %s with EPERM (kernel/seccomp.c __seccomp_filter; B's filters are irrelevant). %s", a.PID, a.SeccompFilters, c, fix)
+		o.explain = lz("A (pid %d) runs under %d seccomp filter(s), which container profiles use to refuse %s with EPERM (kernel/seccomp.c __seccomp_filter; B's filters are irrelevant). %s", a.PID, a.SeccompFilters, c, fix)
 		return o, true
 	}
 	switch act.Action {
@@ -292,7 +295,7 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 	default:
 		o.errno = "SIGSYS"
 	}
-	o.explain = fmt.Sprintf("A's seccomp filter returns %s for %s (kernel/seccomp.c __seccomp_filter runs before the syscall; B's filters are irrelevant). %s", act, c, fix)
+	o.explain = lz("A's seccomp filter returns %s for %s (kernel/seccomp.c __seccomp_filter runs before the syscall; B's filters are irrelevant). %s", act, c, fix)
 	return o, true
 }
 
@@ -346,16 +349,16 @@ func yamaRow(sys System, a, b Proc, capB bool) (outcome, bool) {
 			return outcome{}, false
 		}
 		o.uncertain = "PR_SET_PTRACER is invisible in /proc: B may have named A (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY), which would allow it"
-		o.explain = fmt.Sprintf("Yama ptrace_scope=1 refuses process_vm_readv because B (pid %d) does not descend from A (pid %d) and did not name A with PR_SET_PTRACER (security/yama/yama_lsm.c yama_ptrace_access_check, ATTACH mode only, so kcmp still passes). Fix: sysctl kernel.yama.ptrace_scope=0, have B call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), or grant CAP_SYS_PTRACE.", b.PID, a.PID)
+		o.explain = lz("Yama ptrace_scope=1 refuses process_vm_readv because B (pid %d) does not descend from A (pid %d) and did not name A with PR_SET_PTRACER (security/yama/yama_lsm.c yama_ptrace_access_check, ATTACH mode only, so kcmp still passes). Fix: sysctl kernel.yama.ptrace_scope=0, have B call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), or grant CAP_SYS_PTRACE.", b.PID, a.PID)
 	case 2:
 		if capB {
 			return outcome{}, false
 		}
 		o.row = 10
-		o.explain = "Yama ptrace_scope=2 lets only CAP_SYS_PTRACE holders attach, and process_vm_readv is an ATTACH-mode check (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: grant CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) or set kernel.yama.ptrace_scope to 0 or 1."
+		o.explain = lazy{f: "Yama ptrace_scope=2 lets only CAP_SYS_PTRACE holders attach, and process_vm_readv is an ATTACH-mode check (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: grant CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) or set kernel.yama.ptrace_scope to 0 or 1."}
 	case 3:
 		o.row = 10
-		o.explain = "Yama ptrace_scope=3 refuses every ATTACH-mode access, process_vm_readv included, and cannot be lowered until reboot (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: boot with kernel.yama.ptrace_scope<=1, or run Open MPI with --mca smsc ^cma."
+		o.explain = lazy{f: "Yama ptrace_scope=3 refuses every ATTACH-mode access, process_vm_readv included, and cannot be lowered until reboot (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: boot with kernel.yama.ptrace_scope<=1, or run Open MPI with --mca smsc ^cma."}
 	default:
 		return outcome{}, false
 	}
@@ -528,4 +531,20 @@ func word(ok bool) string {
 		return "allowed"
 	}
 	return "denied"
+}
+
+// lazy is an explanation rendered only when it is reported: Predict decides both calls but
+// explains one, and PredictAll does this for every pair of a large job.
+type lazy struct {
+	f string
+	a []any
+}
+
+func lz(format string, args ...any) lazy { return lazy{f: format, a: args} }
+
+func (l lazy) String() string {
+	if len(l.a) == 0 {
+		return l.f
+	}
+	return fmt.Sprintf(l.f, l.a...)
 }

@@ -24,9 +24,10 @@ type System struct {
 	// SuidDumpable is fs.suid_dumpable (0, 1, 2), -1 unknown: the dumpability a uid change or
 	// setuid exec leaves behind.
 	SuidDumpable int
-	// ObserverInitNS is true when crashtui itself runs in the initial user namespace, so the
-	// ids in /proc are exact (kernel.md A.3: otherwise unmapped ids read as 65534).
-	ObserverInitNS bool
+	// ObserverNestedNS is true when crashtui itself runs in a child user namespace: then the
+	// ids in /proc are mapped into it and unmapped ones read as 65534 (kernel.md A.3), so id
+	// equality is no longer exact.
+	ObserverNestedNS bool
 }
 
 // ReadSystem reads the sysctls and probes kcmp and process_vm_readv on crashtui itself:
@@ -52,7 +53,7 @@ func ReadSystem() System {
 	// In the initial user namespace NS_GET_PARENT fails with EPERM (no parent).
 	if fd, err := unix.Open("/proc/self/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 		p, err := unix.IoctlRetInt(fd, unix.NS_GET_PARENT)
-		s.ObserverInitNS = err == unix.EPERM
+		s.ObserverNestedNS = err == nil
 		if err == nil {
 			unix.Close(p)
 		}
