@@ -225,3 +225,35 @@ func (r Regs) Reg(name string) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// WritableMask returns the bits of word i of a's register struct that PTRACE_SETREGS(ET)
+// actually stores; a GETREGS after a SETREGS can differ from what was written outside them.
+//
+//   - ppc64le (arch/powerpc/kernel/ptrace/ptrace-view.c gpr_set): msr keeps all but
+//     MSR_DEBUGCHANGE (SE|BE, set_user_msr); trap keeps the kernel's norestart flag bits
+//     (set_user_trap); softe, dar, dsisr and result are not written at all.
+//   - amd64 (arch/x86/kernel/ptrace.c set_flags): eflags takes only FLAG_MASK
+//     (CF PF AF ZF SF TF DF OF RF AC), never IF or IOPL.
+//   - arm64: pstate is validated rather than masked (valid_user_regs); all words are
+//     reported fully writable.
+func WritableMask(a Arch, i int) uint64 {
+	switch a {
+	case PPC64LE:
+		switch i {
+		case ppcMSR:
+			return 0x400 | 0x200 // MSR_SE | MSR_BE
+		case ppcTRAP:
+			return ^uint64(ppcTrapNoRstrt)
+		case ppcSOFTE, ppcDAR, ppcDSISR, ppcRESULT:
+			return 0
+		}
+	case AMD64:
+		if i == amd64EFLAGS {
+			return 0x50dd5 // FLAG_MASK_32
+		}
+	}
+	if i < 0 || i >= NumWords(a) {
+		return 0
+	}
+	return ^uint64(0)
+}

@@ -136,3 +136,32 @@ func TestErrnoName(t *testing.T) {
 		t.Errorf("EAGAIN named %q", ErrnoName(int(unix.EAGAIN)))
 	}
 }
+
+func TestWritableMask(t *testing.T) {
+	for _, c := range []struct {
+		a    Arch
+		i    int
+		want uint64
+	}{
+		{AMD64, amd64RAX, ^uint64(0)}, {AMD64, amd64OrigRAX, ^uint64(0)}, {AMD64, amd64EFLAGS, 0x50dd5}, {AMD64, 27, 0},
+		{ARM64, arm64PC, ^uint64(0)}, {ARM64, -1, 0},
+		{PPC64LE, ppcR3, ^uint64(0)}, {PPC64LE, ppcOrigR3, ^uint64(0)}, {PPC64LE, ppcCCR, ^uint64(0)},
+		{PPC64LE, ppcTRAP, ^uint64(0x11)}, {PPC64LE, ppcMSR, 0x600}, {PPC64LE, ppcRESULT, 0}, {PPC64LE, ppcSOFTE, 0},
+	} {
+		if got := WritableMask(c.a, c.i); got != c.want {
+			t.Errorf("WritableMask(%s, %s) = %#x, want %#x", c.a, RegName(c.a, c.i), got, c.want)
+		}
+	}
+	// Every word a restore policy or SetupSyscall changes must be writable, or the simulated
+	// restore would silently not happen.
+	for _, c := range append(append(amd64Cases(), ppcCases()...), arm64Cases()...) {
+		s := Decode(c.regs, c.insn)
+		for _, out := range []Regs{ApplyPolicy(c.regs, s, PolicyNaive), ApplyPolicy(c.regs, s, PolicyCorrect), SetupSyscall(c.regs, 0x1000, 1, 2, 3)} {
+			for i := range out.Words {
+				if changed := out.Words[i] ^ c.regs.Words[i]; changed&^WritableMask(c.regs.Arch, i) != 0 {
+					t.Errorf("%s: word %s changes bits %#x that ptrace cannot write", c.name, RegName(c.regs.Arch, i), changed&^WritableMask(c.regs.Arch, i))
+				}
+			}
+		}
+	}
+}

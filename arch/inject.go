@@ -68,7 +68,8 @@ func SetupSyscall(orig Regs, stubAddr uint64, nr int, args ...uint64) Regs {
 		}
 		r.set(ppcOrigR3, a[0])
 		r.set(ppcR12, stubAddr)
-		r.set(ppcTRAP, 0)
+		r.set(ppcTRAP, r.word(ppcTRAP)&ppcTrapNoRstrt) // vector 0; the kernel keeps its flag bits
+
 		r.set(ppcCCR, r.word(ppcCCR)&^ppcCR0SO)
 	case ARM64:
 		r.set(arm64X8, uint64(nr))

@@ -32,8 +32,9 @@ const (
 // the syscall with its original arguments (what CRIU does, and correct); the EINTR a naive
 // restorer would leak cannot be produced because the code is no longer in any register.
 //
-// On ppc64le the kernel keeps its own trap flag bits when trap is written (set_trap), so a
-// GETREGS after writing trap=0 can read back 0x1 or 0x10; that still cancels the restart.
+// "trap=0" on ppc64le means vector 0; the kernel keeps its norestart flag bits (0x1 or 0x10)
+// whatever is written (set_trap), so ApplyPolicy leaves those bits as they were. Every word it
+// changes is within WritableMask.
 func ApplyPolicy(r Regs, s RestartState, p Policy) Regs {
 	out := r.Clone()
 	if p != PolicyNaive && p != PolicyCorrect {
@@ -66,7 +67,10 @@ func ApplyPolicy(r Regs, s RestartState, p Policy) Regs {
 				}
 			}
 		}
-		out.set(ppcTRAP, 0)
+		// trap=0 (vector 0: check_syscall_restart skips the thread). The kernel's set_trap keeps
+		// its own norestart flag bits whatever is written, so write them as they are: the result
+		// is then exactly what a GETREGS will read back.
+		out.set(ppcTRAP, r.word(ppcTRAP)&ppcTrapNoRstrt)
 	}
 	return out
 }

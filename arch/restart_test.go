@@ -227,7 +227,8 @@ func ppcCases() []restartCase {
 			name: "ppc64le sc already restarted trap " + hex(trap), regs: r, insn: le32(0x60000000), // nip-4 is whatever precedes the sc
 			inSyscall: true, nr: 3, syscall: "read", insnName: "sc", already: true, wantNote: true, arg0: 512,
 			onResume: [3]Action{ActNone, ActNone, ActNone}, restore: ActNone,
-			naive: edit(r, map[int]uint64{ppcTRAP: 0}), correct: edit(r, map[int]uint64{ppcTRAP: 0}),
+			// trap=0 keeps the flag bits, which the kernel would keep anyway (set_trap).
+			naive: edit(r, map[int]uint64{ppcTRAP: trap & 0x11}), correct: edit(r, map[int]uint64{ppcTRAP: trap & 0x11}),
 		})
 	}
 	scvDone := regsWith(PPC64LE, map[int]uint64{ppcNIP: ppcNip - 4, ppcTRAP: 0x3001, ppcR0: 221, ppcR3: 0x1000, ppcOrigR3: 0x1000})
@@ -235,7 +236,7 @@ func ppcCases() []restartCase {
 		name: "ppc64le scv futex already restarted trap 0x3001", regs: scvDone, insn: nil,
 		inSyscall: true, nr: 221, syscall: "futex", insnName: "scv", already: true, wantNote: true, arg0: 0x1000,
 		onResume: [3]Action{ActNone, ActNone, ActNone}, restore: ActNone,
-		naive: edit(scvDone, map[int]uint64{ppcTRAP: 0}), correct: edit(scvDone, map[int]uint64{ppcTRAP: 0}),
+		naive: edit(scvDone, map[int]uint64{ppcTRAP: 1}), correct: edit(scvDone, map[int]uint64{ppcTRAP: 1}),
 	})
 
 	// Not in a syscall: decrementer interrupt 0x900; r3/SO are user data.
