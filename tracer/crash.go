@@ -84,6 +84,8 @@ type crashState struct {
 	coring   map[int][]*task // pid: a core is being written; threads that stop meanwhile are held
 	faults   map[int]*fault  // tid: a caught fault being judged
 	sysgood  map[int]bool    // tid: PTRACE_O_TRACESYSGOOD is set (syscall-stops are SIGTRAP|0x80)
+	busy     bool            // a core is being written
+	deferred []*task         // fatal stops held while busy
 	log      *csv.Writer
 	stats    CrashStats
 	arch     arch.Arch
@@ -217,6 +219,13 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 		return
 	}
 	if !fatalSignals[sig] {
+		return
+	}
+	if c.busy {
+		// A core is being written and its pump brought another crash: decide it afterwards,
+		// so events, group ids and the crash log keep decision order.
+		tk.want = true
+		c.deferred = append(c.deferred, tk)
 		return
 	}
 	si, err := getSiginfo(tk.tid)
@@ -385,7 +394,10 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	c.stats.Decide = append(c.stats.Decide, time.Since(start))
 	if cr.Representative && c.opts.CoresDir != "" {
 		cs := time.Now()
+		c.busy = true
 		path, err := t.writeCore(tk, cr, sig, si, regs)
+		c.busy = false
+		defer t.runDeferred()
 		c.stats.Cores += time.Since(cs)
 		if err != nil {
 			t.emitErr(tk.pid, "write core", err)
@@ -406,6 +418,23 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	c.stats.Groups = c.ngroups
 	c.stats.Last = time.Now()
 	t.emit(*cr)
+}
+
+// runDeferred decides the crashes held while a core was being written, in arrival order.
+func (t *Tracer) runDeferred() {
+	c := t.crash
+	for len(c.deferred) > 0 && !c.busy {
+		tk := c.deferred[0]
+		c.deferred = c.deferred[1:]
+		if t.tasks[tk.tid] != tk || tk.stopped != stopSignal {
+			continue
+		}
+		tk.want = false
+		t.onSignal(tk, tk.sig)
+		if !tk.want && tk.stopped != running {
+			t.resume(tk)
+		}
+	}
 }
 
 // onExit is called when a process is gone.
