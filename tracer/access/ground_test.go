@@ -150,20 +150,25 @@ func TestGroundTruth(t *testing.T) {
 		}},
 		{name: "pidns", attr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}},
 		{name: "nocaps", args: []string{"-dropcaps"}},
+		{name: "noeff", args: []string{"-noeff"}},
 	}
 	// Expected reason for A (row) reading B (column), "" = allowed. Derived from A.3 by hand:
 	// nobody and nodump share uid 65534 with userns's mapped root; userns's namespace is
 	// owned by root (the test created it), which gives nocaps (euid 0, no capabilities)
 	// CAP_SYS_PTRACE inside it (cap_capable's owner rule).
 	want := map[string]map[string]string{
-		"root":    {"nobody": "", "seccomp": "", "nodump": "", "userns": "", "userns0": "", "pidns": "", "nocaps": ""},
-		"nobody":  {"root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid"},
-		"seccomp": {"root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp", "userns0": "seccomp", "pidns": "seccomp", "nocaps": "seccomp"},
-		"nodump":  {"root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid"},
-		"userns":  {"root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable", "userns0": "userns", "pidns": "userns", "nocaps": "userns"},
-		"userns0": {"root": "userns", "nobody": "uid", "seccomp": "userns", "nodump": "uid", "userns": "uid", "pidns": "userns", "nocaps": "userns"},
-		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns", "userns0": "pidns", "nocaps": "pidns"},
-		"nocaps":  {"root": "capabilities", "nobody": "uid", "seccomp": "capabilities", "nodump": "uid", "userns": "", "userns0": "", "pidns": "capabilities"},
+		"root":    {"nobody": "", "seccomp": "", "nodump": "", "userns": "", "userns0": "", "pidns": "", "nocaps": "", "noeff": ""},
+		"nobody":  {"root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid", "noeff": "uid"},
+		"seccomp": {"root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp", "userns0": "seccomp", "pidns": "seccomp", "nocaps": "seccomp", "noeff": "seccomp"},
+		"nodump":  {"root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns", "userns0": "uid", "pidns": "uid", "nocaps": "uid", "noeff": "uid"},
+		"userns":  {"root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable", "userns0": "userns", "pidns": "userns", "nocaps": "userns", "noeff": "userns"},
+		"userns0": {"root": "userns", "nobody": "uid", "seccomp": "userns", "nodump": "uid", "userns": "uid", "pidns": "userns", "nocaps": "userns", "noeff": "userns"},
+		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns", "userns0": "pidns", "nocaps": "pidns", "noeff": "pidns"},
+		"nocaps":  {"root": "capabilities", "nobody": "uid", "seccomp": "capabilities", "nodump": "uid", "userns": "", "userns0": "", "pidns": "capabilities", "noeff": "capabilities"},
+		// noeff keeps CapPrm: cap_ptrace_access_check compares CapPrm under REALCREDS, so
+		// equal ids suffice, while a uid mismatch needs CAP_SYS_PTRACE in CapEff. The
+		// namespace owner rule needs no capability at all.
+		"noeff": {"root": "", "nobody": "uid", "seccomp": "", "nodump": "uid", "userns": "", "userns0": "", "pidns": "", "nocaps": ""},
 	}
 
 	peers := make([]*peer, len(roles))
@@ -232,6 +237,9 @@ func checkFacts(t *testing.T, p map[string]*peer) {
 	}
 	if c := p["nocaps"].proc; c.CapEff != 0 || c.CapPrm != 0 || c.UID[0] != 0 {
 		t.Errorf("nocaps peer: caps %#x/%#x uid %v", c.CapPrm, c.CapEff, c.UID)
+	}
+	if c := p["noeff"].proc; c.CapEff != 0 || c.CapPrm == 0 {
+		t.Errorf("noeff peer: caps %#x/%#x", c.CapPrm, c.CapEff)
 	}
 	for name, q := range p {
 		if q.proc.ReadableAddr == 0 {

@@ -9,7 +9,7 @@
 // it (SysProcAttr.Credential, Cloneflags with uid maps), because a multithreaded Go process
 // can no longer unshare a user namespace.
 //
-//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps]   serve: prints "ready PID ADDR",
+//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps|-noeff]  serve: prints "ready PID ADDR",
 //	        then answers each stdin line "probe PID ADDR" with "kcmp=OK|ERRNO vm=OK|ERRNO";
 //	        exits at EOF or "exit"
 //	peer probe PID ADDR                                     one probe, then exit
@@ -40,6 +40,7 @@ func main() {
 	seccompKill := flag.Bool("seccomp-kill", false, "install a filter that kills the process on kcmp")
 	nodump := flag.Bool("nodump", false, "prctl(PR_SET_DUMPABLE, 0)")
 	dropcaps := flag.Bool("dropcaps", false, "clear the effective, permitted and inheritable capability sets of all threads")
+	noeff := flag.Bool("noeff", false, "clear only the effective capability set (permitted stays): REALCREDS checks use CapPrm, capable() uses CapEff")
 	flag.Parse()
 
 	if flag.NArg() == 3 && flag.Arg(0) == "probe" {
@@ -55,8 +56,8 @@ func main() {
 		fatal("usage: peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps] | peer probe PID ADDR")
 	}
 
-	if *dropcaps {
-		if err := dropCaps(); err != nil {
+	if *dropcaps || *noeff {
+		if err := dropCaps(*noeff); err != nil {
 			fatal("dropcaps: %v", err)
 		}
 	}
@@ -148,10 +149,19 @@ func installFilter(kill bool) error {
 	return nil
 }
 
-// dropCaps clears all capability sets on every thread (capset is per thread).
-func dropCaps() error {
+// dropCaps clears the capability sets on every thread (capset is per thread); with
+// keepPermitted only the effective set.
+func dropCaps(keepPermitted bool) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	if keepPermitted {
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return err
+		}
+		for i := range data {
+			data[i].Effective = 0
+		}
+	}
 	_, _, e := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
 	if e != 0 {
 		return e
