@@ -256,7 +256,7 @@ func decide(sys System, a, b Proc, c call) outcome {
 
 	explain := lz("A may use %s on B: A's real uid/gid equal B's real, effective and saved ids, B is dumpable and B's permitted capabilities are within A's (kernel/ptrace.c __ptrace_may_access).", c)
 	if !idsMatch || !sameNS || b.CapPrm&^a.CapPrm != 0 {
-		explain = lz("A may use %s on B: A has CAP_SYS_PTRACE in B's user namespace (kernel/ptrace.c ptrace_has_cap).", c)
+		explain = lz("A may use %s on B: A has CAP_SYS_PTRACE in B's user namespace, from its effective set or as the euid that created B's namespace (kernel/ptrace.c ptrace_has_cap, security/commoncap.c cap_capable).", c)
 	}
 	if !b.HasMM || b.Exited() {
 		explain = lz("kcmp still works on B (pid %d) although it has no mm: kcmp compares pointers after the credential checks.", b.PID)
