@@ -49,6 +49,7 @@ type task struct {
 	want      bool // we asked for a stop (PTRACE_INTERRUPT) and hold it when it comes
 	exitCode  int  // from PTRACE_EVENT_EXIT, -1 until then
 	listening bool
+	inject    *injection // non-nil while an injected syscall single-steps
 }
 
 type proc struct {
@@ -347,6 +348,15 @@ func (t *Tracer) resume(tk *task) error {
 func (t *Tracer) handle(w waitResult) {
 	tid, ws := w.pid, w.ws
 	tk := t.tasks[tid]
+	if tk != nil && tk.inject != nil {
+		// The stop that ends an injected single-step belongs to injectSyscall.
+		if ws.Exited() || ws.Signaled() {
+			tk.inject.gone = true
+		} else if ws.Stopped() {
+			tk.inject.ws = ws
+			return
+		}
+	}
 	if ws.Exited() || ws.Signaled() {
 		t.gone(tid, tk, ws)
 		return

@@ -1,7 +1,195 @@
 package main
 
-import "io"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer"
+)
+
+const matrixSynopsis = "matrix [--json] [--measure=false] JOB"
 
 func cmdMatrix(args []string, stdout, stderr io.Writer) error {
-	return usageErr("matrix: not yet implemented")
+	var c common
+	fs := newFlagSet("matrix", matrixSynopsis, stderr)
+	c.register(fs)
+	measure := fs.Bool("measure", true, "also run kcmp and process_vm_readv inside each process (stops one process at a time, briefly)")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("matrix needs exactly one JOB")
+	}
+	job, err := tracer.ParseJob(pos[0])
+	if err != nil {
+		return &exitError{2, err}
+	}
+	s, err := newSession(&c, stdout, job.Spec, "matrix")
+	if err != nil {
+		return err
+	}
+	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
+	defer t.Close()
+	if _, err := t.Attach(job); err != nil {
+		s.finish(c.host)
+		if errors.Is(err, tracer.ErrNoJob) {
+			return &exitError{2, err}
+		}
+		return err
+	}
+	m, _, err := t.Matrix(*measure)
+	if cerr := t.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if !c.json {
+		printMatrix(stdout, m, s.state)
+	}
+	s.finish(c.host)
+	return err
+}
+
+// printMatrix writes the matrix as a grid (one row per reader A, one column per target B)
+// followed by every refused pair with its reason and fix.
+func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
+	cells := map[[2]int]sessions.Cell{}
+	for _, c := range m.Cells {
+		cells[[2]int{c.From, c.To}] = c
+	}
+	label := func(pid int) string {
+		if p := st.Procs[sessions.ProcKey{PID: pid}]; p != nil {
+			name := sessions.Sanitize(p.Comm)
+			if len(name) > 12 {
+				name = name[:12]
+			}
+			if p.Rank >= 0 {
+				return fmt.Sprintf("%d %s r%d", pid, name, p.Rank)
+			}
+			return fmt.Sprintf("%d %s", pid, name)
+		}
+		return fmt.Sprint(pid)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprint(tw, "A \\ B\t")
+	for _, b := range m.PIDs {
+		fmt.Fprintf(tw, "%d\t", b)
+	}
+	fmt.Fprintln(tw)
+	for _, a := range m.PIDs {
+		fmt.Fprintf(tw, "%s\t", label(a))
+		for _, b := range m.PIDs {
+			if a == b {
+				fmt.Fprint(tw, "·\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t", cellMark(cells[[2]int{a, b}]))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	how := "predicted from /proc"
+	if m.Measured {
+		how = "measured inside A (predicted where it could not run)"
+	}
+	fmt.Fprintf(w, "\nlegend: first mark process_vm_readv, second kcmp(KCMP_VM); + allowed, - denied, ! measured differs from predicted; %s\n", how)
+	var bad []sessions.Cell
+	for _, c := range m.Cells {
+		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" {
+			bad = append(bad, c)
+		}
+	}
+	sort.SliceStable(bad, func(i, j int) bool {
+		if bad[i].From != bad[j].From {
+			return bad[i].From < bad[j].From
+		}
+		return bad[i].To < bad[j].To
+	})
+	if len(bad) == 0 {
+		fmt.Fprintln(w, "every process may read every other: Open MPI's single-copy (CMA) transport will work.")
+		return
+	}
+	fmt.Fprintln(w)
+	for _, c := range bad {
+		reason := "-"
+		if c.Reason != nil {
+			reason = *c.Reason
+		}
+		fmt.Fprintf(w, "%d -> %d  vm_readv %s  kcmp %s  openmpi %s  reason %s\n", c.From, c.To,
+			verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
+		if c.Explain != "" {
+			fmt.Fprintf(w, "    %s\n", wrap(sessions.Sanitize(c.Explain), 96, "    "))
+		}
+		if c.Disagree != "" {
+			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(c.Disagree), 94, "      "))
+		}
+	}
+}
+
+// ok is the final answer of a check: measured when measured, else predicted.
+func ok(c sessions.Check) bool {
+	if c.Measured != nil {
+		return *c.Measured
+	}
+	return c.Predicted
+}
+
+func cellMark(c sessions.Cell) string {
+	mark := func(ch sessions.Check) string {
+		s := "-"
+		if ok(ch) {
+			s = "+"
+		}
+		if ch.Measured != nil && *ch.Measured != ch.Predicted {
+			s += "!"
+		}
+		return s
+	}
+	return mark(c.VMReadv) + mark(c.Kcmp)
+}
+
+func verdict(c sessions.Check) string {
+	s := "denied"
+	if ok(c) {
+		s = "allowed"
+	}
+	if c.Errno != nil {
+		s += " (" + *c.Errno + ")"
+	}
+	if c.Measured == nil {
+		s += " [predicted]"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "uses CMA"
+	}
+	return "refuses CMA"
+}
+
+// wrap breaks s into lines of at most width runes, indenting continuation lines.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if line+1+len(word) > width {
+				b.WriteString("\n" + indent)
+				line = 0
+			} else {
+				b.WriteByte(' ')
+				line++
+			}
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
 }

@@ -1,0 +1,225 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/access"
+)
+
+// MatrixStats describes one matrix computation, for benchmarks and the TUI's header.
+type MatrixStats struct {
+	Predict     time.Duration
+	Measure     time.Duration
+	LongestStop time.Duration // the longest time one process was held stopped
+	Injections  int
+}
+
+// Matrix predicts the access matrix of the job from /proc (kernel.md A.3) and, when measure is
+// set, measures every ordered pair by running kcmp and a 1-byte process_vm_readv inside A
+// (A.5), one process stopped at a time. It emits a matrix event and returns it.
+func (t *Tracer) Matrix(measure bool) (sessions.Matrix, MatrixStats, error) {
+	var m sessions.Matrix
+	var st MatrixStats
+	err := t.do(func() error {
+		var err error
+		m, st, err = t.matrix(measure)
+		return err
+	})
+	return m, st, err
+}
+
+// ptraceSeccompGetFilter is PTRACE_SECCOMP_GET_FILTER (include/uapi/linux/ptrace.h).
+const ptraceSeccompGetFilter = 0x420c
+
+// seccompFilters reads the held task's filters, newest first (needs CAP_SYS_ADMIN).
+func seccompFilters(tid, n int) ([][]byte, error) {
+	var out [][]byte
+	for i := 0; i < n; i++ {
+		cnt, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(tid), uintptr(i), 0, 0, 0)
+		if e != 0 {
+			return nil, fmt.Errorf("seccomp filter %d of %d: %w", i, tid, e)
+		}
+		buf := make([]byte, cnt*8)
+		if cnt > 0 {
+			if _, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(tid), uintptr(i), uintptr(unsafePointer(&buf[0])), 0, 0); e != 0 {
+				return nil, fmt.Errorf("seccomp filter %d of %d: %w", i, tid, e)
+			}
+		}
+		out = append(out, buf)
+	}
+	return out, nil
+}
+
+func (t *Tracer) jobPIDs() []int {
+	var pids []int
+	for pid, p := range t.procs {
+		if p.announced && len(p.tasks) > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids
+}
+
+func (t *Tracer) matrix(measure bool) (sessions.Matrix, MatrixStats, error) {
+	var st MatrixStats
+	start := time.Now()
+	sys := access.ReadSystem()
+	pids := t.jobPIDs()
+	procs := make([]access.Proc, 0, len(pids))
+	for _, pid := range pids {
+		p, err := access.ReadProc(pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		procs = append(procs, p)
+	}
+	var meas map[[2]int]access.Measurement
+	if measure {
+		// Filters must be read before predicting: the seccomp row evaluates them.
+		meas = map[[2]int]access.Measurement{}
+		mstart := time.Now()
+		for i := range procs {
+			t.measureFrom(sys, procs, i, meas, &st)
+		}
+		st.Measure = time.Since(mstart)
+	}
+	pstart := time.Now()
+	m := access.PredictAll(sys, procs)
+	st.Predict = time.Since(pstart)
+	if measure {
+		for i, c := range m.Cells {
+			if mm, ok := meas[[2]int{c.From, c.To}]; ok {
+				m.Cells[i] = access.ApplyMeasurement(c, mm)
+			}
+		}
+		m.Measured = true
+	}
+	_ = start
+	t.emit(m)
+	return m, st, nil
+}
+
+// measureFrom stops one thread of procs[i] (A) and measures A→B for every other B.
+func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas map[[2]int]access.Measurement, st *MatrixStats) {
+	a := &procs[i]
+	p := t.procs[a.PID]
+	if p == nil {
+		return
+	}
+	tk := p.tasks[a.PID]
+	if tk == nil {
+		for _, other := range p.tasks {
+			tk = other
+			break
+		}
+	}
+	if tk == nil || tk.stopped == stopGroup || tk.listening {
+		return // a job-control-stopped process is left alone
+	}
+	wasRunning := tk.stopped == running
+	held := time.Now()
+	if err := t.stopTask(tk, 2*time.Second); err != nil {
+		t.emitErr(a.PID, "measure", err)
+		return
+	}
+	defer func() {
+		if wasRunning && t.tasks[tk.tid] != nil {
+			t.resume(tk)
+		}
+		if d := time.Since(held); d > st.LongestStop {
+			st.LongestStop = d
+		}
+	}()
+	if t.tasks[tk.tid] == nil || tk.stopped == stopGroup || tk.stopped == stopExit {
+		return
+	}
+	if a.Seccomp == 2 && a.SeccompFilters > 0 {
+		f, err := seccompFilters(tk.tid, a.SeccompFilters)
+		if err != nil {
+			t.emitErr(a.PID, "read seccomp filters", err)
+		} else {
+			a.Filters = f
+		}
+	}
+	ar := arch.Host()
+	site, err := findSyscallSite(a.PID, ar)
+	if err != nil {
+		t.emitErr(a.PID, "measure", err)
+		return
+	}
+	ai, err := access.Arch(string(ar))
+	if err != nil {
+		return
+	}
+	regs, err := getRegs(tk.tid)
+	if err != nil {
+		return
+	}
+	// Scratch below the red zone: two iovecs and a 1-byte buffer (A.5).
+	sc, err := newScratch(tk, regs, 48)
+	if err != nil {
+		t.emitErr(a.PID, "measure", err)
+		return
+	}
+	defer sc.restore()
+	self := a.PID
+	if len(a.NSpid) > 0 {
+		self = a.NSpid[len(a.NSpid)-1]
+	}
+	for j := range procs {
+		if j == i {
+			continue
+		}
+		b := procs[j]
+		vmAct, kcmpAct, known := access.SeccompFor(sys, *a, b)
+		if !known {
+			continue // filters we could not read: never risk killing A
+		}
+		bpid, visible := access.PIDIn(*a, b)
+		if !visible {
+			bpid = 1 << 22 // beyond pid_max: what A would see for a pid it cannot name (ESRCH)
+		}
+		var m access.Measurement
+		if safe(kcmpAct) {
+			ret, _, err := t.injectSyscall(tk, site, ai.Kcmp, uint64(self), uint64(bpid), 0, 0, 0)
+			if err == nil {
+				m.KcmpRet, m.KcmpRan = ret, true
+				st.Injections++
+			} else if !errors.Is(err, errInjectInterrupted) {
+				t.emitErr(a.PID, "measure kcmp", err)
+			}
+		}
+		if safe(vmAct) && b.ReadableAddr != 0 {
+			var iov [40]byte
+			binary.LittleEndian.PutUint64(iov[0:], sc.addr+32) // local: the 1-byte buffer
+			binary.LittleEndian.PutUint64(iov[8:], 1)
+			binary.LittleEndian.PutUint64(iov[16:], b.ReadableAddr) // remote: B's readable byte
+			binary.LittleEndian.PutUint64(iov[24:], 1)
+			if err := sc.write(0, iov[:]); err == nil {
+				ret, _, err := t.injectSyscall(tk, site, ai.VMReadv, uint64(bpid), sc.addr, 1, sc.addr+16, 1, 0)
+				if err == nil {
+					m.VMRet, m.VMRan = ret, true
+					st.Injections++
+				} else if !errors.Is(err, errInjectInterrupted) {
+					t.emitErr(a.PID, "measure process_vm_readv", err)
+				}
+			}
+		}
+		meas[[2]int{a.PID, b.PID}] = m
+	}
+}
+
+// safe says an injected call may run: it is not killed, trapped into SIGSYS, or handed to a
+// user-space supervisor that might never answer.
+func safe(a access.SeccompAction) bool {
+	return !a.Kills() && a.Action != access.ActUserNotif
+}
