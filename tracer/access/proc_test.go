@@ -151,3 +151,14 @@ func TestReadProcSelf(t *testing.T) {
 		t.Error("ReadProc of a pid that cannot exist: no error")
 	}
 }
+
+func FuzzParseIDMapAndStat(f *testing.F) {
+	f.Add([]byte("0 65534 1\n1 100000 65536\n"))
+	f.Add([]byte("42 (a b) c) S 17 42 42 0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r := ParseIDMapRoot(b); r < -1 || r > 1<<32-1 {
+			t.Fatalf("root %d out of range", r)
+		}
+		_, _ = ParseStatPPid(b)
+	})
+}
