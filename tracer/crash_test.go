@@ -1,0 +1,330 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/crashes"
+	"github.com/crashtui/crashtui/elfinfo"
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// abortMsg lays out glibc's struct abort_msg_s {unsigned size; char msg[];}.
+func abortMsg(size uint32, msg string) []byte {
+	b := make([]byte, 4, 4+len(msg))
+	binary.LittleEndian.PutUint32(b, size)
+	return append(b, msg...)
+}
+
+func TestParseAbortMsg(t *testing.T) {
+	assertMsg := "prog: x.c:3: main: Assertion `0' failed.\n"
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"assert, page-sized as glibc allocates it", abortMsg(4096, assertMsg+"\x00\x00junk"), strings.TrimSpace(assertMsg)},
+		{"size 4 is empty (Spindle: 4 < size)", abortMsg(4, "abc\x00"), ""},
+		{"size 5 keeps one byte", abortMsg(5, "ab\x00"), "a"},
+		{"size over 64 KiB is garbage", abortMsg(64<<10+1, "abc\x00"), ""},
+		{"exactly 64 KiB is accepted", abortMsg(64<<10, "abc\x00"), "abc"},
+		{"no NUL within what was read", abortMsg(4096, "partial"), "partial"},
+		{"short header", []byte{1, 2}, ""},
+		{"invalid UTF-8 is replaced", abortMsg(100, "a\xffb\x00"), "a?b"},
+	} {
+		if got := parseAbortMsg(tc.in); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzParseAbortMsg: the bytes come from a crashed process's memory.
+func FuzzParseAbortMsg(f *testing.F) {
+	f.Add(abortMsg(4096, "x: y.c:1: f: Assertion `z' failed.\n\x00"))
+	f.Add(abortMsg(0xffffffff, "\x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := parseAbortMsg(b)
+		if strings.IndexByte(s, 0) >= 0 {
+			t.Fatalf("message %q contains NUL", s)
+		}
+		if len(b) < 4 && s != "" {
+			t.Fatalf("message %q from %d bytes", s, len(b))
+		}
+	})
+}
+
+func TestDecodeSiginfo(t *testing.T) {
+	b := make([]byte, 128)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], uint32(unix.SIGSEGV))
+	le.PutUint32(b[8:], 2) // SEGV_ACCERR
+	le.PutUint64(b[16:], 0x7fff1234)
+	si := decodeSiginfo(b)
+	if si.Signo != int32(unix.SIGSEGV) || si.Code != 2 || si.Addr != 0x7fff1234 || si.userSent() {
+		t.Errorf("fault: %+v", si)
+	}
+	le.PutUint32(b[8:], uint32(0xfffffffa)) // SI_TKILL (-6)
+	le.PutUint32(b[16:], 4242)              // si_pid
+	le.PutUint32(b[20:], 1000)              // si_uid
+	si = decodeSiginfo(b)
+	if !si.userSent() || si.PID != 4242 || si.UID != 1000 || sigCodeName(int(unix.SIGSEGV), si.Code) != "SI_TKILL" {
+		t.Errorf("tkill: %+v", si)
+	}
+}
+
+func TestDecodeSyscallInfo(t *testing.T) {
+	b := make([]byte, 88)
+	b[0] = unix.PTRACE_SYSCALL_INFO_ENTRY
+	binary.LittleEndian.PutUint64(b[8:], 0x401000)
+	binary.LittleEndian.PutUint64(b[16:], 0x7ffc0000)
+	binary.LittleEndian.PutUint64(b[24:], 15)
+	si := decodeSyscallInfo(b)
+	if si.op != unix.PTRACE_SYSCALL_INFO_ENTRY || si.ip != 0x401000 || si.sp != 0x7ffc0000 || si.nr != 15 {
+		t.Errorf("%+v", si)
+	}
+	if decodeSyscallInfo(b[:10]).op != 0 {
+		t.Error("a short buffer must decode as op NONE")
+	}
+}
+
+// TestUnwindRegsOf checks the unwinder's starting registers on every arch from raw words.
+func TestUnwindRegsOf(t *testing.T) {
+	for _, tc := range []struct {
+		a                  arch.Arch
+		pc, sp, fp, lr     string
+		wpc, wsp, wfp, wlr uint64
+	}{
+		{arch.AMD64, "rip", "rsp", "rbp", "", 0x401000, 0x7ff0, 0x7ff8, 0},
+		{arch.ARM64, "pc", "sp", "x29", "x30", 0x401000, 0x7ff0, 0x7ff8, 0x400800},
+		{arch.PPC64LE, "nip", "r1", "r31", "link", 0x10001000, 0x7ff0, 0x7ff8, 0x10000800},
+	} {
+		r := arch.Regs{Arch: tc.a, Words: make([]uint64, arch.NumWords(tc.a))}
+		for i := range r.Words {
+			switch arch.RegName(tc.a, i) {
+			case tc.pc:
+				r.Words[i] = tc.wpc
+			case tc.sp:
+				r.Words[i] = tc.wsp
+			case tc.fp:
+				r.Words[i] = tc.wfp
+			case tc.lr:
+				r.Words[i] = tc.wlr
+			default:
+				r.Words[i] = 0xdead
+			}
+		}
+		u := unwindRegsOf(r)
+		if u != (unwindRegs{tc.wpc, tc.wsp, tc.wfp, tc.wlr}) {
+			t.Errorf("%s: %+v", tc.a, u)
+		}
+	}
+}
+
+func TestCrashKeys(t *testing.T) {
+	stack := []sessions.Frame{
+		{Module: "/lib/libc.so.6", Offset: 0x1000, Function: "memcpy"},
+		{Module: "/app/a.out", Offset: 0x1200, Function: "copy_rows"},
+		{Module: "/app/a.out", Offset: 0x1300, Function: "main"},
+		{Module: "/app/a.out", Offset: 0x1400},
+	}
+	c := sessions.Crash{Exe: "/app/a.out", Module: "/lib/libc.so.6", Offset: 0x1000, Stack: stack}
+	if got := crashKey(c, GroupBySite, 3); got != "/app/a.out|/lib/libc.so.6+0x1000" {
+		t.Errorf("site key %q", got)
+	}
+	c.AbortMessage = "a.out: x.c:1: f: Assertion `0' failed."
+	if got := crashKey(c, GroupBySite, 3); got != "/app/a.out|abort:"+c.AbortMessage {
+		t.Errorf("abort key %q", got)
+	}
+	c.AbortMessage = ""
+	c.Key = "stale" // a key already set must not leak into a new one
+	k3 := crashKey(c, GroupByStack, 3)
+	if !strings.HasPrefix(k3, "/app/a.out|/lib/libc.so.6+0x1000|stack:") {
+		t.Errorf("stack key %q", k3)
+	}
+	// Frames beyond N do not matter; a different caller within N does; so does N itself.
+	other := append([]sessions.Frame(nil), stack...)
+	other[3].Offset = 0x9999
+	if stackHash(other, 3) != stackHash(stack, 3) {
+		t.Error("a frame beyond N changed the hash")
+	}
+	other[1].Function = "copy_cols"
+	if stackHash(other, 3) == stackHash(stack, 3) {
+		t.Error("a different caller did not change the hash")
+	}
+	if stackHash(stack, 2) == stackHash(stack, 3) {
+		t.Error("N frames and N-1 frames hash alike")
+	}
+	// Unnamed frames hash by module base name + offset: the same binary installed elsewhere
+	// hashes alike.
+	moved := append([]sessions.Frame(nil), stack...)
+	moved[3].Module = "/other/a.out"
+	if stackHash(moved, 4) != stackHash(stack, 4) {
+		t.Error("module directory changed the hash")
+	}
+}
+
+func TestLibcPath(t *testing.T) {
+	maps := []elfinfo.Mapping{
+		{Start: 0x1000, End: 0x2000, Inode: 1, Path: "/usr/bin/prog"},
+		{Start: 0x3000, End: 0x4000, Inode: 2, Path: "/usr/lib/libcrypto.so.3"},
+		{Start: 0x5000, End: 0x6000, Inode: 3, Path: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+	}
+	if got := libcPath(maps); got != "/usr/lib/x86_64-linux-gnu/libc.so.6" {
+		t.Errorf("libc %q", got)
+	}
+	if got := libcPath(maps[:2]); got != "" {
+		t.Errorf("no libc: %q", got)
+	}
+	if got := libcPath([]elfinfo.Mapping{{Start: 1, End: 2, Inode: 4, Path: "/lib/libc-2.17.so"}}); got != "/lib/libc-2.17.so" {
+		t.Errorf("old glibc name: %q", got)
+	}
+}
+
+// ---- live: the tracer API on the crash suite ----
+
+// crashSuite builds demo/crashes into a temporary directory. It must run before any Tracer
+// exists: the tracer's waiter reaps every child of this process, gcc's included.
+func crashSuite(tb testing.TB) crashes.Suite {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("live crash tests trace children and set their RLIMIT_CORE: run as root")
+	}
+	dir, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := crashes.Build(dir)
+	if err != nil {
+		if strings.Contains(err.Error(), "gcc not installed") {
+			tb.Skip(err)
+		}
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// stormRun launches n ranks of the suite's storm mode, releases them together once every
+// rank runs the program, and returns the events and the tracer's crash counters.
+func stormRun(tb testing.TB, s crashes.Suite, n int, opts *CrashOptions) ([]sessions.Event, CrashStats) {
+	tb.Helper()
+	gofile := filepath.Join(tb.TempDir(), "go")
+	var mu sync.Mutex
+	var events []sessions.Event
+	running := map[int]bool{}
+	ready := make(chan struct{})
+	tr := New(Options{Crash: opts, Emit: func(e sessions.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+		exe := ""
+		pid := 0
+		switch b := e.Body.(type) {
+		case sessions.Process:
+			exe, pid = b.Exe, b.PID
+		case sessions.Exec:
+			exe, pid = b.Exe, b.PID
+		}
+		if exe == s.PIE && !running[pid] {
+			running[pid] = true
+			if len(running) == n {
+				close(ready)
+			}
+		}
+	}})
+	defer tr.Close()
+	if _, err := tr.Launch(LaunchSpec{N: n, Argv: []string{s.PIE, "storm", gofile}}); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-ready:
+	case <-time.After(120 * time.Second):
+		tb.Fatal("ranks did not start")
+	}
+	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-tr.JobDone():
+	case <-time.After(120 * time.Second):
+		tb.Fatal("ranks did not all crash")
+	}
+	st := tr.CrashStats()
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]sessions.Event(nil), events...), st
+}
+
+// TestCrashStatsAgreeWithEvents runs a small storm through the Tracer API: the counters, the
+// crash events and a sessions.State built from them agree, and RLIMIT_CORE policy shows in
+// the exit statuses' absence of dumps (--cores semantics suppress all).
+func TestCrashStatsAgreeWithEvents(t *testing.T) {
+	s := crashSuite(t)
+	const n = 16
+	cores := t.TempDir()
+	events, st := stormRun(t, s, n, &CrashOptions{CoresDir: cores})
+	state := sessions.NewState()
+	for _, e := range events {
+		state.Apply(e)
+	}
+	sum := state.Summary()
+	if st.Crashes != n || sum.Crashes != n || st.Groups != 4 || len(sum.Groups) != 4 || len(st.Decide) != n {
+		t.Fatalf("stats %+v, summary %+v", st, sum)
+	}
+	if st.First.IsZero() || st.Last.Before(st.First) {
+		t.Errorf("first %v last %v", st.First, st.Last)
+	}
+	ents, _ := os.ReadDir(cores)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	if len(names) != 4 {
+		t.Errorf("cores %v, want 4", names)
+	}
+	for _, g := range sum.Groups {
+		if g.Core == nil || filepath.Base(*g.Core) != "core."+itoa(g.Group)+"."+itoa(g.Representative) {
+			t.Errorf("group %d: core %v", g.Group, g.Core)
+		}
+	}
+	for _, e := range events {
+		if x, ok := e.Body.(sessions.Exit); ok && x.CoreDumped {
+			t.Errorf("pid %d: the kernel dumped core although CoresDir suppresses it", x.PID)
+		}
+	}
+}
+
+// BenchmarkCrashStorm: 64 ranks crash together at 4 sites. Reports the time from the first
+// crash's signal-delivery-stop to the last group decision, the first (cold: symbol tables and
+// CFI loaded) crash's cost, and the mean cost of the others (warm caches; goal < 2 ms).
+func BenchmarkCrashStorm(b *testing.B) {
+	s := crashSuite(b)
+	const n = 64
+	var span, cold, warm time.Duration
+	warmN := 0
+	for i := 0; i < b.N; i++ {
+		_, st := stormRun(b, s, n, &CrashOptions{})
+		if st.Crashes != n {
+			b.Fatalf("%d crashes, want %d", st.Crashes, n)
+		}
+		span += st.Last.Sub(st.First)
+		cold += st.Decide[0]
+		for _, d := range st.Decide[1:] {
+			warm += d
+			warmN++
+		}
+	}
+	b.ReportMetric(float64(span.Microseconds())/1000/float64(b.N), "ms/first-to-last")
+	b.ReportMetric(float64(cold.Microseconds())/1000/float64(b.N), "ms/cold-crash")
+	b.ReportMetric(float64(warm.Microseconds())/1000/float64(warmN), "ms/warm-crash")
+}
