@@ -310,3 +310,16 @@ func (t *Tracer) forgetDetached(tk *task) {
 		}
 	}
 }
+
+// SignalJob sends sig to every traced process, by pid. run and demo use it to end the ranks
+// they started; attach never does.
+func (t *Tracer) SignalJob(sig unix.Signal) error {
+	return t.do(func() error {
+		for pid := range t.procs {
+			if err := unix.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("signal %d: %w", pid, err)
+			}
+		}
+		return nil
+	})
+}

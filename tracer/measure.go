@@ -190,7 +190,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		}
 		var m access.Measurement
 		if safe(kcmpAct) {
-			ret, _, err := t.injectSyscall(tk, site, ai.Kcmp, uint64(self), uint64(bpid), 0, 0, 0)
+			ret, _, err := t.injectSyscall(tk, site, ai.Kcmp, uint64(self), uint64(bpid), access.KCMPVM, 0, 0)
 			if err == nil {
 				m.KcmpRet, m.KcmpRan = ret, true
 				st.Injections++

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/crashtui/crashtui/tracer"
 )
@@ -79,7 +81,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 }
 
 // traceJob runs a tracer on a job until it ends, the user quits, or a signal arrives, then
-// detaches everything and writes the summary.
+// detaches everything and writes the summary. run and demo end the ranks they started
+// before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
 func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
 	s, err := newSession(c, stdout, jobName, mode)
 	if err != nil {
@@ -105,11 +108,34 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	} else {
 		err = runTUI(ctx, c, s, t, mode)
 	}
+	if mode == "run" || mode == "demo" {
+		endRanks(t)
+	}
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("detach: %w", cerr)
 	}
 	s.finish(c.host)
 	return err
+}
+
+// endRanks ends the job crashtui started itself, so nothing it launched outlives it.
+func endRanks(t *tracer.Tracer) {
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGINT, 3 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
+		select {
+		case <-t.JobDone():
+			return
+		default:
+		}
+		t.SignalJob(step.sig)
+		select {
+		case <-t.JobDone():
+			return
+		case <-time.After(step.wait):
+		}
+	}
 }
 
 func waitJob(ctx context.Context, t *tracer.Tracer) error {

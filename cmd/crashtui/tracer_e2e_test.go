@@ -286,3 +286,23 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("run --help: %v %q", err, out)
 	}
 }
+
+func TestRunInterruptedEndsItsRanks(t *testing.T) {
+	// A rank that ignores SIGINT is still ended (SIGKILL follows): nothing crashtui started
+	// outlives it.
+	c := startCrashtui(t, "run", "--json", "-n", "3", "--", "/bin/sh", "-c", "trap '' INT; sleep 100")
+	evs := c.waitFor(t, "3 process events", 20*time.Second, func(evs []event) bool { return count(evs, "process") >= 3 })
+	pids := processPIDs(evs)
+	code, evs := c.stop(t)
+	if code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	for pid := range pids {
+		if s := procState(pid); s != "" && s != "Z" {
+			t.Errorf("rank %d still alive (%s) after crashtui ended", pid, s)
+		}
+	}
+	if n := count(evs, "exit"); n < 3 {
+		t.Errorf("%d exit events, want the 3 ranks' exits", n)
+	}
+}
