@@ -331,7 +331,9 @@ func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	const sleep = 2 * time.Second
+	// Long enough to be interrupted well before it ends even on a loaded
+	// host under TCG; only the "none" policy waits for the rest of it.
+	const sleep = 3 * time.Second
 	h := startPPCHelper(t, c.insn, c.call, sleep)
 	h.ready(t)
 	pid := h.cmd.Process.Pid

@@ -34,7 +34,6 @@ const (
 var powerOnce sync.Once
 
 func main() {
-	cmdline, _ := os.ReadFile("/proc/cmdline") // read again after mounting proc
 	mounts := []struct{ src, dst, fstype string }{
 		{"proc", "/proc", "proc"},
 		{"sysfs", "/sys", "sysfs"},
@@ -49,7 +48,7 @@ func main() {
 			verdict("FAIL", fmt.Sprintf("mount %s on %s: %v", m.fstype, m.dst, err))
 		}
 	}
-	cmdline, _ = os.ReadFile("/proc/cmdline")
+	cmdline, _ := os.ReadFile("/proc/cmdline")
 	params := parseCmdline(string(cmdline))
 
 	timeout := 150 * time.Second
