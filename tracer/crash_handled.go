@@ -33,6 +33,7 @@ type fault struct {
 	sigret   bool           // the balancing rt_sigreturn was entered: its exit stop is next
 	stepping bool           // single-stepping the faulting instruction after the handler returned
 	returned bool           // the handler returned (or the watch ended): handled unless it faults again
+	masked   bool           // the signal was blocked at the handler's first syscall
 	syscalls int
 }
 
@@ -133,6 +134,20 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 		tk.sig = 0 // a syscall-stop, not a signal
 		if info.op == unix.PTRACE_SYSCALL_INFO_ENTRY {
 			f.syscalls++
+			if f.depth > 0 && !f.sigret {
+				// The kernel blocks the signal while its handler runs (unless SA_NODEFER). If it
+				// was blocked at the handler's first syscall and is not any more, the handler
+				// left through siglongjmp (which restores the mask) and the thread went on.
+				blocked := sigMask(procPath(tk.pid, "task/"+itoa(tk.tid)+"/status"), "SigBlk")&(1<<(f.sig-1)) != 0
+				if f.syscalls == 1 {
+					f.masked = blocked
+				} else if f.masked && !blocked {
+					f.depth, f.returned = 0, true
+					t.emitHandled(f)
+					t.resumeWatched(tk, unix.PTRACE_CONT, 0)
+					return true
+				}
+			}
 			if int(info.nr) == c.sigret && f.depth > 0 {
 				if f.depth--; f.depth == 0 {
 					f.sigret = true

@@ -584,6 +584,21 @@ func TestCrashSafepointIsHandled(t *testing.T) {
 	}
 }
 
+func TestCrashSafepointLeftBySiglongjmpIsHandled(t *testing.T) {
+	s := crashSuite(t)
+	res := runCrashes(t, 6, nil, s.PIE, "safepoint-longjmp")
+	checkGroups(t, res)
+	checkCleanExits(t, res, 6)
+	if len(res.Handled) != 6 {
+		t.Fatalf("%d handled events, want one per rank", len(res.Handled))
+	}
+	for _, h := range res.Handled {
+		if h.Function != "poll_safepoint" {
+			t.Errorf("handled %+v: want poll_safepoint", h)
+		}
+	}
+}
+
 func TestCrashSafepointThenRealCrash(t *testing.T) {
 	s := crashSuite(t)
 	res := runCrashes(t, 6, nil, s.PIE, "safepoint-crash")

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,19 @@ static void safepoint_handler(int sig, siginfo_t *si, void *uc) {
 }
 
 NOINLINE int poll_safepoint(void) { return *(volatile int *)safepoint; }
+
+/* safepoint-longjmp: the handler leaves through siglongjmp, never reaching rt_sigreturn. */
+static sigjmp_buf safepoint_env;
+
+static void longjmp_handler(int sig, siginfo_t *si, void *uc) {
+	(void)sig;
+	(void)uc;
+	if ((char *)si->si_addr >= safepoint && (char *)si->si_addr < safepoint + pagesz) {
+		handled_faults++;
+		siglongjmp(safepoint_env, 1);
+	}
+	signal(sig, SIG_DFL);
+}
 
 static void install(int sig, void (*fn)(int, siginfo_t *, void *)) {
 	struct sigaction sa;
@@ -188,6 +202,18 @@ int main(int argc, char **argv) {
 		if (!strcmp(mode, "safepoint-crash"))
 			return crash_same(null);
 		return 0;
+	}
+	if (!strcmp(mode, "safepoint-longjmp")) {
+		safepoint = mmap(NULL, pagesz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (safepoint == MAP_FAILED) {
+			perror("mmap");
+			return 2;
+		}
+		install(SIGSEGV, longjmp_handler);
+		if (sigsetjmp(safepoint_env, 1) == 0)
+			sink = poll_safepoint();
+		fprintf(stderr, "safepoint-longjmp rank=%d handled=%d\n", rank, handled_faults);
+		return handled_faults == 1 ? 0 : 3;
 	}
 	if (!strcmp(mode, "sigbus-fixed"))
 		return sigbus(1);
