@@ -49,7 +49,7 @@ func CacheDir() string {
 }
 
 // Program returns the path of the compiled program name, compiling it with gcc (or cc) when
-// the cache lacks this exact source. The file name carries a hash of the source and flags,
+// the cache lacks this exact source. The directory name is a hash of the source and flags,
 // so an edited program is rebuilt and concurrent test binaries never see a half-written one.
 func Program(name string, flags ...string) (string, error) {
 	src, err := Source(name)
@@ -61,7 +61,7 @@ func Program(name string, flags ...string) (string, error) {
 	h.Write([]byte(strings.Join(flags, "\x00")))
 	sum := hex.EncodeToString(h.Sum(nil))[:12]
 	dir := CacheDir()
-	out := filepath.Join(dir, name+"-"+sum)
+	out := filepath.Join(dir, sum, name) // the program keeps its own name in /proc and in keys
 	mu.Lock()
 	defer mu.Unlock()
 	if st, err := os.Stat(out); err == nil && st.Mode()&0o111 != 0 {
@@ -88,6 +88,9 @@ func Program(name string, flags ...string) (string, error) {
 	args = append(args, "-ldl")
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("compile demo program %q: %v\n%s", name, err, b)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
 	}
 	if err := os.Rename(bin, out); err != nil {
 		return "", err

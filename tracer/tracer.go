@@ -90,8 +90,10 @@ type Tracer struct {
 	started bool // at least one process was attached or launched
 	closing bool
 	crash   *crashState
-	self    int
-	loopErr error
+	// lastMatrixKey is what the last live matrix was computed from (RefreshMatrix).
+	lastMatrixKey *matrixKey
+	self          int
+	loopErr       error
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.

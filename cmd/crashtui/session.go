@@ -30,6 +30,8 @@ type common struct {
 	crashLog string
 	groupBy  string
 	host     string
+	matrix   string        // auto, off, predict, measure
+	duration time.Duration // demo: end after this long (0: never)
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -51,6 +53,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	})
 	registerCrashFlags(c, fs)
 	fs.StringVar(&c.host, "host", "", "stamp events with this host name (for merging agents)")
+	fs.StringVar(&c.matrix, "matrix", "auto", "live access matrix: `off`, predict (from /proc), measure (syscalls inside each process) or auto (measure in the TUI, off with --json)")
 }
 
 // newFlagSet makes a flag set whose errors and help go to stderr with the command's usage.

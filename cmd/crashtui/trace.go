@@ -103,6 +103,12 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		s.finish(c.host)
 		return err
 	}
+	if c.duration > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, c.duration)
+		defer cancel()
+	}
+	go liveMatrix(ctx, t, c.matrixMode())
 	if c.json {
 		err = waitJob(ctx, t)
 	} else {
@@ -116,6 +122,38 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	s.finish(c.host)
 	return err
+}
+
+// matrixMode resolves --matrix=auto: measured in the TUI, off in --json.
+func (c *common) matrixMode() string {
+	if c.matrix == "" || c.matrix == "auto" {
+		if c.json {
+			return "off"
+		}
+		return "measure"
+	}
+	return c.matrix
+}
+
+// liveMatrix keeps the access matrix current: once a second the prediction is recomputed
+// from /proc and, when it changed, a new matrix is emitted (measured inside the processes
+// when mode is measure). Processes are stopped only after a change.
+func liveMatrix(ctx context.Context, t *tracer.Tracer, mode string) {
+	if mode == "off" {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.JobDone():
+			return
+		case <-tick.C:
+			t.RefreshMatrix(mode == "measure")
+		}
+	}
 }
 
 // endRanks ends the job crashtui started itself, so nothing it launched outlives it.
