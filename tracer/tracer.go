@@ -93,7 +93,6 @@ type Tracer struct {
 	// lastMatrixKey is what the last live matrix was computed from (RefreshMatrix).
 	lastMatrixKey *matrixKey
 	self          int
-	loopErr       error
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
@@ -120,19 +119,22 @@ func New(opts Options) *Tracer {
 // JobDone is closed when every process of the job has exited (or been detached).
 func (t *Tracer) JobDone() <-chan struct{} { return t.jobDone }
 
+// errStopped is returned by requests made after Close.
+var errStopped = errors.New("tracer: stopped")
+
 // do runs fn on the tracer thread and returns its error.
 func (t *Tracer) do(fn func() error) error {
 	r := request{fn: fn, done: make(chan error, 1)}
 	select {
 	case t.reqs <- r:
 	case <-t.done:
-		return errors.New("tracer: stopped")
+		return errStopped
 	}
 	select {
 	case err := <-r.done:
 		return err
 	case <-t.done:
-		return errors.New("tracer: stopped")
+		return errStopped
 	}
 }
 
@@ -148,8 +150,8 @@ func (t *Tracer) Close() error {
 	case <-time.After(10 * time.Second):
 		return errors.New("tracer: loop did not stop")
 	}
-	if err != nil && err.Error() == "tracer: stopped" {
-		return t.loopErr
+	if errors.Is(err, errStopped) {
+		return nil // closed before
 	}
 	return err
 }
@@ -454,11 +456,7 @@ func (t *Tracer) onExec(tk *task) {
 			delete(p.tasks, old.tid)
 		}
 	}
-	for tid, other := range p.tasks {
-		if tid != tk.tid {
-			_ = other // their exit statuses arrive on their own
-		}
-	}
+	// Other threads' exit statuses arrive on their own (gone).
 	t.refreshProc(p)
 	if !p.announced {
 		t.announce(p)
