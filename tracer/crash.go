@@ -84,12 +84,14 @@ type crashState struct {
 	coring   map[int][]*task // pid: a core is being written; threads that stop meanwhile are held
 	faults   map[int]*fault  // tid: a caught fault being judged
 	sysgood  map[int]bool    // tid: PTRACE_O_TRACESYSGOOD is set (syscall-stops are SIGTRAP|0x80)
-	busy     bool            // a core is being written
-	deferred []*task         // fatal stops held while busy
-	log      *csv.Writer
-	stats    CrashStats
-	arch     arch.Arch
-	sigret   int // rt_sigreturn's number on this arch
+	busy     bool            // a crash is being decided (injecting, writing a core)
+	// forceInjectLimit makes limitCore inject prlimit64 as if prlimit were refused (tests).
+	forceInjectLimit bool
+	deferred         []*task // fatal stops held while busy
+	log              *csv.Writer
+	stats            CrashStats
+	arch             arch.Arch
+	sigret           int // rt_sigreturn's number on this arch
 }
 
 func newCrashState(o *CrashOptions) *crashState {
@@ -383,21 +385,21 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	}
 	g.count++
 	cr.Group = g.id
+	// Injection and core writing pump other wait statuses: crashes they bring are decided
+	// afterwards, so events, group ids and the crash log keep decision order.
+	c.busy = true
+	defer t.runDeferred()
 	if c.opts.CoresDir != "" || !cr.Representative {
 		// Spindle: before a non-representative's fatal signal proceeds, RLIMIT_CORE = 0, so
 		// the kernel writes at most one core per site; with --cores, none at all.
-		// check_prlimit_permission: same ids, or CAP_SYS_RESOURCE.
-		if err := unix.Prlimit(tk.pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
-			t.emitErr(tk.pid, "prlimit core", fmt.Errorf("prlimit %d RLIMIT_CORE 0: %w", tk.pid, err))
+		if err := t.limitCore(tk); err != nil {
+			t.emitErr(tk.pid, "limit core", err)
 		}
 	}
 	c.stats.Decide = append(c.stats.Decide, time.Since(start))
 	if cr.Representative && c.opts.CoresDir != "" {
 		cs := time.Now()
-		c.busy = true
 		path, err := t.writeCore(tk, cr, sig, si, regs)
-		c.busy = false
-		defer t.runDeferred()
 		c.stats.Cores += time.Since(cs)
 		if err != nil {
 			t.emitErr(tk.pid, "write core", err)
@@ -418,6 +420,7 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	c.stats.Groups = c.ngroups
 	c.stats.Last = time.Now()
 	t.emit(*cr)
+	c.busy = false
 }
 
 // runDeferred decides the crashes held while a core was being written, in arrival order.
@@ -426,7 +429,13 @@ func (t *Tracer) runDeferred() {
 	for len(c.deferred) > 0 && !c.busy {
 		tk := c.deferred[0]
 		c.deferred = c.deferred[1:]
-		if t.tasks[tk.tid] != tk || tk.stopped != stopSignal {
+		if t.tasks[tk.tid] != tk {
+			continue
+		}
+		if tk.stopped != stopSignal {
+			if tk.stopped != running {
+				t.resume(tk) // no longer a signal to decide: do not leave it held
+			}
 			continue
 		}
 		tk.want = false

@@ -328,3 +328,97 @@ func BenchmarkCrashStorm(b *testing.B) {
 	b.ReportMetric(float64(cold.Microseconds())/1000/float64(b.N), "ms/cold-crash")
 	b.ReportMetric(float64(warm.Microseconds())/1000/float64(warmN), "ms/warm-crash")
 }
+
+// coreLimit reads the soft "Max core file size" of pid ("unlimited" or a number).
+func coreLimit(pid int) string {
+	b, err := os.ReadFile(procPath(pid, "limits"))
+	if err != nil {
+		return "gone"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Max core file size") {
+			if f := strings.Fields(strings.TrimPrefix(l, "Max core file size")); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	return "?"
+}
+
+// TestCrashCoreLimitBeforeSignalProceeds checks Spindle's loser rule at the moment it matters:
+// while each crashing rank still sits in its signal-delivery-stop (the crash event is emitted
+// there, before the signal is re-injected), a non-representative's RLIMIT_CORE is already 0 and
+// a representative's is untouched; by prlimit from outside, and by prlimit64 injected into the
+// crashing thread (the path for ranks prlimit may not touch).
+func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
+	s := crashSuite(t)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &lim); err != nil || lim.Max == 0 {
+		t.Skip("hard RLIMIT_CORE is 0: cannot give ranks a core limit to take away")
+	}
+	// The ranks inherit this process's limit. They must not actually dump into the package
+	// directory: run them from a temporary one.
+	old := lim
+	lim.Cur = lim.Max
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &lim); err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_CORE, &old) })
+	t.Chdir(t.TempDir())
+	for _, inject := range []bool{false, true} {
+		name := "prlimit"
+		if inject {
+			name = "injected prlimit64"
+		}
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			limits := map[int]string{}
+			reps := map[int]bool{}
+			var errs []sessions.Error
+			tr := New(Options{Emit: func(e sessions.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch b := e.Body.(type) {
+				case sessions.Crash:
+					limits[b.PID] = coreLimit(b.PID) // still stopped: the signal has not proceeded
+					reps[b.PID] = b.Representative
+				case sessions.Error:
+					errs = append(errs, b)
+				}
+			}})
+			defer tr.Close()
+			tr.do(func() error { tr.crash.forceInjectLimit = inject; return nil })
+			if _, err := tr.Launch(LaunchSpec{N: 6, Argv: []string{s.PIE, "two"}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-tr.JobDone():
+			case <-time.After(60 * time.Second):
+				t.Fatal("ranks did not finish")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(errs) > 0 {
+				t.Fatalf("errors: %+v", errs)
+			}
+			if len(limits) != 6 {
+				t.Fatalf("%d crashes, want 6", len(limits))
+			}
+			nrep := 0
+			for pid, l := range limits {
+				if reps[pid] {
+					nrep++
+					if l == "0" {
+						t.Errorf("representative %d lost its core limit", pid)
+					}
+				} else if l != "0" {
+					t.Errorf("non-representative %d: core limit %s at its crash, want 0", pid, l)
+				}
+			}
+			if nrep != 2 {
+				t.Errorf("%d representatives, want 2", nrep)
+			}
+		})
+	}
+}
+
