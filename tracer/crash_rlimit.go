@@ -15,9 +15,9 @@ import (
 // CAP_SYS_RESOURCE; where it does not (a setuid rank, crashtui without CAP_SYS_RESOURCE),
 // prlimit64(0, RLIMIT_CORE, {0,0}, NULL) injected into the stopped crashing thread itself.
 func (t *Tracer) limitCore(tk *task) error {
-	err := unix.Prlimit(tk.pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
-	if t.crash.forceInjectLimit {
-		err = unix.EPERM // tests: take the injection path
+	err := error(unix.EPERM) // tests: take the injection path
+	if !t.crash.forceInjectLimit {
+		err = unix.Prlimit(tk.pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil)
 	}
 	if err == nil {
 		return nil
