@@ -93,10 +93,19 @@ func IndexMatrix(host string, m *sessions.Matrix) *MatrixIndex {
 	for i := 0; i < n; i++ {
 		ix.code[i*n+i] = codeSelf
 	}
+	lastFrom, a, ok1 := 0, 0, false
 	for k := range m.Cells {
 		c := &m.Cells[k]
-		a, ok1 := ix.pos[c.From]
-		b, ok2 := ix.pos[c.To]
+		if k == 0 || c.From != lastFrom { // cells come row by row: one lookup per row
+			lastFrom = c.From
+			a, ok1 = ix.pos[c.From]
+		}
+		b, ok2 := 0, false
+		if nb := k % max(n, 1); nb < n && ix.PIDs[nb] == c.To {
+			b, ok2 = nb, true // the usual full row-major layout
+		} else {
+			b, ok2 = ix.pos[c.To]
+		}
 		if !ok1 || !ok2 {
 			continue
 		}
