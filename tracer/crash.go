@@ -213,6 +213,12 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 			return
 		}
 	}
+	if sig == int(unix.SIGTRAP)|0x80 {
+		// A syscall-stop (PTRACE_O_TRACESYSGOOD) of a thread no longer followed: not a
+		// signal; resume it without one.
+		tk.sig, tk.stopped = 0, stopEvent
+		return
+	}
 	if _, ok := c.coring[tk.pid]; ok {
 		// Its process is being dumped: hold the thread until the core is written (its
 		// signal is re-injected then; the process dies anyway).
