@@ -214,3 +214,17 @@ func (t *Tracer) emitHandled(f *fault) {
 	t.emit(sessions.Handled{PID: cr.PID, TID: cr.TID, Rank: cr.Rank, Signal: cr.Signal, Code: cr.Code,
 		Addr: cr.Addr, PC: cr.PC, Module: cr.Module, Offset: cr.Offset, Function: cr.Function})
 }
+
+// crashBeforeDetach is for handle() when the tracer is closing and holds a signal stop for
+// PTRACE_DETACH: a syscall-stop or step trap of a thread whose fault was being followed is not
+// a signal, and re-injecting it would fail (0x85: EIO, the thread stays stopped) or kill
+// (SIGTRAP). It clears tk.sig for those.
+func (t *Tracer) crashBeforeDetach(tk *task, sig int) {
+	if sig == int(unix.SIGTRAP)|0x80 {
+		tk.sig = 0
+		return
+	}
+	if f := t.crash.faults[tk.tid]; f != nil && f.stepping && sig == int(unix.SIGTRAP) {
+		tk.sig = 0
+	}
+}
