@@ -122,13 +122,13 @@ type ppcHelper struct {
 	waited bool
 }
 
-func startPPCHelper(t *testing.T, insn, call string, sleep time.Duration) *ppcHelper {
+func startPPCHelper(t *testing.T, insn, call string, sleep time.Duration, extra ...string) *ppcHelper {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatalf("pipe: %v", err)
 	}
-	cmd := exec.Command(scvprogPath(t), "-insn", insn, "-call", call, "-sleep", sleep.String())
+	cmd := exec.Command(scvprogPath(t), append([]string{"-insn", insn, "-call", call, "-sleep", sleep.String()}, extra...)...)
 	cmd.ExtraFiles = []*os.File{pr}
 	// No async-preemption signals: the helper sits in a raw syscall the Go
 	// runtime does not know about, and SIGURG would add signal stops.
@@ -263,6 +263,7 @@ type ppcRegsRecord struct {
 	HWCap2     string   `json:"hwcap2"`
 	Insn       string   `json:"insn"`
 	Call       string   `json:"call"`
+	Stop       string   `json:"stop,omitempty"`
 	WaitStatus string   `json:"wait_status"`
 	InsnWord   string   `json:"insn_word"`
 	InsnBytes  string   `json:"insn_bytes"`
@@ -379,7 +380,7 @@ func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	}
 	insn := peek[:4]
 	if p == arch.PolicyCorrect {
-		ppcRecord(t, c, ws, insn, h.arg0, w)
+		ppcRecord(t, c, "interrupt", ws, insn, h.arg0, w)
 	}
 
 	// What the kernel reports, checked against kernel.md §B.2 directly.
@@ -484,16 +485,16 @@ func ppcWantResult(c ppcRestartCase, p arch.Policy) (r3 int64, so int) {
 	return 0, 0 // nanosleep restarted through restart_syscall and finished
 }
 
-func ppcRecord(t *testing.T, c ppcRestartCase, ws unix.WaitStatus, insn []byte, arg0 uint64, w []uint64) {
+func ppcRecord(t *testing.T, c ppcRestartCase, stop string, ws unix.WaitStatus, insn []byte, arg0 uint64, w []uint64) {
 	var u unix.Utsname
 	unix.Uname(&u)
 	rec := ppcRegsRecord{
 		CPU: ppcGuestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
-		HWCap2: fmt.Sprintf("%#x", ppcHWCap2(t)), Insn: c.insn, Call: c.call,
+		HWCap2: fmt.Sprintf("%#x", ppcHWCap2(t)), Insn: c.insn, Call: c.call, Stop: stop,
 		WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
 		InsnWord:   fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(insn)),
 		InsnBytes:  hex.EncodeToString(insn), Arg0: fmt.Sprintf("%#x", arg0),
-		Layout: "unix.PtraceRegs on ppc64le (PTRACE_GETREGS user_pt_regs): gpr0-31, nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap, dar, dsisr, result; at the PTRACE_INTERRUPT stop of a thread blocked in the call",
+		Layout: "unix.PtraceRegs on ppc64le (PTRACE_GETREGS user_pt_regs): gpr0-31, nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap, dar, dsisr, result; stop " + stop + " of a thread blocked in the call",
 	}
 	if rec.CPU == "" {
 		rec.CPU = "hw"
@@ -507,4 +508,169 @@ func ppcRecord(t *testing.T, c ppcRestartCase, ws unix.WaitStatus, insn []byte, 
 	}
 	// One line on stdout, outside t.Log's wrapping, for the host to collect.
 	fmt.Printf("%s %s\n", ppcRegsPrefix, b)
+}
+
+// TestPPC64LEAlreadyRestarted: the kernel's norestart flag (trap bit 0x1
+// since 5.13) as a tracer sees it. A thread blocked in read gets SIGUSR1,
+// which has a Go handler (SA_RESTART):
+//
+//  1. signal-delivery-stop: get_signal has not returned yet, so the registers
+//     are those of the PTRACE_INTERRUPT stop (trap 0xc00/0x3000, ERESTARTSYS);
+//  2. resumed with PTRACE_SINGLESTEP and the signal, the kernel runs
+//     check_syscall_restart (rewinds into the signal frame), sets up the
+//     handler, sets the norestart flag and reports SIGTRAP
+//     (signal_setup_done with TIF_SINGLESTEP): nip has left the syscall for
+//     the signal entry (logged with the [vdso] range: 6.1 enters handlers
+//     through the vDSO trampoline) and trap is 0xc01/0x3001, so arch.Decode must say AlreadyRestarted and
+//     ApplyPolicy must not rewind again (kernel selftest
+//     sig_sc_double_restart.c);
+//  3. after the handler returns, the read restarts and gets the byte.
+func TestPPC64LEAlreadyRestarted(t *testing.T) {
+	scv := ppcExpectSCV(t)
+	for _, c := range []ppcRestartCase{
+		{"sc", "read", arch.ERESTARTSYS, 0xc00, 0x44000002},
+		{"scv", "read", arch.ERESTARTSYS, 0x3000, 0x44000001},
+	} {
+		t.Run(c.insn, func(t *testing.T) {
+			if c.insn == "scv" && !scv {
+				t.Skip("this CPU has no scv (TestPPC64LEScvProbe asserts that it raises SIGILL)")
+			}
+			testPPCAlreadyRestarted(t, c)
+		})
+	}
+}
+
+func testPPCAlreadyRestarted(t *testing.T, c ppcRestartCase) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	h := startPPCHelper(t, c.insn, c.call, time.Second, "-sigusr1")
+	h.ready(t)
+	pid, tid := h.cmd.Process.Pid, h.tid
+	if tid != pid {
+		t.Fatalf("helper blocks on tid %d, want its main thread %d", tid, pid)
+	}
+	waitInSyscall(t, pid, tid, h.nr, h.arg0)
+	if err := unix.PtraceSeize(tid); err != nil {
+		t.Fatalf("seize %d: %v", tid, err)
+	}
+	detached := false
+	defer func() {
+		if !detached {
+			unix.PtraceDetach(tid)
+		}
+	}()
+	if err := unix.Tgkill(pid, tid, unix.SIGUSR1); err != nil {
+		t.Fatalf("tgkill %d/%d SIGUSR1: %v", pid, tid, err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil {
+		t.Fatalf("wait %d: %v", tid, err)
+	}
+	if uint32(ws) != 0xa7f {
+		t.Fatalf("wait status %#x, want the SIGUSR1 signal-delivery-stop 0xa7f", uint32(ws))
+	}
+	peek := func(addr uint64) []byte {
+		t.Helper()
+		var b [8]byte
+		if _, err := unix.PtracePeekData(tid, uintptr(addr), b[:]); err != nil {
+			t.Fatalf("peek %d at %#x: %v", tid, addr, err)
+		}
+		return b[:4]
+	}
+
+	// 1. Signal-delivery-stop: nothing decided yet.
+	regs, err := getRegs(tid)
+	if err != nil {
+		t.Fatalf("getRegs %d: %v", tid, err)
+	}
+	nip := regs.Words[ppcWNIP]
+	insn := peek(nip - 4)
+	ppcRecord(t, c, "signal", ws, insn, h.arg0, regs.Words)
+	st := arch.Decode(regs, insn)
+	t.Logf("signal-delivery-stop: trap %#x nip %#x r3 %#x: %+v", regs.Words[ppcWTrap], nip, regs.Words[ppcWR3], st)
+	if regs.Words[ppcWTrap] != c.vec || !st.InSyscall || st.Insn != c.insn || st.Errno != c.errno || st.AlreadyRestarted {
+		t.Fatalf("signal-delivery-stop: trap %#x, Decode %+v; want trap %#x, %s, errno %d, not AlreadyRestarted", regs.Words[ppcWTrap], st, c.vec, c.insn, c.errno)
+	}
+
+	// 2. Let the kernel restart and set up the handler; stop right after.
+	// x/sys's PtraceSingleStep passes no signal; the signal must be delivered.
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SINGLESTEP, uintptr(tid), 0, uintptr(unix.SIGUSR1), 0, 0); e != 0 {
+		t.Fatalf("singlestep %d with SIGUSR1: %v", tid, e)
+	}
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil {
+		t.Fatalf("wait %d: %v", tid, err)
+	}
+	if uint32(ws) != 0x57f {
+		t.Fatalf("wait status %#x after singlestep with SIGUSR1, want the SIGTRAP stop 0x57f of signal_setup_done", uint32(ws))
+	}
+	regs, err = getRegs(tid)
+	if err != nil {
+		t.Fatalf("getRegs %d: %v", tid, err)
+	}
+	hnip := regs.Words[ppcWNIP]
+	hinsn := peek(hnip - 4)
+	ppcRecord(t, c, "handler", ws, hinsn, h.arg0, regs.Words)
+	st = arch.Decode(regs, hinsn)
+	t.Logf("handler stop: trap %#x nip %#x (%s) r3 %#x: %+v", regs.Words[ppcWTrap], hnip, ppcMapping(pid, hnip), regs.Words[ppcWR3], st)
+	// 6.1 >= 5.13: the flag is bit 0x1 (kernel.md §B.1).
+	if regs.Words[ppcWTrap] != c.vec|0x1 {
+		t.Errorf("trap at the handler stop = %#x, want %#x (vector | norestart bit 0x1)", regs.Words[ppcWTrap], c.vec|0x1)
+	}
+	if hnip == nip {
+		t.Errorf("nip %#x did not move to the handler", hnip)
+	}
+	if !st.InSyscall || st.Insn != c.insn || !st.AlreadyRestarted || st.Errno != 0 {
+		t.Errorf("arch.Decode at the handler stop = %+v, want InSyscall %s, AlreadyRestarted, Errno 0", st, c.insn)
+	}
+	// A restorer must not rewind a second time: nip and r3 stay.
+	for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNaive} {
+		out := arch.ApplyPolicy(regs, st, p)
+		if out.Words[ppcWNIP] != hnip || out.Words[ppcWR3] != regs.Words[ppcWR3] {
+			t.Errorf("ApplyPolicy(%s) at the handler stop moved nip %#x->%#x or r3 %#x->%#x", p, hnip, out.Words[ppcWNIP], regs.Words[ppcWR3], out.Words[ppcWR3])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if err := setRegs(tid, arch.ApplyPolicy(regs, st, arch.PolicyCorrect)); err != nil {
+		t.Fatalf("setRegs %d: %v", tid, err)
+	}
+
+	// 3. The handler returns through rt_sigreturn to the rewound read.
+	if err := unix.PtraceDetach(tid); err != nil {
+		t.Fatalf("detach %d: %v", tid, err)
+	}
+	detached = true
+	if _, err := h.pipeW.Write([]byte{'x'}); err != nil && !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("write to helper pipe: %v", err)
+	}
+	r3, so, b := h.result(t)
+	if r3 != 1 || so != 0 || b != 'x' {
+		t.Errorf("after the SA_RESTART handler the program saw r3=%d so=%d byte=%d, want the restarted read's 1, 0, 'x'", r3, so, b)
+	}
+}
+
+// ppcMapping names the /proc/<pid>/maps entry holding addr, for logs.
+func ppcMapping(pid int, addr uint64) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		l, err1 := strconv.ParseUint(lo, 16, 64)
+		h, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && addr >= l && addr < h {
+			return line
+		}
+	}
+	return "unmapped"
 }

@@ -57,11 +57,16 @@ func (e *SkipError) Error() string { return "SKIP: " + e.Reason }
 // ppc64le: gpr[32], nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap,
 // dar, dsisr, result), as hex strings so that no JSON tool rounds them.
 type RegRecord struct {
-	CPU        string   `json:"cpu"`
-	Kernel     string   `json:"kernel"`
-	HWCap2     string   `json:"hwcap2"`
-	Insn       string   `json:"insn"` // "sc" or "scv"
-	Call       string   `json:"call"` // "read" or "nanosleep"
+	CPU    string `json:"cpu"`
+	Kernel string `json:"kernel"`
+	HWCap2 string `json:"hwcap2"`
+	Insn   string `json:"insn"` // "sc" or "scv"
+	Call   string `json:"call"` // "read" or "nanosleep"
+	// Stop is the kind of ptrace stop: "interrupt" (PTRACE_INTERRUPT, also
+	// when empty), "signal" (signal-delivery-stop of SIGUSR1, before
+	// check_syscall_restart) or "handler" (the SIGTRAP stop after the kernel
+	// set up the SIGUSR1 handler frame: check_syscall_restart already ran).
+	Stop       string   `json:"stop,omitempty"`
 	WaitStatus string   `json:"wait_status"`
 	InsnWord   string   `json:"insn_word"`  // the 32-bit word at nip-4
 	InsnBytes  string   `json:"insn_bytes"` // the same 4 bytes in memory order, hex
@@ -96,8 +101,15 @@ func (r RegRecord) Bytes() ([]byte, error) {
 	return b, nil
 }
 
-// FileName is the fixture name of the record: <cpu>_<insn>_<call>.json.
-func (r RegRecord) FileName() string { return r.CPU + "_" + r.Insn + "_" + r.Call + ".json" }
+// FileName is the fixture name of the record: <cpu>_<insn>_<call>.json, or
+// <cpu>_<insn>_<call>_<stop>.json for stops other than PTRACE_INTERRUPT.
+func (r RegRecord) FileName() string {
+	name := r.CPU + "_" + r.Insn + "_" + r.Call
+	if r.Stop != "" && r.Stop != "interrupt" {
+		name += "_" + r.Stop
+	}
+	return name + ".json"
+}
 
 // CPUResult is the outcome of one guest boot.
 type CPUResult struct {

@@ -11,6 +11,8 @@
 // "result r3=R so=S cr=C byte=B" after it. -call read reads one byte from fd 3
 // (a pipe the test holds); -call nanosleep sleeps -sleep; -call getpid does
 // not block (used to probe whether scv exists: on POWER8 it raises SIGILL).
+// -sigusr1 installs a Go handler for SIGUSR1 (SA_RESTART), so that the test
+// can watch the kernel restart the call around a handler.
 //
 // It must stay a single blocking call on the main thread (locked in init, so
 // tid == pid): the test seizes exactly that thread.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
@@ -37,7 +38,11 @@ func main() {
 	insn := flag.String("insn", "sc", "syscall instruction: sc or scv")
 	call := flag.String("call", "read", "read (one byte from fd 3), nanosleep or getpid")
 	sleep := flag.Duration("sleep", 2*time.Second, "nanosleep duration")
+	notify := flag.Bool("sigusr1", false, "install a Go handler for SIGUSR1 (SA_RESTART, like every Go handler)")
 	flag.Parse()
+	if *notify {
+		signal.Notify(make(chan os.Signal, 8), syscall.SIGUSR1)
+	}
 
 	var nr, a1, a2, a3 uintptr
 	switch *call {
