@@ -84,9 +84,13 @@ func Program(name string, flags ...string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(tmp, name)
-	args := append([]string{"-g", "-O1", "-pthread", "-o", bin, srcPath}, flags...)
+	// Compile in the build directory with a relative source name, so __FILE__ (in assert
+	// messages, which are crash keys) is "rank.c" and not a temporary path.
+	args := append([]string{"-g", "-O1", "-pthread", "-o", name, name + ".c"}, flags...)
 	args = append(args, "-ldl")
-	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+	cmd := exec.Command(cc, args...)
+	cmd.Dir = tmp
+	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("compile demo program %q: %v\n%s", name, err, b)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {

@@ -19,6 +19,7 @@ func (t *Tracer) RefreshMatrix(measure bool) (changed bool, err error) {
 		for _, pid := range t.jobPIDs() {
 			if p, err := access.ReadProc(pid); err == nil {
 				procs = append(procs, p)
+				t.noticeCreds(pid, p)
 			}
 		}
 		pred := access.PredictAll(sys, procs)
@@ -52,4 +53,20 @@ func fingerprint(m sessions.Matrix, procs []access.Proc) *matrixKey {
 	}
 	sort.Strings(k.Execs)
 	return k
+}
+
+// noticeCreds re-announces a process whose effective uid or name changed since it joined
+// (setresuid, prctl(PR_SET_NAME)): no ptrace event reports either.
+func (t *Tracer) noticeCreds(pid int, ap access.Proc) {
+	p := t.procs[pid]
+	if p == nil || !p.announced {
+		return
+	}
+	uid := int(ap.UID[1])
+	if uid == p.uid && ap.Comm == p.comm {
+		return
+	}
+	p.uid, p.comm = uid, ap.Comm
+	t.emit(sessions.Process{PID: p.pid, PPID: p.ppid, Rank: p.rank, Exe: p.exe, Comm: p.comm,
+		Argv: p.argv, UID: p.uid, Threads: len(p.tasks)})
 }

@@ -102,11 +102,15 @@ type session struct {
 	enc   *json.Encoder
 	rec   *sessions.Recorder
 	recF  *os.File
-	queue *eventQueue // to the TUI
+	queue  *eventQueue // to the TUI
+	header sessions.Header
 }
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
-	s := &session{state: sessions.NewState()}
+	s := &session{state: sessions.NewState(), header: header(job, c.host)}
+	if !c.json {
+		s.queue = newEventQueue()
+	}
 	if c.json {
 		s.out = bufio.NewWriter(stdout)
 		s.enc = json.NewEncoder(s.out)
@@ -117,7 +121,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		if err != nil {
 			return nil, &exitError{2, fmt.Errorf("record: %w", err)}
 		}
-		rec, err := sessions.NewRecorder(f, header(job, c.host))
+		rec, err := sessions.NewRecorder(f, s.header)
 		if err != nil {
 			f.Close()
 			return nil, err

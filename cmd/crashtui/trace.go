@@ -114,7 +114,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	} else {
 		err = runTUI(ctx, c, s, t, mode)
 	}
-	if mode == "run" || mode == "demo" {
+	if ownsJob(mode) {
 		endRanks(t)
 	}
 	if cerr := t.Close(); cerr != nil && err == nil {
@@ -155,6 +155,9 @@ func liveMatrix(ctx context.Context, t *tracer.Tracer, mode string) {
 		}
 	}
 }
+
+// ownsJob says whether crashtui started the job itself (and so ends it when it quits).
+func ownsJob(mode string) bool { return mode == "run" || mode == "demo" }
 
 // endRanks ends the job crashtui started itself, so nothing it launched outlives it.
 func endRanks(t *tracer.Tracer) {

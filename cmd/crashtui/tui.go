@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tui"
+)
+
+// controller carries the TUI's requests down to the tracer.
+type controller struct {
+	t    *tracer.Tracer
+	mode string
+}
+
+func (c controller) Measure() error {
+	_, _, err := c.t.Matrix(true)
+	return err
+}
+
+// checkpointer is the tracer's simulated checkpoint.
+type checkpointer interface {
+	Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error)
+}
+
+func (c controller) Checkpoint(policy string) error {
+	if !oneOf(policy, "correct", "naive", "none") {
+		return fmt.Errorf("checkpoint: unknown policy %q", policy)
+	}
+	cp, ok := any(c.t).(checkpointer)
+	if !ok {
+		return errors.New("checkpoint: not available in this build")
+	}
+	_, err := cp.Checkpoint(arch.Policy(policy), nil)
+	return err
+}
+
+// Detach lets go of the job; a job crashtui started itself (run, demo) is ended first.
+func (c controller) Detach() error {
+	if ownsJob(c.mode) {
+		endRanks(c.t)
+	}
+	return c.t.Close()
+}
+
+// runTUI shows the live session until the user quits or ctx ends.
+func runTUI(ctx context.Context, c *common, s *session, t *tracer.Tracer, mode string) error {
+	var cast io.Writer
+	if c.cast != "" {
+		f, err := os.Create(c.cast)
+		if err != nil {
+			return &exitError{2, fmt.Errorf("cast: %w", err)}
+		}
+		defer f.Close()
+		cast = f
+	}
+	_, err := tui.Run(ctx, tui.Options{
+		Events:    s.queue.out,
+		Header:    s.header,
+		Mode:      mode,
+		Control:   controller{t, mode},
+		Recording: c.record,
+		Cast:      cast,
+	})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
