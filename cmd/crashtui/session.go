@@ -96,12 +96,12 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) 
 // session joins the tracer's event stream to its consumers: the State reducer, --json
 // output, the recorder and the TUI.
 type session struct {
-	mu    sync.Mutex
-	state *sessions.State
-	out   *bufio.Writer // --json
-	enc   *json.Encoder
-	rec   *sessions.Recorder
-	recF  *os.File
+	mu     sync.Mutex
+	state  *sessions.State
+	out    *bufio.Writer // --json
+	enc    *json.Encoder
+	rec    *sessions.Recorder
+	recF   *os.File
 	queue  *eventQueue // to the TUI
 	header sessions.Header
 }

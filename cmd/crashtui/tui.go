@@ -73,4 +73,3 @@ func runTUI(ctx context.Context, c *common, s *session, t *tracer.Tracer, mode s
 	}
 	return err
 }
-
