@@ -286,6 +286,7 @@ func (m *Model) quit() tea.Cmd {
 
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
+	m.message = "" // a message lasts until the next key
 	if key.Matches(msg, k.ForceQuit) {
 		return m.quit()
 	}
@@ -646,7 +647,7 @@ func (m *Model) explain() {
 }
 
 func (m *Model) status() views.Status {
-	s := views.Status{Mode: m.mode, Recording: m.recording, Finished: m.finished && m.player == nil, Message: m.message}
+	s := views.Status{Mode: m.mode, Recording: m.recording, Finished: m.finished && m.player == nil}
 	if p := m.player; p != nil {
 		s.Replay = &views.ReplayStatus{Pos: p.Position(), Len: p.Length(), Speed: p.Speed(),
 			Paused: p.Paused(), Done: p.Done(), Index: p.Index(), Total: p.Total()}
@@ -689,6 +690,9 @@ func (m *Model) View() string {
 		footer = "/" + f + "█  " + m.st.Dim.Render("enter keep · esc clear")
 	} else {
 		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())
+		if m.message != "" {
+			footer = m.st.Info.Render(sessions.Sanitize(m.message)) + "  " + footer
+		}
 	}
 	var b strings.Builder
 	b.Grow(w * h * 2)

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -459,5 +460,41 @@ func BenchmarkView1000(b *testing.B) {
 				m.View()
 			}
 		})
+	}
+}
+
+type failing struct{ recorder }
+
+func (f *failing) Measure() error { return errors.New("tracer busy") }
+
+func TestControllerErrorShown(t *testing.T) {
+	m := liveModel(t, &failing{}, true)
+	press(t, m, "2", "m")
+	if v := m.View(); !strings.Contains(v, "measure: tracer busy") {
+		t.Fatalf("the controller's error is not shown:\n%s", v)
+	}
+}
+
+// Events from several hosts: each host has its own matrix and H switches between them.
+func TestMatrixHosts(t *testing.T) {
+	ch := make(chan sessions.Event, 4)
+	for _, h := range []string{"node2", "node1"} {
+		ch <- sessions.Event{Host: h, Body: sessions.Matrix{PIDs: []int{1, 2}, Cells: []sessions.Cell{{From: 1, To: 2}, {From: 2, To: 1}}}}
+	}
+	close(ch)
+	m := NewModel(Options{Events: ch, Mode: "attach"}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	run(t, m, m.Init())
+	press(t, m, "2")
+	if m.mx.ix.Host != "node1" || !strings.Contains(m.View(), "node1 (H: next host)") {
+		t.Fatalf("first host: %q\n%s", m.mx.ix.Host, m.View())
+	}
+	press(t, m, "H")
+	if m.mx.ix.Host != "node2" || !strings.Contains(m.View(), "node2") {
+		t.Fatalf("H: host %q", m.mx.ix.Host)
+	}
+	press(t, m, "H")
+	if m.mx.ix.Host != "node1" {
+		t.Fatalf("H wraps: host %q", m.mx.ix.Host)
 	}
 }

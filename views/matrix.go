@@ -426,6 +426,13 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	if Grouped(ix, o) {
 		grouped = fmt.Sprintf(" · %d classes", len(ix.Classes))
 	}
+	if ix.Host != "" || len(s.Matrix) > 1 {
+		h := ix.Host
+		if h == "" {
+			h = "this host"
+		}
+		b.WriteString(st.Bold.Render(sessions.Sanitize(h)) + st.Dim.Render(" (H: next host) "))
+	}
 	b.WriteString(st.Dim.Render(fmt.Sprintf("%d processes%s · %s · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
 		len(ix.PIDs), grouped, what)) + "\n")
 

@@ -172,7 +172,7 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		}
 		state := ProcState(p)
 		line := fmt.Sprintf("%-5s %s%7d %6d %s %4d %s %s%s", p.Rank, host, p.PID, p.UID,
-			pad(state, 20), len(p.Tasks), pad(faults, 7), indent, name)
+			pad(state, 20), p.Threads, pad(faults, 7), indent, name)
 		line = cut(line, o.Width)
 		switch {
 		case i == o.Cursor:
