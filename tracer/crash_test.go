@@ -421,4 +421,3 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 		})
 	}
 }
-
