@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -267,7 +268,9 @@ func DefaultCacheDir() (string, error) {
 	if base == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("cache dir: %w", err)
+			// No $HOME (some CI environments): a per-machine temp cache still
+			// saves refetching within one run and is better than no stage.
+			home = filepath.Join(os.TempDir(), "crashtui-home")
 		}
 		base = filepath.Join(home, ".cache")
 	}
@@ -278,7 +281,7 @@ func goBinary() (string, error) {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), "/usr/local/go/bin/go"} {
+	for _, p := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), filepath.Join(runtime.GOROOT(), "bin", "go"), "/usr/local/go/bin/go"} {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
