@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // version is set by the Makefile (-ldflags "-X main.version=...").
@@ -105,7 +107,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	return usageErr("unknown command %q", cmd)
 }
 
-// oneLine keeps error messages to one sanitised line.
+// oneLine keeps error messages to one sanitised line: they quote job specs, paths and
+// replay files, all untrusted.
 func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	return sessions.Sanitize(strings.ReplaceAll(strings.TrimSpace(s), "\n", "; "))
 }

@@ -1,7 +1,73 @@
 package main
 
-import "io"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tui"
+)
+
+const replaySynopsis = "replay [--json] FILE"
+
+// cmdReplay plays a recorded session in the TUI (no ptrace, no root). A damaged file replays
+// up to the damage after saying where it is. With --json the events are written out again,
+// followed by the summary the State derives from them (a headless replay).
 func cmdReplay(args []string, stdout, stderr io.Writer) error {
-	return usageErr("replay: not yet implemented")
+	var c common
+	fs := newFlagSet("replay", replaySynopsis, stderr)
+	c.register(fs)
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("replay needs exactly one FILE")
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return &exitError{2, fmt.Errorf("replay: %w", err)}
+	}
+	defer f.Close()
+	h, evs, rerr := sessions.ReadRecording(f)
+	if rerr != nil {
+		var le *sessions.LineError
+		if !errors.As(rerr, &le) || len(evs) == 0 {
+			return &exitError{2, fmt.Errorf("replay %s: %w", pos[0], rerr)}
+		}
+		fmt.Fprintf(stderr, "crashtui: replay %s: %s; replaying the %d events before it\n",
+			sessions.Sanitize(pos[0]), sessions.Sanitize(rerr.Error()), len(evs))
+	}
+	if c.json {
+		st := sessions.NewState()
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		for _, e := range evs {
+			st.Apply(e)
+			if e.Kind() == sessions.KindSummary || e.Kind() == sessions.KindSession {
+				continue
+			}
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return enc.Encode(sessions.Event{Time: st.Last, Body: st.Summary()})
+	}
+	var cast io.Writer
+	if c.cast != "" {
+		cf, err := os.Create(c.cast)
+		if err != nil {
+			return &exitError{2, fmt.Errorf("cast: %w", err)}
+		}
+		defer cf.Close()
+		cast = cf
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	_, err = tui.Run(ctx, tui.Options{Replay: evs, Header: h, Mode: "replay", Cast: cast})
+	return err
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runJSON runs crashtui and returns its stdout lines, stderr and exit status.
+func runJSON(t *testing.T, args ...string) ([]string, string, int) {
+	t.Helper()
+	cmd := exec.Command(crashtuiBin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n"), stderr.String(), code
+}
+
+func withoutTime(line string) map[string]any {
+	var m map[string]any
+	json.Unmarshal([]byte(line), &m)
+	delete(m, "time")
+	return m
+}
+
+// The demo, recorded live, replays to the same events and the same final State.
+func TestRecordedDemoReplaysToTheSameState(t *testing.T) {
+	needRoot(t)
+	buildC(t, "rank")
+	rec := filepath.Join(t.TempDir(), "demo.jsonl")
+	live, stderr, code := runJSON(t, "demo", "--json", "--duration", "9s", "--record", rec)
+	if code != 0 {
+		t.Fatalf("demo exit %d: %s", code, stderr)
+	}
+	replayed, stderr, code := runJSON(t, "replay", "--json", rec)
+	if code != 0 {
+		t.Fatalf("replay exit %d: %s", code, stderr)
+	}
+	if len(live) != len(replayed) {
+		t.Fatalf("live run printed %d events, replay %d", len(live), len(replayed))
+	}
+	for i := range live {
+		a, b := withoutTime(live[i]), withoutTime(replayed[i])
+		if i == len(live)-1 {
+			if a["event"] != "summary" || b["event"] != "summary" {
+				t.Fatalf("last lines %v / %v, want summaries", a["event"], b["event"])
+			}
+		}
+		aj, _ := json.Marshal(a)
+		bj, _ := json.Marshal(b)
+		if !bytes.Equal(aj, bj) {
+			t.Errorf("event %d differs:\n live   %s\n replay %s", i, aj, bj)
+		}
+	}
+	sum := withoutTime(live[len(live)-1])
+	if sum["crashes"].(float64) < 3 || len(sum["groups"].([]any)) != 2 || sum["handled"].(float64) < 1 {
+		t.Errorf("demo summary %v: want 3 crashes in 2 groups and handled faults", sum)
+	}
+}
+
+func TestReplayOfDamagedFiles(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"format":"crashtui-session","version":1,"job":"pgid:1"}
+{"event":"process","time":"2026-11-30T00:00:00Z","pid":10,"ppid":1,"rank":0,"exe":"/x","comm":"x\u001b[31mevil","argv":null,"uid":0,"threads":1}
+{"event":"crash","time":"2026-11-30T00:00:01Z","pid":10,"tid":10,"rank":0,"exe":"/x","signal":"SIGSEGV","code":"SEGV_MAPERR","addr":"0x0","pc":"0x1","module":"/x","offset":"0x1","representative":true,"core":null}
+`
+	truncated := good + `{"event":"exit","pid":10,"co`
+	future := strings.Replace(good, `"version":1`, `"version":7`, 1)
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(s), 0o644)
+		return p
+	}
+	lines, stderr, code := runJSON(t, "replay", "--json", write("trunc.jsonl", truncated))
+	if code != 0 || !strings.Contains(stderr, "line 4") || len(lines) != 3 {
+		t.Errorf("truncated: exit %d, stderr %q, %d lines; want exit 0, a note naming line 4, 2 events + summary", code, stderr, len(lines))
+	}
+	_, stderr, code = runJSON(t, "replay", "--json", write("future.jsonl", future))
+	if code != 2 || !strings.Contains(stderr, "newer") {
+		t.Errorf("future version: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = runJSON(t, "replay", "--json", write("garbage.jsonl", "\x1b]52;c;QUFB\x07not json\n"))
+	if code != 2 || strings.ContainsRune(stderr, 0x1b) || !strings.Contains(stderr, "line 1") {
+		t.Errorf("garbage: exit %d, stderr %q (must name line 1 and contain no ESC)", code, stderr)
+	}
+	_, _, code = runJSON(t, "replay", "--json", filepath.Join(dir, "missing.jsonl"))
+	if code != 2 {
+		t.Errorf("missing file: exit %d, want 2", code)
+	}
+}
