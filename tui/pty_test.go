@@ -141,3 +141,56 @@ func runOnPty(t *testing.T) string {
 	}
 	return all.String()
 }
+
+// A live session on a pty: events stream in at 10 per second, q asks before detaching, y
+// detaches through the Controller and ends Run with every event applied.
+func TestRunLiveOnPty(t *testing.T) {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal available: %v", err)
+	}
+	t.Cleanup(func() { ptm.Close(); tty.Close() })
+	pty.Setsize(ptm, &pty.Winsize{Rows: 24, Cols: 80})
+	scr := &screen{emu: vt.NewEmulator(80, 24)}
+	go io.Copy(scr, ptm)
+	go io.Copy(ptm, scr.emu)
+
+	evs := viewtest.Events()
+	ch := make(chan sessions.Event)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for _, e := range evs {
+			<-tk.C
+			ch <- e
+		}
+	}()
+	t.Cleanup(func() { <-sent; close(ch) })
+	rec := &recorder{}
+	done := make(chan *sessions.State, 1)
+	go func() {
+		st, err := Run(context.Background(), Options{Events: ch, Control: rec, Header: viewtest.Header(), Mode: "attach", Input: tty, Output: tty})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	scr.waitFor(t, "● live")
+	scr.waitFor(t, "errors 1") // the last fixture event
+	ptm.Write([]byte("q"))
+	scr.waitFor(t, "Detach from")
+	ptm.Write([]byte("y"))
+	select {
+	case st := <-done:
+		if st.Seq != len(evs) {
+			t.Fatalf("applied %d of %d events", st.Seq, len(evs))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("y did not end the program:\n%s", scr.text())
+	}
+	if got := rec.Calls(); len(got) != 1 || got[0] != "detach" {
+		t.Fatalf("controller calls %v, want [detach]", got)
+	}
+}
