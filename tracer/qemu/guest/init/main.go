@@ -63,7 +63,8 @@ func main() {
 
 	cpu := params["crashtui.cpu"]
 	hw2 := hwcap2()
-	fmt.Printf("crashtui guest: cpu=%s AT_HWCAP2=%#x kernel=%s\n", cpu, hw2, uname())
+	// Leading newline: the firmware banner before it ends mid-line.
+	fmt.Printf("\ncrashtui guest: cpu=%s AT_HWCAP2=%#x kernel=%s\n", cpu, hw2, uname())
 
 	run := params["crashtui.run"]
 	if run == "" {
