@@ -195,13 +195,13 @@ func signalDisposition(pid, tid, sig int, si siginfo) disposition {
 	return dispDefault
 }
 
-// rawRegs reads the thread's registers as arch.Regs (the words of unix.PtraceRegs).
+// rawRegs reads the thread's registers as arch.Regs (getRegs: the words of unix.PtraceRegs).
 func rawRegs(tid int, a arch.Arch) (arch.Regs, error) {
-	var regs unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
-		return arch.Regs{}, fmt.Errorf("getregs %d: %w", tid, err)
+	r, err := getRegs(tid)
+	if err == nil && r.Arch != a {
+		return r, fmt.Errorf("getregs %d: %s registers, want %s", tid, r.Arch, a)
 	}
-	return arch.Regs{Arch: a, Words: crashRegWords(&regs)}, nil
+	return r, err
 }
 
 // onSignal runs at every signal-delivery-stop that is not crashtui's own (and, for threads

@@ -6,20 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/elfinfo"
 )
-
-// crashRegWords views unix.PtraceRegs as the words of the kernel's register struct (every field
-// is a 64-bit word on amd64, arm64 and ppc64le), the layout arch.Regs decodes.
-func crashRegWords(r *unix.PtraceRegs) []uint64 {
-	n := int(unsafe.Sizeof(*r) / 8)
-	return append([]uint64(nil), unsafe.Slice((*uint64)(unsafe.Pointer(r)), n)...)
-}
 
 // unwindRegs are the registers elfinfo.Unwind starts from.
 type unwindRegs struct{ pc, sp, fp, lr uint64 }

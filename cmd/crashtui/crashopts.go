@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ func createCrashLog(path string) error {
 // tracer options. The flags were validated when parsed; the crash log stays open until exit.
 func crashOptions(c *common) *tracer.CrashOptions {
 	o := &tracer.CrashOptions{Symbolize: true, GroupBy: tracer.GroupBy(strings.ToLower(c.groupBy)), CoresDir: c.cores}
+	if abs, err := filepath.Abs(c.cores); err == nil && c.cores != "" {
+		o.CoresDir = abs // events name cores by a path that works from anywhere
+	}
 	crashFlags.Lock()
 	o.StackKeyFrames = crashFlags.stackDepth[c]
 	crashFlags.Unlock()
