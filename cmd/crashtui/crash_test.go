@@ -599,6 +599,24 @@ func TestCrashSafepointLeftBySiglongjmpIsHandled(t *testing.T) {
 	}
 }
 
+// A handler that makes the page readable does not repair a write (Spindle's
+// safepoint-bad-write): the fault comes back, so it is not handled, and when the handler gives
+// up it is a crash at the original site.
+func TestCrashSafepointBadWriteIsNotHandled(t *testing.T) {
+	s := crashSuite(t)
+	res := runCrashes(t, 6, nil, s.PIE, "safepoint-bad-write")
+	checkGroups(t, res, 6)
+	checkSite(t, res, s.PIE, "poke_safepoint")
+	if len(res.Handled) != 0 {
+		t.Errorf("%d handled events, want none: %+v", len(res.Handled), res.Handled)
+	}
+	for _, c := range res.Crashes {
+		if c.Code != "SEGV_ACCERR" {
+			t.Errorf("pid %d: %s, want SEGV_ACCERR (the page exists, the write is refused)", c.PID, c.Code)
+		}
+	}
+}
+
 func TestCrashSafepointThenRealCrash(t *testing.T) {
 	s := crashSuite(t)
 	res := runCrashes(t, 6, nil, s.PIE, "safepoint-crash")

@@ -69,6 +69,22 @@ static void safepoint_handler(int sig, siginfo_t *si, void *uc) {
 
 NOINLINE int poll_safepoint(void) { return *(volatile int *)safepoint; }
 
+/* safepoint-bad-write: the handler makes the page readable only, which does not repair a
+ * write; the fault comes back, and the second time the handler gives up (default action). */
+static int bad_write_tries;
+
+static void bad_write_handler(int sig, siginfo_t *si, void *uc) {
+	(void)uc;
+	char *a = si->si_addr;
+	if (a >= safepoint && a < safepoint + pagesz && bad_write_tries++ == 0) {
+		mprotect(safepoint, pagesz, PROT_READ);
+		return;
+	}
+	signal(sig, SIG_DFL);
+}
+
+NOINLINE void poke_safepoint(void) { *(volatile int *)safepoint = 1; }
+
 /* safepoint-longjmp: the handler leaves through siglongjmp, never reaching rt_sigreturn. */
 static sigjmp_buf safepoint_env;
 
@@ -201,6 +217,16 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "safepoint rank=%d handled=%d\n", rank, handled_faults);
 		if (!strcmp(mode, "safepoint-crash"))
 			return crash_same(null);
+		return 0;
+	}
+	if (!strcmp(mode, "safepoint-bad-write")) {
+		safepoint = mmap(NULL, pagesz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (safepoint == MAP_FAILED) {
+			perror("mmap");
+			return 2;
+		}
+		install(SIGSEGV, bad_write_handler);
+		poke_safepoint();
 		return 0;
 	}
 	if (!strcmp(mode, "safepoint-longjmp")) {
