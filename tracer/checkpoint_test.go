@@ -1,0 +1,427 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/restart/restarttest"
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// Tests of the simulated checkpoint on real threads (amd64): demo/restart/restart.c blocks
+// threads in read, futex, nanosleep and poll, with and without handlers and SA_RESTART; the
+// tracer freezes them with PTRACE_INTERRUPT, and what the kernel left in the registers, what
+// crashtui decides, and what the program then sees are asserted.
+
+// ckptWant is what a thread of restart.c must look like at a PTRACE_INTERRUPT stop on amd64.
+type ckptWant struct {
+	syscall  string
+	errno    int    // the restart code in rax (negated)
+	code     string // its name
+	onResume arch.Action
+	restore  arch.Action
+}
+
+// restartCases are the threads of restart.c. The codes come from the kernel: pipe_read and an
+// untimed futex_wait return -ERESTARTSYS, do_sys_poll -ERESTARTNOHAND, which ppoll(2) returns
+// as it is while poll(2) always turns it into a restart block (fs/select.c, even with no
+// timeout), as hrtimer_nanosleep and a timed futex_wait do.
+var restartCases = map[string]ckptWant{
+	"main":        {"read", 512, "ERESTARTSYS", arch.ActRestart, arch.ActRewind},
+	"read":        {"read", 512, "ERESTARTSYS", arch.ActRestart, arch.ActRewind},
+	"read-sa":     {"read", 512, "ERESTARTSYS", arch.ActRestart, arch.ActRewind},
+	"read-nosa":   {"read", 512, "ERESTARTSYS", arch.ActRestart, arch.ActRewind},
+	"futex":       {"futex", 512, "ERESTARTSYS", arch.ActRestart, arch.ActRewind},
+	"futex-timed": {"futex", 516, "ERESTART_RESTARTBLOCK", arch.ActRestartSyscall, arch.ActEINTR},
+	"nanosleep":   {"nanosleep", 516, "ERESTART_RESTARTBLOCK", arch.ActRestartSyscall, arch.ActEINTR},
+	"ppoll":       {"ppoll", 514, "ERESTARTNOHAND", arch.ActRestart, arch.ActRewind},
+	"ppoll-sa":    {"ppoll", 514, "ERESTARTNOHAND", arch.ActRestart, arch.ActRewind},
+	"poll":        {"poll", 516, "ERESTART_RESTARTBLOCK", arch.ActRestartSyscall, arch.ActEINTR},
+}
+
+func needAMD64(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("the restart codes asserted here are amd64's; on %s the ppc64le guest tests and arm64 fixtures cover it", runtime.GOARCH)
+	}
+}
+
+// eventLog collects what a Tracer emits.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []sessions.Event
+}
+
+func (l *eventLog) emit(e sessions.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) threads() []sessions.Thread {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sessions.Thread
+	for _, e := range l.evs {
+		if th, ok := e.Body.(sessions.Thread); ok {
+			out = append(out, th)
+		}
+	}
+	return out
+}
+
+func (l *eventLog) errors() []sessions.Error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sessions.Error
+	for _, e := range l.evs {
+		if er, ok := e.Body.(sessions.Error); ok {
+			out = append(out, er)
+		}
+	}
+	return out
+}
+
+func reg(t *testing.T, rs []sessions.RegVal, name string) uint64 {
+	t.Helper()
+	for _, r := range rs {
+		if r.Name == name {
+			return uint64(r.Value)
+		}
+	}
+	t.Fatalf("no register %q in %v", name, rs)
+	return 0
+}
+
+// attachAndCheckpoint attaches a new Tracer to p, checkpoints with policy and detaches. It
+// returns the threads (by tid), the image and the event log, and checks that nothing is left
+// stopped or traced.
+func attachAndCheckpoint(t *testing.T, p *restarttest.Proc, policy arch.Policy) (map[int]sessions.Thread, CheckpointImage, *eventLog) {
+	t.Helper()
+	log := &eventLog{}
+	tr := New(Options{Emit: log.emit})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			tr.Close()
+		}
+	})
+	job, err := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Attach(job)
+	if err != nil {
+		t.Fatalf("attach %d: %v", p.PID, err)
+	}
+	if res.Threads != len(p.Threads) {
+		t.Fatalf("attached %d threads, the program has %d", res.Threads, len(p.Threads))
+	}
+	var img bytes.Buffer
+	got, err := tr.Checkpoint(policy, &img)
+	if err != nil {
+		t.Fatalf("checkpoint %s: %v (errors %v)", policy, err, log.errors())
+	}
+	closed = true
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	assertUntraced(t, p)
+
+	byTID := map[int]sessions.Thread{}
+	for _, th := range got {
+		byTID[th.TID] = th
+	}
+	if len(byTID) != len(p.Threads) {
+		t.Fatalf("checkpoint returned %d threads, want %d", len(byTID), len(p.Threads))
+	}
+	emitted := log.threads()
+	if len(emitted) != len(got) {
+		t.Fatalf("emitted %d thread events, returned %d", len(emitted), len(got))
+	}
+	for _, e := range emitted {
+		if g := byTID[e.TID]; g.Applied != e.Applied || g.Code != e.Code || g.OnResume != e.OnResume {
+			t.Errorf("emitted event for %d differs from the returned one: %+v vs %+v", e.TID, e, g)
+		}
+	}
+	var image CheckpointImage
+	if err := json.Unmarshal(img.Bytes(), &image); err != nil {
+		t.Fatalf("checkpoint image: %v\n%s", err, img.String())
+	}
+	return byTID, image, log
+}
+
+// assertUntraced: after Close no thread is in a tracing stop and nobody traces the process.
+func assertUntraced(t *testing.T, p *restarttest.Proc) {
+	t.Helper()
+	states, tracer := p.ThreadStates(t)
+	if tracer != 0 {
+		t.Errorf("TracerPid %d after Close, want 0", tracer)
+	}
+	for tid, st := range states {
+		if st == "t" || st == "T" {
+			t.Errorf("thread %d left in state %s after Close", tid, st)
+		}
+	}
+}
+
+// checkThreads asserts every thread's restart state and decision, and the registers after the
+// policy was applied.
+func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread, image CheckpointImage, policy arch.Policy) {
+	t.Helper()
+	if image.Policy != string(policy) || image.Arch != "amd64" || len(image.Threads) != len(p.Threads) {
+		t.Errorf("image: policy %q arch %q with %d threads, want %q amd64 %d", image.Policy, image.Arch, len(image.Threads), policy, len(p.Threads))
+	}
+	imgByTID := map[int]ImageThread{}
+	for _, it := range image.Threads {
+		imgByTID[it.TID] = it
+	}
+	for _, th := range p.Threads {
+		w, ok := restartCases[th.Name]
+		if !ok {
+			t.Fatalf("no expectation for thread %q", th.Name)
+		}
+		g, ok := got[th.TID]
+		if !ok {
+			t.Errorf("%s (%d): not captured", th.Name, th.TID)
+			continue
+		}
+		name := fmt.Sprintf("%s (%d)", th.Name, th.TID)
+		if g.PID != p.PID || g.Arch != "amd64" || !g.InSyscall || g.Syscall != w.syscall || g.Nr != th.Nr || g.Insn != "syscall" {
+			t.Errorf("%s: pid %d arch %q in_syscall %v syscall %q nr %d insn %q; want pid %d amd64 true %q %d syscall",
+				name, g.PID, g.Arch, g.InSyscall, g.Syscall, g.Nr, g.Insn, p.PID, w.syscall, th.Nr)
+		}
+		if g.Ret != int64(-w.errno) || g.Code != w.code {
+			t.Errorf("%s: ret %d code %q, want %d %q", name, g.Ret, g.Code, -w.errno, w.code)
+		}
+		if g.OnResume != string(w.onResume) || g.Restore != string(w.restore) || g.Applied != string(policy) {
+			t.Errorf("%s: on_resume %q restore %q applied %q, want %q %q %q", name, g.OnResume, g.Restore, g.Applied, w.onResume, w.restore, policy)
+		}
+		if g.Explain == "" || !strings.Contains(g.Explain, w.code) {
+			t.Errorf("%s: explanation %q does not name %s", name, g.Explain, w.code)
+		}
+		// The registers the kernel reported agree with the event.
+		rip, rax, orig := reg(t, g.Before, "rip"), reg(t, g.Before, "rax"), reg(t, g.Before, "orig_rax")
+		if uint64(g.PC) != rip || int64(rax) != g.Ret || int(orig) != th.Nr {
+			t.Errorf("%s: before rip %#x rax %d orig_rax %d; event pc %#x ret %d nr %d", name, rip, int64(rax), int64(orig), g.PC, g.Ret, th.Nr)
+		}
+		if len(g.Args) != 6 || uint64(g.Args[0]) != reg(t, g.Before, "rdi") {
+			t.Errorf("%s: args %v, want 6 starting with rdi", name, g.Args)
+		}
+		// What was written back, as read back from the kernel.
+		arip, arax, aorig := reg(t, g.After, "rip"), reg(t, g.After, "rax"), reg(t, g.After, "orig_rax")
+		switch policy {
+		case arch.PolicyNone:
+			for i := range g.Before {
+				if g.Before[i] != g.After[i] {
+					t.Errorf("%s: none changed %s from %#x to %#x", name, g.Before[i].Name, g.Before[i].Value, g.After[i].Value)
+				}
+			}
+		case arch.PolicyNaive:
+			if arip != rip || arax != rax || int64(aorig) != -1 {
+				t.Errorf("%s: naive wrote rip %#x rax %d orig_rax %d, want rip %#x rax %d orig_rax -1", name, arip, int64(arax), int64(aorig), rip, int64(rax))
+			}
+		case arch.PolicyCorrect:
+			wantRIP, wantRAX := rip-2, orig // rewind and restore the syscall number (CRIU compel_get_task_regs)
+			if w.restore == arch.ActEINTR {
+				wantRIP, wantRAX = rip, ^uint64(3) // -EINTR: restart_block cannot be carried over
+			}
+			if arip != wantRIP || arax != wantRAX || int64(aorig) != -1 {
+				t.Errorf("%s: correct wrote rip %#x rax %d orig_rax %d, want rip %#x rax %d orig_rax -1", name, arip, int64(arax), int64(aorig), wantRIP, int64(wantRAX))
+			}
+		}
+		it, ok := imgByTID[th.TID]
+		if !ok {
+			t.Errorf("%s: not in the image", name)
+			continue
+		}
+		if it.Stop != "interrupt" || it.Handler != arch.NoHandler.String() || it.Code != w.code || it.Syscall != w.syscall ||
+			it.InsnBytes != "0f05" || reg(t, it.Regs, "rax") != rax || len(it.RestoreRegs) != len(g.After) {
+			t.Errorf("%s: image thread %+v", name, it)
+		}
+		for i := range it.RestoreRegs {
+			if it.RestoreRegs[i] != g.After[i] {
+				t.Errorf("%s: image restore_regs %s=%#x, the kernel read back %#x", name, it.RestoreRegs[i].Name, it.RestoreRegs[i].Value, g.After[i].Value)
+			}
+		}
+	}
+}
+
+func TestCheckpointCorrect(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyCorrect)
+	checkThreads(t, p, got, image, arch.PolicyCorrect)
+
+	// A restart block cannot be restored, so those three return EINTR right away, before the
+	// program is told to go: what they would see after a real restore. Nothing else returns.
+	early := map[string]bool{"futex-timed": true, "nanosleep": true, "poll": true}
+	for len(early) > 0 {
+		r := p.Result(t, 20*time.Second)
+		if !early[r.Name] || r.Ret != -1 || r.Errno != 4 || !r.OK {
+			t.Fatalf("before go: %+v; want one of %v returning EINTR", r, early)
+		}
+		delete(early, r.Name)
+	}
+	p.Go(t)
+	rest := p.Rest(t, 30*time.Second)
+	results := map[string]restarttest.Result{}
+	for _, l := range rest[:len(rest)-1] {
+		r, err := restarttest.ParseResult(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[r.Name] = r
+	}
+	if v := rest[len(rest)-1]; v != "verdict ok" {
+		t.Fatalf("after correct: %q, output %q", v, rest)
+	}
+	// The rewound calls ran again and completed as if never stopped.
+	if r := results["read"]; r.Ret != 1 {
+		t.Errorf("read after correct restore: %+v, want 1 byte", r)
+	}
+	if r := results["read-sa"]; r.Ret != 1 {
+		t.Errorf("read-sa after correct restore: %+v, want 1 byte (SA_RESTART restarted it after the handler)", r)
+	}
+	if r := results["ppoll"]; r.Ret != 1 {
+		t.Errorf("ppoll after correct restore: %+v, want 1 ready fd", r)
+	}
+	if r := results["futex"]; !(r.Ret == 0 || r.Errno == 11) {
+		t.Errorf("futex after correct restore: %+v, want 0 or EAGAIN", r)
+	}
+}
+
+func TestCheckpointNaive(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNaive)
+	checkThreads(t, p, got, image, arch.PolicyNaive)
+
+	// Seed 002 reproduced: with the kernel's restart cancelled and the return register left
+	// alone, every interrupted call returns its kernel-internal code to user code at once.
+	want := map[string]int{}
+	for _, th := range p.Threads {
+		want[th.Name] = restartCases[th.Name].errno
+	}
+	for len(want) > 0 {
+		r := p.Result(t, 20*time.Second)
+		e, ok := want[r.Name]
+		if !ok || r.Ret != -1 || r.Errno != e || r.OK {
+			t.Fatalf("after naive restore: %+v; want the leaked code of one of %v", r, want)
+		}
+		delete(want, r.Name)
+	}
+	p.Go(t)
+	rest := p.Rest(t, 30*time.Second)
+	if len(rest) != 1 || rest[0] != fmt.Sprintf("verdict bad=%d", len(p.Threads)) {
+		t.Fatalf("after naive: %q, want verdict bad=%d", rest, len(p.Threads))
+	}
+}
+
+func TestCheckpointNone(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNone)
+	checkThreads(t, p, got, image, arch.PolicyNone)
+
+	p.Go(t)
+	rest := p.Rest(t, 30*time.Second)
+	if v := rest[len(rest)-1]; v != "verdict ok" {
+		t.Fatalf("after none: %q, output %q", v, rest)
+	}
+	results := map[string]restarttest.Result{}
+	for _, l := range rest[:len(rest)-1] {
+		r, err := restarttest.ParseResult(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[r.Name] = r
+	}
+	// The kernel restarted everything itself: the restart blocks too (restart_syscall), so the
+	// poll and the timed futex kept waiting and completed normally instead of returning EINTR.
+	for name, want := range map[string]int64{"read": 1, "read-sa": 1, "ppoll": 1, "poll": 1} {
+		if r := results[name]; r.Ret != want {
+			t.Errorf("%s after none: %+v, want ret %d", name, r, want)
+		}
+	}
+	for _, name := range []string{"futex", "futex-timed"} {
+		if r := results[name]; !(r.Ret == 0 || r.Errno == 11) {
+			t.Errorf("%s after none: %+v, want 0 or EAGAIN (woken, not interrupted)", name, r)
+		}
+	}
+	if r := results["nanosleep"]; r.Errno != 4 {
+		t.Errorf("nanosleep after none: %+v, want EINTR from the SIGUSR1 handler", r)
+	}
+}
+
+// TestCheckpointSemWaitNaive reproduces the seed's exact symptom: glibc's sem_wait gets
+// ERESTARTSYS from the futex and aborts.
+func TestCheckpointSemWaitNaive(t *testing.T) {
+	needAMD64(t)
+	bin := restarttest.Build(t)
+	p := restarttest.Start(t, bin, "sem")
+	got, _, _ := attachAndCheckpoint(t, p, arch.PolicyNaive)
+	if th := got[p.TID(t, "sem_wait")]; th.Syscall != "futex" || th.Code != "ERESTARTSYS" || th.Restore != "rewind" {
+		t.Fatalf("sem_wait thread: %+v", th)
+	}
+	p.WaitExit(t, 20*time.Second)
+	const msg = "The futex facility returned an unexpected error code."
+	if e := p.StderrAll(t, 10*time.Second); !strings.Contains(e, msg) {
+		t.Fatalf("stderr %q does not contain glibc's %q", e, msg)
+	}
+
+	// The same with the correct restore: sem_wait simply waits on.
+	p = restarttest.Start(t, bin, "sem")
+	attachAndCheckpoint(t, p, arch.PolicyCorrect)
+	p.Go(t)
+	if rest := p.Rest(t, 30*time.Second); len(rest) != 2 || rest[0] != fmt.Sprintf("result name=sem_wait tid=%d ret=0 errno=0 ok=1", p.TID(t, "sem_wait")) || rest[1] != "verdict ok" {
+		t.Fatalf("sem after correct: %q", rest)
+	}
+}
+
+// TestCheckpointStoppedMatchesTracer: CheckpointStopped (the per-thread core the ppc64le guest
+// tests call with their own ptrace) and Tracer.Checkpoint agree. It runs the core on the tracer
+// thread through t.do, where the threads are held.
+func TestCheckpointStoppedMatchesTracer(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	tid := p.TID(t, "nanosleep")
+	var th sessions.Thread
+	err := tr.do(func() error {
+		tk := tr.tasks[tid]
+		if err := tr.stopTask(tk, 5*time.Second); err != nil {
+			return err
+		}
+		defer tr.resume(tk)
+		var err error
+		th, err = CheckpointStopped(p.PID, tid, arch.PolicyCorrect)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Syscall != "nanosleep" || th.Code != "ERESTART_RESTARTBLOCK" || th.OnResume != "restart_syscall" || th.Restore != "eintr" || th.Applied != "correct" || int64(reg(t, th.After, "rax")) != -4 {
+		t.Fatalf("CheckpointStopped: %+v", th)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertUntraced(t, p)
+	if r := p.Result(t, 20*time.Second); r.Name != "nanosleep" || r.Errno != 4 {
+		t.Fatalf("after CheckpointStopped correct: %+v, want nanosleep EINTR", r)
+	}
+}

@@ -1,0 +1,127 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Memory of a tracee, read and written from outside.
+//
+// readMem tries process_vm_readv first: one syscall, no stop needed, no page-fault side
+// effects. It needs the same PTRACE_MODE_ATTACH_REALCREDS check as ptrace (mm/process_vm_access.c
+// → mm_access) and fails on pages that are not readable (PROT_NONE guard pages, and execute-only
+// text on arm64 with FEAT_EPAN). /proc/PID/mem is the fallback: it goes through
+// access_remote_vm with FOLL_FORCE, so it reads any mapped page, including unreadable ones,
+// exactly like a debugger's PTRACE_PEEKDATA but in one call.
+//
+// peekWord/pokeWord are PTRACE_PEEKDATA/POKEDATA: they need tid in a ptrace-stop of the calling
+// thread, and pokeWord is the only way to write to read-only text (an injection stub) without
+// mprotect, because the kernel breaks COW with FOLL_FORCE.
+
+// readMem fills buf with the memory of pid at addr. A short read is an error naming how much was
+// read.
+func readMem(pid int, addr uint64, buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	n, err := vmRead(pid, addr, buf)
+	if err == nil && n == len(buf) {
+		return nil
+	}
+	// EFAULT (an unreadable page), EPERM under some LSMs, ENOSYS without
+	// CONFIG_CROSS_MEMORY_ATTACH: try /proc/PID/mem.
+	n2, err2 := procMemRead(pid, addr, buf)
+	if err2 == nil && n2 == len(buf) {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("short read %d of %d bytes", n, len(buf))
+	}
+	if err2 == nil {
+		err2 = fmt.Errorf("short read %d of %d bytes", n2, len(buf))
+	}
+	return fmt.Errorf("read memory of %d at %#x: process_vm_readv: %v; /proc/%d/mem: %w", pid, addr, err, pid, err2)
+}
+
+func vmRead(pid int, addr uint64, buf []byte) (int, error) {
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(len(buf))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
+	for {
+		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return n, err
+	}
+}
+
+func procMemRead(pid int, addr uint64, buf []byte) (int, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	// Addresses above 1<<63 (kernel space) do not fit ReadAt's int64 offset; no user mapping is
+	// there.
+	if addr > 1<<63-1 {
+		return 0, unix.EIO
+	}
+	n, err := f.ReadAt(buf, int64(addr))
+	if n == len(buf) {
+		err = nil
+	}
+	return n, err
+}
+
+// peekWord reads the 8-byte word at addr of tid with PTRACE_PEEKDATA. tid must be in a
+// ptrace-stop of the calling thread.
+func peekWord(tid int, addr uint64) (uint64, error) {
+	var b [8]byte
+	// unix.PtracePeekData does PTRACE_PEEKDATA word by word and copies into b; it handles the
+	// libc-style return value (the raw syscall stores the word at data).
+	n, err := unix.PtracePeekData(tid, uintptr(addr), b[:])
+	if err != nil {
+		return 0, fmt.Errorf("peekdata %d at %#x: %w", tid, addr, err)
+	}
+	if n != len(b) {
+		return 0, fmt.Errorf("peekdata %d at %#x: short read %d", tid, addr, n)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// pokeWord writes the 8-byte word v at addr of tid with PTRACE_POKEDATA (which also writes
+// read-only text: the kernel breaks COW under FOLL_FORCE). tid must be in a ptrace-stop of the
+// calling thread. All three architectures crashtui supports are little-endian.
+func pokeWord(tid int, addr uint64, v uint64) error {
+	if err := ptrace(unix.PTRACE_POKEDATA, tid, uintptr(addr), uintptr(v)); err != nil {
+		return fmt.Errorf("pokedata %d at %#x: %w", tid, addr, err)
+	}
+	return nil
+}
+
+// peekBytes reads len(buf) bytes at addr of tid, word by word with PTRACE_PEEKDATA (aligned
+// down, so it never reads past the page that holds the last byte more than needed).
+func peekBytes(tid int, addr uint64, buf []byte) error {
+	start := addr &^ 7
+	end := addr + uint64(len(buf))
+	var w [8]byte
+	for a := start; a < end; a += 8 {
+		v, err := peekWord(tid, a)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint64(w[:], v)
+		for i := 0; i < 8; i++ {
+			if p := a + uint64(i); p >= addr && p < end {
+				buf[p-addr] = w[i]
+			}
+		}
+	}
+	return nil
+}
