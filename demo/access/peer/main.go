@@ -9,10 +9,14 @@
 // it (SysProcAttr.Credential, Cloneflags with uid maps), because a multithreaded Go process
 // can no longer unshare a user namespace.
 //
-//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps|-noeff]  serve: prints "ready PID ADDR",
+//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps|-noeff] [-name COMM]  serve: prints "ready PID ADDR",
 //	        then answers each stdin line "probe PID ADDR" with "kcmp=OK|ERRNO vm=OK|ERRNO";
 //	        exits at EOF or "exit"
 //	peer probe PID ADDR                                     one probe, then exit
+//	peer [-seccomp] [-nodump] [-dropcaps|-noeff] exec PROG [ARGS...]
+//	        set itself up the same way, then execve PROG: the filter (with NO_NEW_PRIVS), the
+//	        capabilities and the exec'd program's children inherit it, as under a container
+//	        runtime (used to start mpirun under the seccomp filter)
 //
 // It must be built with CGO_ENABLED=0 for -dropcaps (syscall.AllThreadsSyscall).
 package main
@@ -22,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,6 +45,7 @@ func main() {
 	seccompKill := flag.Bool("seccomp-kill", false, "install a filter that kills the process on kcmp")
 	nodump := flag.Bool("nodump", false, "prctl(PR_SET_DUMPABLE, 0)")
 	dropcaps := flag.Bool("dropcaps", false, "clear the effective, permitted and inheritable capability sets of all threads")
+	name := flag.String("name", "", "set the process name (comm) to this, e.g. one with escape sequences, as prctl(PR_SET_NAME) would for the main thread")
 	noeff := flag.Bool("noeff", false, "clear only the effective capability set (permitted stays): REALCREDS checks use CapPrm, capable() uses CapEff")
 	flag.Parse()
 
@@ -52,10 +58,21 @@ func main() {
 		fmt.Println(probe(pid, uintptr(addr)))
 		return
 	}
-	if flag.NArg() != 0 {
-		fatal("usage: peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps] | peer probe PID ADDR")
+	execArgv := []string(nil)
+	if flag.NArg() >= 2 && flag.Arg(0) == "exec" {
+		execArgv = flag.Args()[1:]
+	} else if flag.NArg() != 0 {
+		fatal("usage: peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps] [exec PROG ARGS...] | peer probe PID ADDR")
 	}
 
+	if *name != "" {
+		// /proc/self/comm names the thread-group leader whichever thread writes it
+		// (fs/proc/base.c comm_write → set_task_comm), unlike PR_SET_NAME, which renames the
+		// calling thread, and Go's main goroutine may run on any thread.
+		if err := os.WriteFile("/proc/self/comm", []byte(*name), 0); err != nil {
+			fatal("name: %v", err)
+		}
+	}
 	if *dropcaps || *noeff {
 		if err := dropCaps(*noeff); err != nil {
 			fatal("dropcaps: %v", err)
@@ -72,6 +89,16 @@ func main() {
 		}
 	}
 
+	if execArgv != nil {
+		prog, err := exec.LookPath(execArgv[0])
+		if err != nil {
+			fatal("exec: %v", err)
+		}
+		// The filter and NO_NEW_PRIVS survive execve and are inherited by every child (kernel/
+		// seccomp.c); dumpability is reset by execve (fs/exec.c begin_new_exec) and root
+		// regains its capabilities, so only -seccomp is meaningful here.
+		fatal("exec %s: %v", prog, syscall.Exec(prog, execArgv, os.Environ()))
+	}
 	fmt.Printf("ready %d %#x\n", os.Getpid(), uintptr(unsafe.Pointer(&target[0])))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {

@@ -1,0 +1,781 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/access"
+)
+
+// Real-process tests of the measured access matrix (kernel.md §A.5, issue 4's acceptance):
+// peers in different identities measured by injection and checked against what each peer's
+// own kcmp/process_vm_readv returns; injection leaving no trace; a real Open MPI job under a
+// container-like seccomp filter.
+//
+// Every process here is a child of the test goroutine, not of the tracer's locked thread:
+// the tracer waits with __WNOTHREAD, so the test keeps its children's exit statuses.
+
+// measureDir is a 0755 temporary directory: uid 65534 must exec what is built there, and an
+// unreadable binary would make its process non-dumpable (fs/exec.c would_dump).
+func measureDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "crashtui-measure-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// buildMeasurePeer builds demo/access/peer (CGO_ENABLED=0: -dropcaps uses AllThreadsSyscall).
+func buildMeasurePeer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(measureDir(t), "peer")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build peer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// measureBuildC compiles demo/access/REL (a C file) with cc into a world-readable directory.
+func measureBuildC(t *testing.T, cc, rel string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("%s is not installed (make test installs it)", cc)
+	}
+	src, err := filepath.Abs(filepath.Join("..", "demo", "access", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(measureDir(t), strings.TrimSuffix(filepath.Base(rel), ".c"))
+	args := append([]string{"-O1", "-pthread", "-o", bin, src}, flags...)
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", cc, rel, err, out)
+	}
+	return bin
+}
+
+// mpeer is one running demo/access/peer.
+type mpeer struct {
+	name string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	pid  int // as the test (the init PID namespace) names it
+	proc access.Proc
+}
+
+// startMeasurePeer starts a peer with attr (plus the process group pgid; 0 makes it a leader)
+// and waits for its "ready" line. Cleanup kills it by pid and reaps it.
+func startMeasurePeer(t *testing.T, bin, name string, args []string, attr *syscall.SysProcAttr, pgid int) *mpeer {
+	t.Helper()
+	if attr == nil {
+		attr = &syscall.SysProcAttr{}
+	}
+	attr.Setpgid, attr.Pgid = true, pgid
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = attr
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("start %s peer: %v (needs root, user and PID namespaces)", name, err)
+	}
+	p := &mpeer{name: name, cmd: cmd, in: in, out: bufio.NewReader(out), pid: cmd.Process.Pid}
+	t.Cleanup(func() {
+		in.Close()
+		syscall.Kill(p.pid, syscall.SIGKILL) // only the process this test started
+		cmd.Wait()
+	})
+	line, err := p.out.ReadString('\n') // the peer has set itself up
+	if err != nil || !strings.HasPrefix(line, "ready ") {
+		t.Fatalf("%s peer did not get ready: %q %v", name, line, err)
+	}
+	if p.proc, err = access.ReadProc(p.pid); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// probe asks the peer to run kcmp(getpid(), pid, KCMP_VM) and a 1-byte process_vm_readv
+// itself: the kernel's own answer for this ordered pair, without injection.
+func (p *mpeer) probe(t *testing.T, pid int, addr uint64) string {
+	t.Helper()
+	if _, err := fmt.Fprintf(p.in, "probe %d %#x\n", pid, addr); err != nil {
+		t.Fatalf("%s: write probe: %v", p.name, err)
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s: read probe answer: %v", p.name, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// matrixLog collects a Tracer's events (Emit runs on the tracer goroutine).
+type matrixLog struct {
+	mu  sync.Mutex
+	evs []sessions.Event
+}
+
+func (l *matrixLog) emit(e sessions.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+func (l *matrixLog) matrices() []sessions.Matrix {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sessions.Matrix
+	for _, e := range l.evs {
+		if m, ok := e.Body.(sessions.Matrix); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func measureAttach(t *testing.T, spec string, log *matrixLog) (*Tracer, AttachResult) {
+	t.Helper()
+	opts := Options{}
+	if log != nil {
+		opts.Emit = log.emit
+	}
+	tr := New(opts)
+	t.Cleanup(func() { tr.Close() })
+	job, err := ParseJob(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Attach(job)
+	if err != nil {
+		t.Fatalf("attach %s: %v", spec, err)
+	}
+	return tr, res
+}
+
+func measureNeedKernel(t *testing.T) access.System {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (other uids, namespaces, PTRACE_SECCOMP_GET_FILTER), running as uid", os.Geteuid())
+	}
+	sys := access.ReadSystem()
+	if sys.KcmpBuilt == nil || !*sys.KcmpBuilt || sys.CMABuilt == nil || !*sys.CMABuilt {
+		t.Skip("kcmp or process_vm_readv is not built into this kernel")
+	}
+	return sys
+}
+
+// word is how a probe line names one result: OK or the errno name.
+func measureWord(c sessions.Check) string {
+	if c.Measured == nil {
+		return "unmeasured"
+	}
+	if *c.Measured {
+		return "OK"
+	}
+	if c.Errno == nil {
+		return "denied-without-errno"
+	}
+	return *c.Errno
+}
+
+// TestMatrixMeasuredMatchesKernel measures a job of six peers in six identities (root, uid
+// 65534, a container-like seccomp EPERM filter, non-dumpable, a new user namespace, a new
+// PID namespace) and checks every ordered pair: predicted and measured values, errno and
+// reason against the rule each pair must hit (A.3), and the measured values against what the
+// peer itself gets from kcmp and process_vm_readv.
+func TestMatrixMeasuredMatchesKernel(t *testing.T) {
+	sys := measureNeedKernel(t)
+	if sys.Yama > 0 {
+		t.Skipf("Yama ptrace_scope=%d adds its own denials to process_vm_readv; this job expects none", sys.Yama)
+	}
+	bin := buildMeasurePeer(t)
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	type role struct {
+		name string
+		args []string
+		attr *syscall.SysProcAttr
+	}
+	roles := []role{
+		// The PID-namespace peer leads the process group: a child in a new PID namespace
+		// cannot name an outside group in setpgid.
+		{name: "pidns", attr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}},
+		{name: "root"},
+		{name: "nobody", attr: &syscall.SysProcAttr{Credential: nobody}},
+		{name: "seccomp", args: []string{"-seccomp"}},
+		{name: "nodump", args: []string{"-nodump"}, attr: &syscall.SysProcAttr{Credential: nobody}},
+		{name: "userns", attr: &syscall.SysProcAttr{
+			Credential:  &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+			Cloneflags:  syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+		}},
+	}
+	// Reason for A (row) reading B (column), "" = allowed, by A.3 (first failing row wins):
+	// nobody and nodump are uid 65534 like userns's mapped root, but userns is another user
+	// namespace whose owner (root) they are not; root owns it, so root may read it.
+	want := map[string]map[string]string{
+		"root":    {"pidns": "", "nobody": "", "seccomp": "", "nodump": "", "userns": ""},
+		"nobody":  {"pidns": "uid", "root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns"},
+		"seccomp": {"pidns": "seccomp", "root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp"},
+		"nodump":  {"pidns": "uid", "root": "uid", "nobody": "", "seccomp": "uid", "userns": "userns"},
+		"userns":  {"pidns": "userns", "root": "userns", "nobody": "userns", "seccomp": "userns", "nodump": "dumpable"},
+		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns"},
+	}
+
+	var peers []*mpeer
+	byPID := map[int]*mpeer{}
+	pgid := 0
+	for _, r := range roles {
+		p := startMeasurePeer(t, bin, r.name, r.args, r.attr, pgid)
+		if pgid == 0 {
+			pgid = p.pid
+		}
+		peers = append(peers, p)
+		byPID[p.pid] = p
+	}
+	if s := byPID[pgid]; s.name != "pidns" || len(s.proc.NSpid) != 2 {
+		t.Fatalf("pidns peer: NSpid %v", s.proc.NSpid)
+	}
+
+	log := &matrixLog{}
+	tr, res := measureAttach(t, "pgid:"+strconv.Itoa(pgid), log)
+	if res.Processes != len(roles) {
+		t.Fatalf("attached %d processes, want %d (refused: %v)", res.Processes, len(roles), res.Refused)
+	}
+
+	m, st, err := tr.Matrix(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPIDs := slices.Sorted(func(yield func(int) bool) {
+		for pid := range byPID {
+			if !yield(pid) {
+				return
+			}
+		}
+	})
+	if !slices.Equal(m.PIDs, wantPIDs) || len(m.Cells) != len(roles)*(len(roles)-1) || !m.Measured {
+		t.Fatalf("matrix: pids %v (want %v), %d cells, measured %v", m.PIDs, wantPIDs, len(m.Cells), m.Measured)
+	}
+	// Every call is safe to inject (EPERM filter, no KILL): 2 per ordered pair.
+	if st.Injections != 2*len(m.Cells) || st.LongestStop <= 0 || st.Measure <= 0 {
+		t.Errorf("stats %+v, want %d injections", st, 2*len(m.Cells))
+	}
+
+	for _, c := range m.Cells {
+		a, b := byPID[c.From], byPID[c.To]
+		if a == nil || b == nil {
+			t.Fatalf("cell %d->%d names a process the test did not start", c.From, c.To)
+		}
+		name := a.name + "->" + b.name
+		reason := want[a.name][b.name]
+		allowed := reason == ""
+		errno := "EPERM"
+		switch {
+		case allowed:
+			errno = "OK"
+		case reason == access.ReasonPidNS:
+			errno = "ESRCH"
+		}
+		gotReason := ""
+		if c.Reason != nil {
+			gotReason = *c.Reason
+		}
+		if gotReason != reason {
+			t.Errorf("%s: reason %q, want %q (%s)", name, gotReason, reason, c.Explain)
+		}
+		for _, ch := range []struct {
+			call string
+			c    sessions.Check
+		}{{"vm_readv", c.VMReadv}, {"kcmp", c.Kcmp}} {
+			if ch.c.Predicted != allowed {
+				t.Errorf("%s: %s predicted %v, want %v", name, ch.call, ch.c.Predicted, allowed)
+			}
+			if got := measureWord(ch.c); got != errno {
+				t.Errorf("%s: %s measured %s, want %s", name, ch.call, got, errno)
+			}
+		}
+		if strings.Contains(c.Disagree, "unexplained") {
+			t.Errorf("%s: prediction and measurement disagree: %s", name, c.Disagree)
+		}
+		if !allowed && !strings.Contains(c.Explain, "Fix:") {
+			t.Errorf("%s: explanation without a fix: %s", name, c.Explain)
+		}
+		// A.4: Open MPI uses CMA when the user namespaces match and kcmp passes (and, in
+		// this prediction, the pid it would name is B).
+		sameNS := a.proc.UserNS[0].Inode == b.proc.UserNS[0].Inode && a.proc.PidNS[0] == b.proc.PidNS[0]
+		if wantMPI := sameNS && allowed; c.OpenMPI != wantMPI {
+			t.Errorf("%s: openmpi %v, want %v", name, c.OpenMPI, wantMPI)
+		}
+
+		// Ground truth: the same two calls made by A itself, with B's pid as A names it
+		// (for an invisible B, the number the test knows, which names nothing in A's namespace).
+		pid, visible := access.PIDIn(a.proc, b.proc)
+		if !visible {
+			pid = b.pid
+		}
+		truth := a.probe(t, pid, b.proc.ReadableAddr)
+		if got := "kcmp=" + measureWord(c.Kcmp) + " vm=" + measureWord(c.VMReadv); got != truth {
+			t.Errorf("%s: measured %s, the process itself gets %s", name, got, truth)
+		}
+	}
+
+	// Without measuring: the same predictions, nothing measured.
+	p, _, err := tr.Matrix(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Measured || len(p.Cells) != len(m.Cells) {
+		t.Fatalf("Matrix(false): measured %v, %d cells", p.Measured, len(p.Cells))
+	}
+	for i, c := range p.Cells {
+		if c.VMReadv.Measured != nil || c.Kcmp.Measured != nil {
+			t.Errorf("Matrix(false) %d->%d: measured %v/%v, want nil", c.From, c.To, c.VMReadv.Measured, c.Kcmp.Measured)
+		}
+		if mc := m.Cells[i]; c.From != mc.From || c.To != mc.To || c.VMReadv.Predicted != mc.VMReadv.Predicted || c.Kcmp.Predicted != mc.Kcmp.Predicted {
+			t.Errorf("Matrix(false) %d->%d predicts differently from Matrix(true)", c.From, c.To)
+		}
+	}
+	if ms := log.matrices(); len(ms) != 2 || !ms[0].Measured || ms[1].Measured {
+		t.Errorf("emitted %d matrix events, want the measured one then the predicted one", len(ms))
+	}
+}
+
+// ---- injection leaves no trace ----
+
+// measureQuiet is a running demo/access/quiet/quiet.c.
+type measureQuiet struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	pid int
+}
+
+func measureStartQuiet(t *testing.T, bin string, pgid int) *measureQuiet {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	q := &measureQuiet{cmd: cmd, in: in, out: bufio.NewReader(out), pid: cmd.Process.Pid}
+	t.Cleanup(func() {
+		in.Close()
+		syscall.Kill(q.pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	if line := q.line(t); line != fmt.Sprintf("ready %d", q.pid) {
+		t.Fatalf("quiet: %q", line)
+	}
+	q.waitInRead(t)
+	return q
+}
+
+func (q *measureQuiet) line(t *testing.T) string {
+	t.Helper()
+	l, err := q.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("quiet %d: %v", q.pid, err)
+	}
+	return strings.TrimSpace(l)
+}
+
+func (q *measureQuiet) ask(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(q.in, cmd); err != nil {
+		t.Fatal(err)
+	}
+	return q.line(t)
+}
+
+// waitInRead waits until the main thread sits in read(2) on its pipe: /proc/PID/syscall
+// names the syscall a blocked thread is in. There is no event for "has blocked", so this
+// polls (a few milliseconds at most).
+func (q *measureQuiet) waitInRead(t *testing.T) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/task/%d/syscall", q.pid, q.pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(unix.SYS_READ) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quiet %d never blocked in read: %q", q.pid, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// sigBlk is the thread's blocked signal mask as /proc shows it.
+func measureSigBlk(t *testing.T, pid, tid int) string {
+	t.Helper()
+	v := statusField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), "SigBlk")
+	if v == "" {
+		t.Fatalf("no SigBlk for %d/%d", pid, tid)
+	}
+	return v
+}
+
+// measureRegsAtInterrupt stops tid with PTRACE_INTERRUPT (as Matrix does), reads its registers and
+// lets it go again.
+func measureRegsAtInterrupt(t *testing.T, tr *Tracer, tid int) []uint64 {
+	t.Helper()
+	var words []uint64
+	err := tr.do(func() error {
+		tk := tr.tasks[tid]
+		if tk == nil {
+			return fmt.Errorf("thread %d is not traced", tid)
+		}
+		if tk.stopped != running {
+			return fmt.Errorf("thread %d is already held", tid)
+		}
+		if err := tr.stopTask(tk, 5*time.Second); err != nil {
+			return err
+		}
+		r, err := getRegs(tid)
+		if rerr := tr.resume(tk); err == nil {
+			err = rerr
+		}
+		words = r.Words
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return words
+}
+
+// TestInjectionLeavesNoTrace measures the matrix of a two-process job 1000 times (4000
+// injected syscalls into each main thread, each blocked in read(2) on a pipe) and checks
+// that each thread keeps its registers, its signal mask, the memory around and below its
+// stack pointer (where the scratch iovecs go) and its heap, and that the interrupted read
+// is restarted and completes with the byte written afterwards (not EINTR, not -512).
+func TestInjectionLeavesNoTrace(t *testing.T) {
+	measureNeedKernel(t)
+	bin := measureBuildC(t, "gcc", "quiet/quiet.c")
+	a := measureStartQuiet(t, bin, 0)
+	b := measureStartQuiet(t, bin, a.pid)
+	qs := []*measureQuiet{a, b}
+
+	tr, res := measureAttach(t, "pgid:"+strconv.Itoa(a.pid), nil)
+	if res.Processes != 2 {
+		t.Fatalf("attached %d processes", res.Processes)
+	}
+	type snapshot struct {
+		regs   []uint64
+		sigblk string
+		sum    string
+	}
+	snap := func(q *measureQuiet) snapshot {
+		return snapshot{regs: measureRegsAtInterrupt(t, tr, q.pid), sigblk: measureSigBlk(t, q.pid, q.pid), sum: q.ask(t, "sum")}
+	}
+	before := []snapshot{snap(a), snap(b)}
+	for i, s := range before {
+		// The mask quiet.c sets: SIGUSR1 (10), SIGWINCH (28) and SIGRTMIN+3 (glibc's SIGRTMIN
+		// is 34, so 37): bits 9, 27 and 36.
+		if s.sigblk != "0000001008000200" {
+			t.Fatalf("quiet %d starts with SigBlk %s", qs[i].pid, s.sigblk)
+		}
+	}
+
+	const rounds = 1000
+	var longest time.Duration
+	for i := 0; i < rounds; i++ {
+		m, st, err := tr.Matrix(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Injections != 4 || len(m.Cells) != 2 || !matrixMeasuredOK(m.Cells[0]) || !matrixMeasuredOK(m.Cells[1]) {
+			t.Fatalf("round %d: %d injections, cells %+v", i, st.Injections, m.Cells)
+		}
+		longest = max(longest, st.LongestStop)
+	}
+	t.Logf("%d measurements of a 2-process job; longest stop %v", rounds, longest)
+
+	for i, q := range qs {
+		after := snap(q)
+		if !slices.Equal(after.regs, before[i].regs) {
+			t.Errorf("quiet %d: registers changed: %v", q.pid, measureWordDiff(before[i].regs, after.regs))
+		}
+		if after.sigblk != before[i].sigblk {
+			t.Errorf("quiet %d: SigBlk %s, was %s", q.pid, after.sigblk, before[i].sigblk)
+		}
+		if after.sum != before[i].sum {
+			t.Errorf("quiet %d: stack/heap checksum %s, was %s", q.pid, after.sum, before[i].sum)
+		}
+	}
+	// Still traced: the restarted reads complete with the bytes written now.
+	for i, q := range qs {
+		if got, want := q.ask(t, fmt.Sprintf("write %d", 42+i)), fmt.Sprintf("read ret=1 errno=0 byte=%d", 42+i); got != want {
+			t.Errorf("quiet %d: %q, want %q", q.pid, got, want)
+		}
+	}
+}
+
+func measureWordDiff(a, b []uint64) string {
+	var d []string
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			d = append(d, fmt.Sprintf("word %d: %#x -> %#x", i, a[i], b[i]))
+		}
+	}
+	if len(a) != len(b) {
+		d = append(d, fmt.Sprintf("%d words -> %d", len(a), len(b)))
+	}
+	return strings.Join(d, ", ")
+}
+
+// ---- a real Open MPI job ----
+
+// measureOMPIArgs says how to make two local ranks use shared memory with CMA single copy, and how
+// to make Open MPI say what the kernel answered: Open MPI 5 has the smsc framework (smsc/cma
+// pre-checks with kcmp), Open MPI 4 has btl/vader with single_copy_mechanism cma (it calls
+// process_vm_readv and prints "Read -1, expected N, errno = E" on failure).
+func measureOMPIArgs(t *testing.T) (args []string, smsc bool) {
+	t.Helper()
+	out, err := exec.Command("ompi_info", "--parsable").Output()
+	if err != nil {
+		t.Skipf("ompi_info: %v (install Debian's openmpi-bin)", err)
+	}
+	s := string(out)
+	switch {
+	case strings.Contains(s, "mca:smsc:cma:"):
+		return []string{"--mca", "btl", "self,sm", "--mca", "smsc", "cma", "--mca", "smsc_base_verbose", "100"}, true
+	case strings.Contains(s, "mca:btl:vader:"):
+		return []string{"--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "cma", "--mca", "btl_base_verbose", "1"}, false
+	}
+	t.Skip("this Open MPI has neither smsc/cma nor btl/vader")
+	return nil, false
+}
+
+// measureMPIRun is a running mpirun (started through peer exec, with or without the filter).
+type measureMPIRun struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	output []string
+	ranks  map[int]int // rank -> pid
+}
+
+func measureStartMPI(t *testing.T, peer, prog, gate string, ompi []string, seccomp bool) *measureMPIRun {
+	t.Helper()
+	argv := []string{}
+	if seccomp {
+		argv = append(argv, "-seccomp")
+	}
+	argv = append(argv, "exec", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2")
+	argv = append(argv, ompi...)
+	argv = append(argv, prog, gate)
+	r := &measureMPIRun{cmd: exec.Command(peer, argv...), lines: make(chan string, 256), ranks: map[int]int{}}
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stdout, r.cmd.Stderr = pw, pw
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	mpirun := r.cmd.Process.Pid
+	t.Cleanup(func() {
+		// mpirun and its ranks, each by pid (the ranks were started by the mpirun we started).
+		for _, pid := range r.ranks {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		syscall.Kill(mpirun, syscall.SIGKILL)
+		r.cmd.Wait()
+		pr.Close()
+	})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			r.lines <- sc.Text()
+		}
+		close(r.lines)
+	}()
+	rankLine := regexp.MustCompile(`^rank (\d) pid (\d+) size 2$`)
+	deadline := time.After(60 * time.Second)
+	for len(r.ranks) < 2 {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("mpirun ended before both ranks started:\n%s", strings.Join(r.output, "\n"))
+			}
+			r.output = append(r.output, l)
+			if m := rankLine.FindStringSubmatch(l); m != nil {
+				rank, _ := strconv.Atoi(m[1])
+				pid, _ := strconv.Atoi(m[2])
+				r.ranks[rank] = pid
+			}
+		case <-deadline:
+			t.Fatalf("ranks did not start:\n%s", strings.Join(r.output, "\n"))
+		}
+	}
+	return r
+}
+
+// finish collects the rest of the output until mpirun exits.
+func (r *measureMPIRun) finish(t *testing.T) (string, error) {
+	t.Helper()
+	deadline := time.After(90 * time.Second)
+	for {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				return strings.Join(r.output, "\n"), r.cmd.Wait()
+			}
+			r.output = append(r.output, l)
+		case <-deadline:
+			t.Fatalf("mpirun did not finish:\n%s", strings.Join(r.output, "\n"))
+		}
+	}
+}
+
+// TestMatrixOpenMPI runs a real two-rank Open MPI job whose ranks swap a 4 MiB message over
+// shared memory with CMA single copy. Started under the container-like seccomp filter
+// (peer -seccomp exec mpirun ...), crashtui's measured matrix must say process_vm_readv
+// denied by seccomp (EPERM) for both rank pairs, and the ranks themselves must hit EPERM
+// when they try; without the filter the pairs are allowed and no rank reports an error.
+func TestMatrixOpenMPI(t *testing.T) {
+	sys := measureNeedKernel(t)
+	if sys.Yama > 0 {
+		t.Skipf("Yama ptrace_scope=%d: this test expects process_vm_readv between same-user ranks to work without the filter", sys.Yama)
+	}
+	for _, tool := range []string{"mpirun", "mpicc", "ompi_info"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: needs Debian packages openmpi-bin and libopenmpi-dev (make test installs them)", tool)
+		}
+	}
+	ompi, smsc := measureOMPIArgs(t)
+	peer := buildMeasurePeer(t)
+	prog := measureBuildC(t, "mpicc", "mpi/cma.c")
+
+	for _, seccomp := range []bool{true, false} {
+		t.Run(map[bool]string{true: "seccomp", false: "nofilter"}[seccomp], func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "gate")
+			if err := unix.Mkfifo(gate, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Held read-write: the ranks' open(O_RDONLY) returns at once and they block in
+			// read(2) until the test writes one byte each.
+			g, err := os.OpenFile(gate, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			run := measureStartMPI(t, peer, prog, gate, ompi, seccomp)
+			mpirun := run.cmd.Process.Pid
+
+			tr, res := measureAttach(t, "pid:"+strconv.Itoa(mpirun), nil)
+			if res.Processes < 3 {
+				t.Fatalf("attached %d processes (mpirun and 2 ranks expected)", res.Processes)
+			}
+			m, _, err := tr.Matrix(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatalf("detach: %v", err)
+			}
+			cells := map[[2]int]sessions.Cell{}
+			for _, c := range m.Cells {
+				cells[[2]int{c.From, c.To}] = c
+			}
+			for _, pair := range [][2]int{{0, 1}, {1, 0}} {
+				a, b := run.ranks[pair[0]], run.ranks[pair[1]]
+				c, ok := cells[[2]int{a, b}]
+				if !ok {
+					t.Fatalf("no cell for rank %d (pid %d) -> rank %d (pid %d); pids %v", pair[0], a, pair[1], b, m.PIDs)
+				}
+				name := fmt.Sprintf("rank %d -> rank %d", pair[0], pair[1])
+				reason := ""
+				if c.Reason != nil {
+					reason = *c.Reason
+				}
+				got := fmt.Sprintf("vm_readv predicted %v measured %s, kcmp measured %s, reason %q, openmpi %v",
+					c.VMReadv.Predicted, measureWord(c.VMReadv), measureWord(c.Kcmp), reason, c.OpenMPI)
+				want := "vm_readv predicted true measured OK, kcmp measured OK, reason \"\", openmpi true"
+				if seccomp {
+					want = "vm_readv predicted false measured EPERM, kcmp measured EPERM, reason \"seccomp\", openmpi false"
+				}
+				if got != want {
+					t.Errorf("%s: %s\n\twant %s\n\texplain: %s", name, got, want, c.Explain)
+				}
+			}
+
+			// Let the ranks swap their message and read what Open MPI itself said.
+			if _, err := g.Write([]byte{'g', 'g'}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := run.finish(t)
+			t.Logf("Open MPI output:\n%s", out)
+			for rank := range 2 {
+				if !strings.Contains(out, fmt.Sprintf("rank %d exchange ok", rank)) {
+					t.Errorf("rank %d did not complete its exchange (mpirun: %v)", rank, err)
+				}
+			}
+			// The ranks' own view of process_vm_readv/kcmp, one line per rank that tried.
+			var denied *regexp.Regexp
+			if smsc {
+				denied = regexp.MustCompile(`(?m)^\[[^\]]*:0*(\d+)\] .*(CAP_SYS_PTRACE|process_vm_readv).*(errno[ =:]+1\b|Operation not permitted)`)
+			} else {
+				denied = regexp.MustCompile(`(?m)^\[[^\]]*:0*(\d+)\] Read -1, expected \d+, errno = (\d+)$`)
+			}
+			hit := map[int]bool{}
+			for _, mm := range denied.FindAllStringSubmatch(out, -1) {
+				pid, _ := strconv.Atoi(mm[1])
+				hit[pid] = true
+				if !smsc && mm[2] != strconv.Itoa(int(unix.EPERM)) {
+					t.Errorf("a rank's process_vm_readv failed with errno %s, the matrix says EPERM: %s", mm[2], mm[0])
+				}
+			}
+			for rank, pid := range run.ranks {
+				if seccomp && !hit[pid] {
+					t.Errorf("rank %d (pid %d) did not report the EPERM the matrix predicts", rank, pid)
+				}
+				if !seccomp && hit[pid] {
+					t.Errorf("rank %d (pid %d) was refused CMA without a filter", rank, pid)
+				}
+			}
+		})
+	}
+}
