@@ -732,6 +732,127 @@ func TestCrashKillSegvFromOutside(t *testing.T) {
 	}
 }
 
+// TestCrashAttachedJob: crashes of processes crashtui attached to (not started) are grouped the
+// same way, ranks read from their environment.
+func TestCrashAttachedJob(t *testing.T) {
+	s := crashSuite(t)
+	const n = 3
+	var procs []*exec.Cmd
+	pgid := 0
+	ready := make(chan int, n)
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(s.PIE, "kill")
+		cmd.Env = append(os.Environ(), "CRASHTUI_RANK="+strconv.Itoa(i))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		errp, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if pgid == 0 {
+			pgid = cmd.Process.Pid
+		}
+		procs = append(procs, cmd)
+		go func() {
+			sc := bufio.NewScanner(errp)
+			for sc.Scan() {
+				if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
+					p, _ := strconv.Atoi(m[1])
+					ready <- p
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, c := range procs {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	for i := 0; i < n; i++ {
+		select {
+		case <-ready:
+		case <-time.After(30 * time.Second):
+			t.Fatal("processes did not start")
+		}
+	}
+	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(pgid))
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	// Attached means a TracerPid (crashtui's tracer thread), for every process.
+	for _, c := range procs {
+		for i := 0; tracerPID(c.Process.Pid) == 0 || !inPause(c.Process.Pid); i++ {
+			if i > 10000 {
+				t.Fatalf("pid %d: not attached and asleep in pause", c.Process.Pid)
+			}
+			time.Sleep(time.Millisecond) // polling /proc: attach and sleep have no event to wait on
+		}
+	}
+	for _, c := range procs {
+		syscall.Kill(c.Process.Pid, syscall.SIGSEGV)
+	}
+	for _, c := range procs {
+		c.Wait()
+	}
+	select {
+	case <-done:
+		if waitErr != nil {
+			t.Fatalf("crashtui attach: %v", waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("crashtui did not end with the job")
+	}
+	res := crResult{}
+	for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
+		var e sessions.Event
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		switch b := e.Body.(type) {
+		case sessions.Crash:
+			res.Crashes = append(res.Crashes, b)
+		case sessions.Summary:
+			res.Summary = b
+		case sessions.Error:
+			res.Errors = append(res.Errors, b)
+		}
+	}
+	checkGroups(t, res, n)
+	ranks := map[sessions.Rank]bool{}
+	for _, c := range res.Crashes {
+		ranks[c.Rank] = true
+		if !c.UserSent {
+			t.Errorf("pid %d: not user-sent", c.PID)
+		}
+	}
+	if len(ranks) != n || ranks[sessions.NoRank] {
+		t.Errorf("ranks %v, want 0..%d from CRASHTUI_RANK", ranks, n-1)
+	}
+}
+
 func TestCrashGroupByStackSplitsOneSite(t *testing.T) {
 	s := crashSuite(t)
 	site := runCrashes(t, 6, []string{"--group-by", "site"}, s.PIE, "stack")
