@@ -230,8 +230,9 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 		return
 	}
 	if c.busy {
-		// A core is being written and its pump brought another crash: decide it afterwards,
-		// so events, group ids and the crash log keep decision order.
+		// Another crash is being decided and its waits (an injected prlimit64, stopping
+		// threads for a core) brought this one: decide it afterwards, so events, group ids
+		// and the crash log keep decision order.
 		tk.want = true
 		c.deferred = append(c.deferred, tk)
 		return
