@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// matrixPeers starts demo/access/peer in four identities in one process group: root, uid
+// 65534, root under a container-like seccomp EPERM filter, and root renamed to a comm holding
+// an escape sequence. It returns the group id and each peer's pid by role.
+func matrixPeers(t *testing.T) (pgid int, pids map[string]int) {
+	t.Helper()
+	needRoot(t)
+	dir, err := os.MkdirTemp("", "crashtui-matrix-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// 0755: uid 65534 execs the binary, and an unreadable one would make it non-dumpable.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "peer")
+	build := exec.Command("go", "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build peer: %v\n%s", err, out)
+	}
+	roles := []struct {
+		name string
+		args []string
+		cred *syscall.Credential
+	}{
+		{name: "root"},
+		{name: "nobody", cred: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}},
+		{name: "seccomp", args: []string{"-seccomp"}},
+		{name: "evil", args: []string{"-name", "\x1b[31mevil"}},
+	}
+	pids = map[string]int{}
+	for _, r := range roles {
+		cmd := exec.Command(bin, r.args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Credential: r.cred}
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe() // the peer serves until EOF
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		t.Cleanup(func() {
+			in.Close()
+			syscall.Kill(pid, syscall.SIGKILL) // only what this test started
+			cmd.Wait()
+		})
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+			t.Fatalf("%s peer: %q %v", r.name, line, err)
+		}
+		if pgid == 0 {
+			pgid = pid
+		}
+		pids[r.name] = pid
+	}
+	return pgid, pids
+}
+
+// runMatrix runs `crashtui matrix ARGS` to completion.
+func runMatrix(t *testing.T, args ...string) (stdout []byte, code int) {
+	t.Helper()
+	cmd := exec.Command(crashtuiBin, append([]string{"matrix"}, args...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Logf("crashtui matrix %v: exit %d, stderr: %s", args, code, errb.String())
+	}
+	return out, code
+}
+
+func jsonEvents(t *testing.T, out []byte) []event {
+	t.Helper()
+	var evs []event
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var e event
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("not JSON: %q: %v", l, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// matrixCells returns the single matrix event's cells by (from, to), checking that every
+// cell has exactly the issue's fields with the issue's types.
+func matrixCells(t *testing.T, evs []event, measured bool) map[[2]int]map[string]any {
+	t.Helper()
+	if n := count(evs, "matrix"); n != 1 {
+		t.Fatalf("%d matrix events, want 1", n)
+	}
+	var m event
+	at := 0
+	for i, e := range evs {
+		if e.kind() == "matrix" {
+			m, at = e, i
+		}
+	}
+	if count(evs[at+1:], "summary") != 1 || evs[len(evs)-1].kind() != "summary" {
+		t.Errorf("the matrix event is not followed by a final summary")
+	}
+	reasons := map[string]bool{"seccomp": true, "uid": true, "dumpable": true, "capabilities": true,
+		"pidns": true, "userns": true, "yama": true, "enosys": true, "exited": true}
+	cells := map[[2]int]map[string]any{}
+	list, _ := m["cells"].([]any)
+	for _, ci := range list {
+		c, _ := ci.(map[string]any)
+		for _, k := range []string{"from", "to", "vm_readv", "kcmp", "openmpi", "reason", "explain"} {
+			if _, ok := c[k]; !ok {
+				t.Fatalf("cell without %q: %v", k, c)
+			}
+		}
+		if _, ok := c["openmpi"].(bool); !ok {
+			t.Errorf("openmpi is not a bool: %v", c)
+		}
+		if r, ok := c["reason"].(string); c["reason"] != nil && (!ok || !reasons[r]) {
+			t.Errorf("reason %v is not one of the issue's", c["reason"])
+		}
+		if _, ok := c["explain"].(string); !ok {
+			t.Errorf("explain is not a string: %v", c)
+		}
+		for _, call := range []string{"vm_readv", "kcmp"} {
+			ch, _ := c[call].(map[string]any)
+			for _, k := range []string{"predicted", "measured", "errno"} {
+				if _, ok := ch[k]; !ok {
+					t.Fatalf("%s without %q: %v", call, k, ch)
+				}
+			}
+			if _, ok := ch["predicted"].(bool); !ok {
+				t.Errorf("%s.predicted is not a bool: %v", call, ch)
+			}
+			if _, ok := ch["measured"].(bool); ok != measured || (!measured && ch["measured"] != nil) {
+				t.Errorf("%s.measured = %v, want a bool: %v", call, ch["measured"], measured)
+			}
+			if e, ok := ch["errno"].(string); ch["errno"] != nil && (!ok || !strings.HasPrefix(e, "E")) {
+				t.Errorf("%s.errno = %v", call, ch["errno"])
+			}
+		}
+		from, _ := c["from"].(float64)
+		to, _ := c["to"].(float64)
+		cells[[2]int{int(from), int(to)}] = c
+	}
+	pids, _ := m["pids"].([]any)
+	if len(cells) != len(pids)*(len(pids)-1) {
+		t.Errorf("%d cells for %d pids", len(cells), len(pids))
+	}
+	return cells
+}
+
+// cellSummary renders the parts of a cell a test asserts.
+func cellSummary(c map[string]any) string {
+	check := func(k string) string {
+		ch, _ := c[k].(map[string]any)
+		return fmt.Sprintf("%v/%v/%v", ch["predicted"], ch["measured"], ch["errno"])
+	}
+	return fmt.Sprintf("vm %s kcmp %s openmpi %v reason %v", check("vm_readv"), check("kcmp"), c["openmpi"], c["reason"])
+}
+
+// TestMatrixCommand runs `crashtui matrix` on a small mixed job: JSON with one matrix event
+// holding the issue's fields and a summary after it, --measure=false leaving measured null,
+// a table naming the reasons with no escape sequence from a hostile comm, and exit status 2
+// for a JOB that names nothing.
+func TestMatrixCommand(t *testing.T) {
+	pgid, pids := matrixPeers(t)
+	job := "pgid:" + strconv.Itoa(pgid)
+
+	out, code := runMatrix(t, "--json", job)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	cells := matrixCells(t, jsonEvents(t, out), true)
+	if len(cells) != 12 {
+		t.Fatalf("%d cells for 4 peers", len(cells))
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"root", "nobody", "vm true/true/<nil> kcmp true/true/<nil> openmpi true reason <nil>"},
+		{"root", "seccomp", "vm true/true/<nil> kcmp true/true/<nil> openmpi true reason <nil>"},
+		{"nobody", "root", "vm false/false/EPERM kcmp false/false/EPERM openmpi false reason uid"},
+		{"nobody", "evil", "vm false/false/EPERM kcmp false/false/EPERM openmpi false reason uid"},
+		{"seccomp", "root", "vm false/false/EPERM kcmp false/false/EPERM openmpi false reason seccomp"},
+		{"seccomp", "nobody", "vm false/false/EPERM kcmp false/false/EPERM openmpi false reason seccomp"},
+		{"evil", "seccomp", "vm true/true/<nil> kcmp true/true/<nil> openmpi true reason <nil>"},
+	} {
+		c := cells[[2]int{pids[tc.from], pids[tc.to]}]
+		if got := cellSummary(c); got != tc.want {
+			t.Errorf("%s -> %s: %s, want %s (%v)", tc.from, tc.to, got, tc.want, c["explain"])
+		}
+	}
+
+	out, code = runMatrix(t, "--json", "--measure=false", job)
+	if code != 0 {
+		t.Fatalf("--measure=false: exit %d", code)
+	}
+	cells = matrixCells(t, jsonEvents(t, out), false)
+	if c := cells[[2]int{pids["seccomp"], pids["root"]}]; cellSummary(c) != "vm false/<nil>/EPERM kcmp false/<nil>/EPERM openmpi false reason seccomp" {
+		t.Errorf("--measure=false seccomp -> root: %s", cellSummary(c))
+	}
+
+	out, code = runMatrix(t, job)
+	if code != 0 {
+		t.Fatalf("table: exit %d", code)
+	}
+	text := string(out)
+	if i := bytes.IndexByte(out, 0x1b); i >= 0 {
+		t.Errorf("the table contains ESC at byte %d:\n%q", i, text)
+	}
+	for _, want := range []string{
+		"legend:",
+		fmt.Sprintf("%d -> %d  vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason seccomp", pids["seccomp"], pids["root"]),
+		fmt.Sprintf("%d -> %d  vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason uid", pids["nobody"], pids["root"]),
+		"Fix:",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+	// The hostile peer's row keeps the visible part of its name, without the sequence.
+	evilRow := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, strconv.Itoa(pids["evil"])+" ") && strings.Contains(l, "evil") && !strings.Contains(l, "[31m") {
+			evilRow = true
+		}
+	}
+	if !evilRow {
+		t.Errorf("no row for the renamed peer %d showing a harmless name:\n%s", pids["evil"], text)
+	}
+
+	// A JOB that names nothing: a process group with no member (the pid of a reaped child).
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"pgid:" + strconv.Itoa(gone.Process.Pid)}, {"--json", "pgid:" + strconv.Itoa(gone.Process.Pid)}} {
+		if _, code := runMatrix(t, args...); code != 2 {
+			t.Errorf("crashtui matrix %v: exit %d, want 2", args, code)
+		}
+	}
+}
