@@ -1,6 +1,3 @@
-// Package crashes holds the crash-pattern suite of issue 3 (C programs in the spirit of
-// Spindle's crash tests, kernel.md §C) and Build, which compiles it with gcc for tests and
-// benchmarks. It does not trace anything itself.
 package crashes
 
 import (
