@@ -91,49 +91,103 @@ var errInjectInterrupted = errors.New("injected syscall interrupted by another s
 // injectSyscall runs one syscall inside the held task tk and restores it. tk must be held in
 // a ptrace-stop other than a group-stop or PTRACE_EVENT_EXIT.
 func (t *Tracer) injectSyscall(tk *task, site uint64, nr int, args ...uint64) (ret int64, errno int, err error) {
-	if tk.stopped == running || tk.stopped == stopGroup || tk.stopped == stopExit {
-		return 0, 0, fmt.Errorf("inject into %d: not in a usable stop", tk.tid)
-	}
-	orig, err := getRegs(tk.tid)
+	s, err := t.beginInject(tk)
 	if err != nil {
 		return 0, 0, err
 	}
-	var mask, all uint64
-	if err := ptrace(unix.PTRACE_GETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&mask))); err != nil {
-		return 0, 0, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
+	ret, errno, err = s.call(site, nr, args...)
+	return ret, errno, errors.Join(err, s.end())
+}
+
+// injectSession holds one thread for a batch of injected syscalls (the matrix runs two per
+// other process): the registers and the signal mask are saved, and every signal blocked,
+// once at the start and put back once at the end, instead of around every call.
+type injectSession struct {
+	t      *Tracer
+	tk     *task
+	orig   arch.Regs
+	mask   uint64
+	broken error // set when the thread died or another stop came: no more calls
+	gone   bool  // the thread died: nothing to restore
+	ended  bool
+}
+
+// beginInject saves tk's registers and signal mask and blocks every signal. The caller must
+// call end, which restores both.
+func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
+	if tk.stopped == running || tk.stopped == stopGroup || tk.stopped == stopExit {
+		return nil, fmt.Errorf("inject into %d: not in a usable stop", tk.tid)
 	}
-	all = ^uint64(0)
+	orig, err := getRegs(tk.tid)
+	if err != nil {
+		return nil, err
+	}
+	s := &injectSession{t: t, tk: tk, orig: orig}
+	if err := ptrace(unix.PTRACE_GETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask))); err != nil {
+		return nil, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
+	}
+	all := ^uint64(0)
 	if err := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&all))); err != nil {
-		return 0, 0, fmt.Errorf("setsigmask %d: %w", tk.tid, err)
+		return nil, fmt.Errorf("setsigmask %d: %w", tk.tid, err)
 	}
-	restore := func() error {
-		e1 := setRegs(tk.tid, orig)
-		e2 := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&mask)))
-		return errors.Join(e1, e2)
+	return s, nil
+}
+
+// end puts back the saved registers (which re-arm exactly the pending restart: orig_rax/trap)
+// and the signal mask, unless the thread is gone. It is idempotent.
+func (s *injectSession) end() error {
+	if s.ended {
+		return nil
 	}
-	if err := setRegs(tk.tid, arch.SetupSyscall(orig, site, nr, args...)); err != nil {
-		restore()
+	s.ended = true
+	if s.gone {
+		return nil
+	}
+	e1 := setRegs(s.tk.tid, s.orig)
+	e2 := ptrace(unix.PTRACE_SETSIGMASK, s.tk.tid, 8, uintptr(unsafePointer(&s.mask)))
+	if errors.Is(e1, unix.ESRCH) && errors.Is(e2, unix.ESRCH) {
+		return nil // killed meanwhile (SIGKILL): its exit status follows
+	}
+	return errors.Join(e1, e2)
+}
+
+// call runs one syscall at site with the saved registers as the base. After an error other
+// than a syscall result the session is broken: every later call returns that error.
+func (s *injectSession) call(site uint64, nr int, args ...uint64) (ret int64, errno int, err error) {
+	if s.broken != nil {
+		return 0, 0, s.broken
+	}
+	if s.ended {
+		return 0, 0, fmt.Errorf("inject into %d: session ended", s.tk.tid)
+	}
+	t, tk := s.t, s.tk
+	if err := setRegs(tk.tid, arch.SetupSyscall(s.orig, site, nr, args...)); err != nil {
+		s.broken = err
 		return 0, 0, err
 	}
-	tk.inject = &injection{}
-	defer func() { tk.inject = nil }()
+	inj := &injection{}
+	tk.inject = inj
+	defer func() {
+		tk.inject = nil
+		s.gone = s.gone || inj.gone
+	}()
 	if err := ptrace(unix.PTRACE_SINGLESTEP, tk.tid, 0, 0); err != nil {
-		restore()
-		return 0, 0, fmt.Errorf("singlestep %d: %w", tk.tid, err)
+		s.broken = fmt.Errorf("singlestep %d: %w", tk.tid, err)
+		return 0, 0, s.broken
 	}
-	inj := tk.inject
+	t.reapStep(tk, inj)
 	if err := t.pump(func() bool { return inj.gone || inj.ws != 0 }, 5*time.Second,
 		fmt.Sprintf("injected syscall in %d did not return", tk.tid)); err != nil {
-		// The syscall blocks (it should not for kcmp or a 1-byte read): interrupt it.
+		// The syscall blocks (it should not for kcmp or a 1-byte read): interrupt it; end
+		// then restores the registers over whatever it returned.
 		ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0)
 		t.pump(func() bool { return inj.gone || inj.ws != 0 }, 2*time.Second, "")
-		if !inj.gone {
-			restore()
-		}
+		s.broken = err
 		return 0, 0, err
 	}
 	if inj.gone {
-		return 0, 0, fmt.Errorf("inject into %d: the task died (seccomp KILL?)", tk.tid)
+		s.broken = fmt.Errorf("inject into %d: the task died (seccomp KILL?)", tk.tid)
+		return 0, 0, s.broken
 	}
 	if sig := inj.ws.StopSignal(); sig != unix.SIGTRAP || int(inj.ws>>16)&0xff != 0 {
 		// Some other stop came first (SIGKILL/SIGSTOP cannot be blocked): keep its signal for
@@ -141,16 +195,39 @@ func (t *Tracer) injectSyscall(tk *task, site uint64, nr int, args ...uint64) (r
 		if int(inj.ws>>16)&0xff == 0 {
 			tk.stopped, tk.sig = stopSignal, int(sig)
 		}
-		restore()
-		return 0, 0, errInjectInterrupted
+		s.broken = errInjectInterrupted
+		return 0, 0, s.broken
 	}
 	after, err := getRegs(tk.tid)
 	if err != nil {
-		restore()
+		s.broken = err
 		return 0, 0, err
 	}
 	ret, errno = arch.SyscallResult(after)
-	return ret, errno, restore()
+	return ret, errno, nil
+}
+
+// reapStep waits briefly for the stop that ends the single-step with wait4 on that one
+// thread: kcmp and a 1-byte process_vm_readv return within microseconds, and reaping the stop
+// directly saves the SIGCHLD round trip through os/signal that pump waits for (most of the
+// cost of one injection). Whatever wait4 reports for the thread is handled as usual; pump
+// (with its timeout) remains the slow path.
+func (t *Tracer) reapStep(tk *task, inj *injection) {
+	for spin := 0; spin < 64 && !inj.gone && inj.ws == 0; spin++ {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(tk.tid, &ws, waitFlags, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if pid == tk.tid {
+			t.handle(waitResult{pid: pid, ws: ws})
+			continue
+		}
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // let the tracee run if it shares our CPU
+	}
 }
 
 // scratch is memory below the held thread's red zone, saved so it can be put back.
@@ -184,6 +261,11 @@ func (s *scratch) write(off int, b []byte) error {
 		}
 	}
 	return nil
+}
+
+// poke writes one word at off (a multiple of 8) of the scratch.
+func (s *scratch) poke(off int, v uint64) error {
+	return pokeWord(s.tid, s.addr+uint64(off), v)
 }
 
 func (s *scratch) restore() error {

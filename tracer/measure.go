@@ -171,6 +171,24 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		return
 	}
 	defer sc.restore()
+	// The iovecs are the same for every B but the remote base: write them once, then poke
+	// only B's address (one POKEDATA instead of a read-modify-write of the whole scratch).
+	var iov [40]byte
+	binary.LittleEndian.PutUint64(iov[0:], sc.addr+32) // local: the 1-byte buffer
+	binary.LittleEndian.PutUint64(iov[8:], 1)
+	binary.LittleEndian.PutUint64(iov[24:], 1) // remote length; the base (at 16) is per B
+	iovOK := sc.write(0, iov[:]) == nil
+	// One injection session for all of A's calls: registers and mask saved and restored once.
+	sess, err := t.beginInject(tk)
+	if err != nil {
+		t.emitErr(a.PID, "measure", err)
+		return
+	}
+	defer func() {
+		if err := sess.end(); err != nil {
+			t.emitErr(a.PID, "measure: restore", err)
+		}
+	}()
 	self := a.PID
 	if len(a.NSpid) > 0 {
 		self = a.NSpid[len(a.NSpid)-1]
@@ -190,7 +208,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		}
 		var m access.Measurement
 		if safe(kcmpAct) {
-			ret, _, err := t.injectSyscall(tk, site, ai.Kcmp, uint64(self), uint64(bpid), access.KCMPVM, 0, 0)
+			ret, _, err := sess.call(site, ai.Kcmp, uint64(self), uint64(bpid), access.KCMPVM, 0, 0)
 			if err == nil {
 				m.KcmpRet, m.KcmpRan = ret, true
 				st.Injections++
@@ -198,14 +216,9 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 				t.emitErr(a.PID, "measure kcmp", err)
 			}
 		}
-		if safe(vmAct) && b.ReadableAddr != 0 {
-			var iov [40]byte
-			binary.LittleEndian.PutUint64(iov[0:], sc.addr+32) // local: the 1-byte buffer
-			binary.LittleEndian.PutUint64(iov[8:], 1)
-			binary.LittleEndian.PutUint64(iov[16:], b.ReadableAddr) // remote: B's readable byte
-			binary.LittleEndian.PutUint64(iov[24:], 1)
-			if err := sc.write(0, iov[:]); err == nil {
-				ret, _, err := t.injectSyscall(tk, site, ai.VMReadv, uint64(bpid), sc.addr, 1, sc.addr+16, 1, 0)
+		if safe(vmAct) && b.ReadableAddr != 0 && iovOK {
+			if err := sc.poke(16, b.ReadableAddr); err == nil { // remote: B's readable byte
+				ret, _, err := sess.call(site, ai.VMReadv, uint64(bpid), sc.addr, 1, sc.addr+16, 1, 0)
 				if err == nil {
 					m.VMRet, m.VMRan = ret, true
 					st.Injections++
@@ -215,6 +228,11 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 			}
 		}
 		meas[[2]int{a.PID, b.PID}] = m
+		if sess.broken != nil {
+			// A died, or a signal that cannot be blocked arrived: leave A alone now (the
+			// remaining pairs keep their predictions) and let the signal be delivered.
+			break
+		}
 	}
 }
 
