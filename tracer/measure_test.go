@@ -370,6 +370,50 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 	}
 }
 
+// TestMatrixNeverKills measures a job in which one process runs under a seccomp filter that
+// kills on kcmp (kernel.md A.5: never let a measurement kill A): the tracer reads the filter,
+// does not inject kcmp there (the cell keeps the predicted SIGSYS, unmeasured), still
+// measures process_vm_readv, and the process lives on.
+func TestMatrixNeverKills(t *testing.T) {
+	measureNeedKernel(t)
+	bin := buildMeasurePeer(t)
+	root := startMeasurePeer(t, bin, "root", nil, nil, 0)
+	killer := startMeasurePeer(t, bin, "killer", []string{"-seccomp-kill"}, nil, root.pid)
+	tr, _ := measureAttach(t, "pgid:"+strconv.Itoa(root.pid), nil)
+	m, st, err := tr.Matrix(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Injections != 3 {
+		t.Errorf("%d injections, want 3 (all but kcmp inside the killer)", st.Injections)
+	}
+	for _, c := range m.Cells {
+		got := fmt.Sprintf("vm %v/%s kcmp %v/%s", c.VMReadv.Predicted, measureWord(c.VMReadv), c.Kcmp.Predicted, measureWord(c.Kcmp))
+		want := "vm true/OK kcmp true/OK"
+		if c.From == killer.pid {
+			want = "vm true/OK kcmp false/unmeasured"
+			if c.Kcmp.Errno == nil || *c.Kcmp.Errno != "SIGSYS" || c.Reason == nil || *c.Reason != access.ReasonSeccomp {
+				t.Errorf("killer -> root: kcmp errno %v reason %v, want SIGSYS, seccomp", c.Kcmp.Errno, c.Reason)
+			}
+		}
+		if got != want {
+			t.Errorf("%d -> %d: %s, want %s", c.From, c.To, got, want)
+		}
+	}
+	// Alive and still serving: an unknown command gets its error line (a probe would run
+	// kcmp itself and die of SIGSYS).
+	if err := syscall.Kill(killer.pid, 0); err != nil {
+		t.Fatalf("the killer peer is gone: %v", err)
+	}
+	if st, _ := readStat(killer.pid); st.state == 'Z' || st.state == 'X' || st.state == 0 {
+		t.Fatalf("the killer peer died during measurement (state %c)", st.state)
+	}
+	fmt.Fprintln(killer.in, "nonsense")
+	if line, err := killer.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "error unknown command") {
+		t.Errorf("the killer peer does not answer: %q %v", line, err)
+	}
+}
+
 // ---- injection leaves no trace ----
 
 // measureQuiet is a running demo/access/quiet/quiet.c.
