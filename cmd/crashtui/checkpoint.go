@@ -1,5 +1,156 @@
 package main
 
-import "io"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
-func cmdCheckpoint(args []string, stdout, stderr io.Writer) error { return usageErr("checkpoint: not yet implemented") }
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer"
+)
+
+const checkpointSynopsis = "checkpoint [--restore=correct|naive|none] [--image FILE] [--json] JOB"
+
+// cmdCheckpoint is the simulated checkpoint (issue 5, seed 002): attach, freeze every thread,
+// show its restart state, write back what the chosen restorer would write, resume, detach.
+func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("checkpoint", checkpointSynopsis, stderr)
+	c.register(fs)
+	restore := fs.String("restore", "none", "what to write back before resuming: `correct` (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, seed 002) or none (untouched: the kernel restarts as usual)")
+	imagePath := fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErr("checkpoint needs exactly one JOB")
+	}
+	if !oneOf(*restore, "correct", "naive", "none") {
+		return usageErr("--restore=%s: want correct, naive or none", *restore)
+	}
+	policy := arch.Policy(strings.ToLower(*restore))
+	job, err := tracer.ParseJob(pos[0])
+	if err != nil {
+		return &exitError{2, err}
+	}
+	var image io.Writer
+	var imageFile *os.File
+	if *imagePath != "" {
+		imageFile, err = os.Create(*imagePath)
+		if err != nil {
+			return &exitError{2, fmt.Errorf("image: %w", err)}
+		}
+		defer imageFile.Close()
+		image = imageFile
+	}
+
+	s, err := newSession(&c, stdout, job.Spec, "checkpoint")
+	if err != nil {
+		return err
+	}
+	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
+	defer t.Close() // never leave the job stopped, whatever happens below
+	if _, err := t.Attach(job); err != nil {
+		t.Close()
+		s.finish(c.host)
+		if errors.Is(err, tracer.ErrNoJob) {
+			return &exitError{2, err}
+		}
+		return err
+	}
+	threads, err := t.Checkpoint(policy, image)
+	if cerr := t.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("detach: %w", cerr)
+	}
+	if imageFile != nil {
+		if cerr := imageFile.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("image: %w", cerr)
+		}
+	}
+	if !c.json {
+		s.mu.Lock()
+		printCheckpoint(stdout, threads, policy, s.state)
+		s.mu.Unlock()
+		if *imagePath != "" {
+			fmt.Fprintf(stdout, "\ncheckpoint image: %s\n", sessions.Sanitize(*imagePath))
+		}
+	}
+	s.finish(c.host)
+	return err
+}
+
+// printCheckpoint writes one table row per thread, then each thread's explanation.
+func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy, st *sessions.State) {
+	if len(threads) == 0 {
+		fmt.Fprintln(w, "no thread could be captured")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tTID\tCOMM\tSYSCALL\tINSN\tRET/CODE\tON_RESUME\tRESTORE\tAPPLIED")
+	inSyscall := 0
+	for _, th := range threads {
+		comm := ""
+		if p := st.Procs[sessions.ProcKey{PID: th.PID}]; p != nil {
+			comm = p.Comm
+		}
+		if len(comm) > 16 {
+			comm = comm[:16]
+		}
+		call, insn, ret := "-", "-", "-"
+		if th.InSyscall {
+			inSyscall++
+			call = th.Syscall
+			if call == "" {
+				call = "#" + strconv.Itoa(th.Nr)
+			}
+			if th.Insn != "" {
+				insn = th.Insn
+			}
+			ret = strconv.FormatInt(th.Ret, 10)
+			if th.Code != "" {
+				ret += " " + th.Code
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", th.PID, th.TID, sessions.Sanitize(comm),
+			sessions.Sanitize(call), sessions.Sanitize(insn), sessions.Sanitize(ret), sessions.Sanitize(th.OnResume),
+			sessions.Sanitize(th.Restore), sessions.Sanitize(orDash(th.Applied)))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	// Threads in the same state share one explanation: "tid tid ...: why".
+	var order []string
+	tids := map[string][]string{}
+	for _, th := range threads {
+		if th.Explain == "" {
+			continue
+		}
+		if tids[th.Explain] == nil {
+			order = append(order, th.Explain)
+		}
+		tids[th.Explain] = append(tids[th.Explain], strconv.Itoa(th.TID))
+	}
+	for _, e := range order {
+		fmt.Fprintf(w, "%s: %s\n", strings.Join(tids[e], " "), sessions.Sanitize(e))
+	}
+	fmt.Fprintf(w, "\n%d threads, %d inside a syscall; restore %q applied and every thread resumed.\n", len(threads), inSyscall, string(policy))
+	switch policy {
+	case arch.PolicyNaive:
+		fmt.Fprintln(w, "naive: the kernel's restart was cancelled and the return registers left as saved, so the interrupted calls now return the ERESTART* codes above to the program (seed 002).")
+	case arch.PolicyCorrect:
+		fmt.Fprintln(w, "correct: interrupted calls were rewound to run again; restart blocks (ERESTART_RESTARTBLOCK) return EINTR, as after a real restore.")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
