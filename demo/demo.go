@@ -36,6 +36,10 @@ func Source(name string) ([]byte, error) { return sources.ReadFile("c/" + name +
 
 var mu sync.Mutex
 
+// recipe names how Program compiles; change it when the compile command changes, so cached
+// programs built the old way are not reused.
+const recipe = "gcc -g -O1 -pthread NAME.c -ldl, in the build dir (v2)"
+
 // CacheDir is where compiled programs live: $XDG_CACHE_HOME/crashtui/demo (or ~/.cache).
 func CacheDir() string {
 	if d := os.Getenv("CRASHTUI_DEMO_DIR"); d != "" {
@@ -57,6 +61,7 @@ func Program(name string, flags ...string) (string, error) {
 		return "", fmt.Errorf("demo program %q: %w", name, err)
 	}
 	h := sha256.New()
+	h.Write([]byte(recipe))
 	h.Write(src)
 	h.Write([]byte(strings.Join(flags, "\x00")))
 	sum := hex.EncodeToString(h.Sum(nil))[:12]
