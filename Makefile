@@ -8,9 +8,9 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 DEMO_SRC := $(wildcard demo/c/*.c)
 DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
-# Debian packages the tests and demo programs need: gcc (C demo programs), gdb (reads the
-# cores crashtui writes), tmux (looking at the TUI by hand is optional, not installed).
-APT_NEEDS := gcc:gcc gdb:gdb
+# Debian packages the tests and demo programs need (command:package): gcc for the C demo
+# programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
+APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
 
 .PHONY: all build demo test test-go test-ppc64le bench cross deps apt-deps go-deps clean vet fmt
 

@@ -400,7 +400,10 @@ func (t *Tracer) handle(w waitResult) {
 	// Signal-delivery-stop.
 	tk.stopped, tk.sig = stopSignal, int(sig)
 	if t.closing {
-		return // held; detachAll re-injects it with PTRACE_DETACH
+		// Held; detachAll re-injects it with PTRACE_DETACH, unless it is a stop of crashtui's
+		// own making (a syscall-stop or step trap while a fault handler was being followed).
+		t.crashBeforeDetach(tk, int(sig))
+		return
 	}
 	t.onSignal(tk, int(sig))
 	if !tk.want && tk.stopped != running {
