@@ -382,17 +382,15 @@ func (c *threadCapture) apply(policy arch.Policy) error {
 	return nil
 }
 
-// regsDiff names the words of got that differ from want. On ppc64le the kernel keeps its own
-// flag bits when trap is written (set_user_trap changes only the vector), so only the vector is
-// compared there.
+// regsDiff names the words of got that differ from want, within the bits PTRACE_SETREGS
+// stores (arch.WritableMask: on ppc64le the kernel keeps its own trap flag bits, and never takes
+// softe, dar, dsisr or result; amd64 eflags only FLAG_MASK).
 func regsDiff(want, got arch.Regs) string {
 	var d []string
 	for i := 0; i < len(want.Words) && i < len(got.Words); i++ {
-		w, g := want.Words[i], got.Words[i]
+		m := arch.WritableMask(want.Arch, i)
+		w, g := want.Words[i]&m, got.Words[i]&m
 		name := arch.RegName(want.Arch, i)
-		if want.Arch == arch.PPC64LE && name == "trap" {
-			w, g = w&^0x1f, g&^0x1f
-		}
 		if w != g {
 			d = append(d, fmt.Sprintf("%s=%#x (wrote %#x)", name, got.Words[i], want.Words[i]))
 		}

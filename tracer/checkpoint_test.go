@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/sessions"
@@ -424,4 +426,138 @@ func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 	if r := p.Result(t, 20*time.Second); r.Name != "nanosleep" || r.Errno != 4 {
 		t.Fatalf("after CheckpointStopped correct: %+v, want nanosleep EINTR", r)
 	}
+}
+
+// TestCheckpointHeldSignal: threads held at a signal-delivery-stop (a caught signal pending)
+// count as frozen, stay held after the checkpoint (another operation holds them), and get the
+// Handler column of kernel.md B.3: SigCgt says the signal is caught, SA_RESTART cannot be read
+// from outside, so ERESTARTSYS is "unknown" (restart with SA_RESTART, EINTR without) while
+// ERESTART_RESTARTBLOCK is EINTR either way. When the signals are delivered, the program shows
+// which case held: read-sa (SA_RESTART) restarts and reads the handler's byte, read-nosa gets
+// EINTR, nanosleep gets EINTR.
+func TestCheckpointHeldSignal(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	sigs := map[int]unix.Signal{
+		p.TID(t, "read-sa"):   unix.SIGUSR1,
+		p.TID(t, "read-nosa"): unix.SIGUSR2,
+		p.TID(t, "nanosleep"): unix.SIGUSR1,
+	}
+	var got []sessions.Thread
+	var img bytes.Buffer
+	err := tr.do(func() error {
+		held := map[int]*task{}
+		for tid, sig := range sigs {
+			tk := tr.tasks[tid]
+			if err := tr.stopTask(tk, 5*time.Second); err != nil {
+				return err
+			}
+			if err := unix.Tgkill(p.PID, tid, sig); err != nil {
+				return fmt.Errorf("tgkill %d: %w", tid, err)
+			}
+			// Let it run into the signal's delivery stop and hold it there.
+			if err := tr.resume(tk); err != nil {
+				return err
+			}
+			tk.want = true
+			held[tid] = tk
+		}
+		if err := tr.pump(func() bool {
+			for _, tk := range held {
+				if tk.stopped == stopEvent { // a late interrupt stop: go on to the signal
+					tr.resume(tk)
+					tk.want = true
+				}
+				if tk.stopped != stopSignal {
+					return false
+				}
+			}
+			return true
+		}, 5*time.Second, "threads did not reach their signal-delivery-stop"); err != nil {
+			return err
+		}
+		var err error
+		got, err = tr.checkpoint(arch.PolicyNone, &img)
+		if err != nil {
+			return err
+		}
+		for tid, tk := range held {
+			if tk.stopped != stopSignal || tk.sig != int(sigs[tid]) {
+				return fmt.Errorf("thread %d no longer held at its %v delivery stop after the checkpoint (stopped %d sig %d)", tid, sigs[tid], tk.stopped, tk.sig)
+			}
+			if err := tr.resume(tk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(p.Threads) {
+		t.Fatalf("captured %d threads, want %d", len(got), len(p.Threads))
+	}
+	var image CheckpointImage
+	if err := json.Unmarshal(img.Bytes(), &image); err != nil {
+		t.Fatal(err)
+	}
+	stops := map[int]ImageThread{}
+	for _, it := range image.Threads {
+		stops[it.TID] = it
+	}
+	for _, th := range got {
+		it := stops[th.TID]
+		sig, isHeld := sigs[th.TID]
+		if !isHeld {
+			if it.Stop != "interrupt" || th.OnResume != string(restartCases[nameOf(p, th.TID)].onResume) {
+				t.Errorf("thread %d: stop %q on_resume %q", th.TID, it.Stop, th.OnResume)
+			}
+			continue
+		}
+		wantResume := "unknown"
+		if th.Code == "ERESTART_RESTARTBLOCK" {
+			wantResume = "eintr"
+		}
+		if it.Stop != "signal" || it.Signal != signalName(int(sig)) || it.Handler != "handler, SA_RESTART unknown" ||
+			th.OnResume != wantResume || !strings.Contains(th.Explain, signalName(int(sig))+" is caught (SigCgt)") {
+			t.Errorf("thread %d (%s held): stop %q signal %q handler %q on_resume %q (want %q) explain %q",
+				th.TID, signalName(int(sig)), it.Stop, it.Signal, it.Handler, th.OnResume, wantResume, th.Explain)
+		}
+		if wantResume == "unknown" && !(strings.Contains(th.Explain, "If the handler has SA_RESTART") && strings.Contains(th.Explain, "return EINTR")) {
+			t.Errorf("thread %d: explanation does not give both cases: %q", th.TID, th.Explain)
+		}
+	}
+
+	want := map[string][2]int64{"read-sa": {1, 0}, "read-nosa": {-1, 4}, "nanosleep": {-1, 4}}
+	for len(want) > 0 {
+		r := p.Result(t, 20*time.Second)
+		w, ok := want[r.Name]
+		if !ok || r.Ret != w[0] || r.Errno != int(w[1]) {
+			t.Fatalf("after delivering the held signals: %+v, want one of %v", r, want)
+		}
+		delete(want, r.Name)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertUntraced(t, p)
+	p.Go(t)
+	if rest := p.Rest(t, 30*time.Second); rest[len(rest)-1] != "verdict ok" {
+		t.Fatalf("after none with held signals: %q", rest)
+	}
+}
+
+func nameOf(p *restarttest.Proc, tid int) string {
+	for _, th := range p.Threads {
+		if th.TID == tid {
+			return th.Name
+		}
+	}
+	return ""
 }

@@ -1,0 +1,123 @@
+package tracer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/demo/restart/restarttest"
+)
+
+// TestMemHelpers reads and writes the memory of a real stopped thread with every helper and
+// checks they agree: the syscall instruction before the pc of a thread blocked in read, and a
+// stack word written with POKEDATA and put back.
+func TestMemHelpers(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	tid := p.TID(t, "read")
+	err := tr.do(func() error {
+		tk := tr.tasks[tid]
+		if err := tr.stopTask(tk, 5*time.Second); err != nil {
+			return err
+		}
+		defer tr.resume(tk)
+		regs, err := getRegs(tid)
+		if err != nil {
+			return err
+		}
+		pc := regs.PC()
+		want := []byte{0x0f, 0x05} // syscall: the thread is stopped right after it
+
+		var viaVM, viaProc, viaMem, viaPeek [2]byte
+		if n, err := vmRead(p.PID, pc-2, viaVM[:]); err != nil || n != 2 {
+			t.Errorf("process_vm_readv: %d, %v", n, err)
+		}
+		if n, err := procMemRead(p.PID, pc-2, viaProc[:]); err != nil || n != 2 {
+			t.Errorf("/proc/PID/mem: %d, %v", n, err)
+		}
+		if err := readMem(p.PID, pc-2, viaMem[:]); err != nil {
+			t.Errorf("readMem: %v", err)
+		}
+		if err := peekBytes(tid, pc-2, viaPeek[:]); err != nil {
+			t.Errorf("peekBytes: %v", err)
+		}
+		for name, got := range map[string][2]byte{"process_vm_readv": viaVM, "/proc/PID/mem": viaProc, "readMem": viaMem, "peekBytes": viaPeek} {
+			if !bytes.Equal(got[:], want) {
+				t.Errorf("%s at rip-2: % x, want % x", name, got, want)
+			}
+		}
+
+		// A stack word: flip it with POKEDATA, see it through every reader, put it back.
+		sp := regs.SP() &^ 7
+		orig, err := peekWord(tid, sp)
+		if err != nil {
+			return err
+		}
+		if err := pokeWord(tid, sp, ^orig); err != nil {
+			return err
+		}
+		var b [8]byte
+		if err := readMem(p.PID, sp, b[:]); err != nil || binary.LittleEndian.Uint64(b[:]) != ^orig {
+			t.Errorf("after poke: readMem %x, %v; want %x", b, err, ^orig)
+		}
+		if w, err := peekWord(tid, sp); err != nil || w != ^orig {
+			t.Errorf("after poke: peekWord %#x, %v; want %#x", w, err, ^orig)
+		}
+		if err := pokeWord(tid, sp, orig); err != nil {
+			return err
+		}
+		if w, _ := peekWord(tid, sp); w != orig {
+			t.Errorf("stack word not restored: %#x, want %#x", w, orig)
+		}
+
+		// Nothing is mapped at page 0: both ways fail and the error names both.
+		if err := readMem(p.PID, 0, b[:]); err == nil || !strings.Contains(err.Error(), "process_vm_readv") || !strings.Contains(err.Error(), "/proc/") {
+			t.Errorf("readMem at 0: %v, want an error naming both ways", err)
+		}
+		if _, err := peekWord(tid, 0); err == nil {
+			t.Error("peekWord at 0 succeeded")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertUntraced(t, p)
+	p.Go(t)
+	if rest := p.Rest(t, 30*time.Second); rest[len(rest)-1] != "verdict ok" {
+		t.Fatalf("the program after the memory tests: %q", rest)
+	}
+}
+
+// BenchmarkCheckpointNone measures one simulated checkpoint of a 10-thread process (freeze,
+// capture, image, read back, resume) with the restore that changes nothing.
+func BenchmarkCheckpointNone(b *testing.B) {
+	p := restarttest.Start(b, restarttest.Build(b))
+	tr := New(Options{})
+	b.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		b.Fatal(err)
+	}
+	var img bytes.Buffer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		img.Reset()
+		th, err := tr.Checkpoint("none", &img)
+		if err != nil || len(th) != len(p.Threads) {
+			b.Fatalf("checkpoint: %d threads, %v", len(th), err)
+		}
+	}
+}
