@@ -169,8 +169,8 @@ func assertUntraced(t *testing.T, p *restarttest.Proc) {
 		t.Errorf("TracerPid %d after Close, want 0", tracer)
 	}
 	for tid, st := range states {
-		if st == "t" || st == "T" {
-			t.Errorf("thread %d left in state %s after Close", tid, st)
+		if st == "t" { // tracing stop; "T" (job control) is the job's own business
+			t.Errorf("thread %d left in a tracing stop after Close", tid)
 		}
 	}
 }
@@ -560,4 +560,71 @@ func nameOf(p *restarttest.Proc, tid int) string {
 		}
 	}
 	return ""
+}
+
+// TestCheckpointGroupStopped: a job stopped by SIGSTOP is checkpointed where it stands (its
+// threads are in a group-stop, restart state intact) and stays stopped afterwards: job control
+// is unchanged. After SIGCONT the kernel restarts every call as with no handler.
+func TestCheckpointGroupStopped(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	if err := unix.Kill(p.PID, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitStates(t, p, "T")
+	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNone)
+	checkThreadsStop(t, image, "group")
+	for _, th := range got {
+		if w := restartCases[nameOf(p, th.TID)]; th.Code != w.code || th.OnResume != string(w.onResume) {
+			t.Errorf("%s (%d) in a group-stop: code %q on_resume %q, want %q %q", nameOf(p, th.TID), th.TID, th.Code, th.OnResume, w.code, w.onResume)
+		}
+		if !strings.Contains(th.Explain, "group-stop") {
+			t.Errorf("%d: explanation does not mention the group-stop: %q", th.TID, th.Explain)
+		}
+	}
+	// Still stopped by job control after crashtui let go (attachAndCheckpoint checked that
+	// nobody traces it and no thread is in a tracing stop).
+	states, _ := p.ThreadStates(t)
+	for tid, st := range states {
+		if st != "T" {
+			t.Errorf("thread %d is %q after the checkpoint, want still stopped (T)", tid, st)
+		}
+	}
+	if err := unix.Kill(p.PID, unix.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	p.Go(t)
+	if rest := p.Rest(t, 30*time.Second); rest[len(rest)-1] != "verdict ok" {
+		t.Fatalf("after SIGCONT: %q", rest)
+	}
+}
+
+func checkThreadsStop(t *testing.T, image CheckpointImage, stop string) {
+	t.Helper()
+	for _, it := range image.Threads {
+		if it.Stop != stop || it.Handler != arch.NoHandler.String() {
+			t.Errorf("image thread %d: stop %q handler %q, want %q, no handler", it.TID, it.Stop, it.Handler, stop)
+		}
+	}
+}
+
+// waitStates waits until every thread of p is in state st. Job-control stops of a process
+// that is not our child have no event to wait on, so this polls /proc.
+func waitStates(t *testing.T, p *restarttest.Proc, st string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		states, _ := p.ThreadStates(t)
+		all := len(states) > 0
+		for _, s := range states {
+			all = all && s == st
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads never all reached state %s: %v", st, states)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
