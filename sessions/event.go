@@ -133,6 +133,16 @@ type Crash struct {
 	Core           *string `json:"core"`
 	// Regs are the crashing thread's registers by kernel name, for the detail view.
 	Regs map[string]Hex `json:"regs,omitempty"`
+	// Disasm is the code around the faulting pc, decoded from the start of its function.
+	Disasm []Insn `json:"disasm,omitempty"`
+}
+
+// Insn is one disassembled instruction; Fault marks the one at the crash pc.
+type Insn struct {
+	PC    Hex    `json:"pc"`
+	Bytes string `json:"bytes"` // hex
+	Text  string `json:"text"`
+	Fault bool   `json:"fault,omitempty"`
 }
 
 // Handled is a fault that the process's own handler repaired (a safepoint, a SIGBUS fixed by

@@ -3,6 +3,7 @@ package tracer
 import (
 	"encoding/binary"
 	"encoding/csv"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -320,7 +321,47 @@ func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) session
 	}
 	cr.Module, cr.Offset, cr.Function, cr.File, cr.Line = site.Module, sessions.Hex(site.Offset), site.Function, site.File, site.Line
 	cr.Key = crashKey(cr, c.opts.GroupBy, c.opts.StackKeyFrames)
+	cr.Disasm = disasmAround(tk.pid, c.arch, pc, frames[0].Function != "", frames[0].FuncOff)
 	return cr
+}
+
+// disasmAround decodes the code around pc: from the start of its function when the symbol is
+// known (x86 instructions only line up when decoded from a boundary), else from pc itself.
+// It keeps a few instructions before the fault and a few after.
+func disasmAround(pid int, a arch.Arch, pc uint64, known bool, funcOff uint64) []sessions.Insn {
+	const before, after, maxBack = 8, 6, 1024
+	start := pc
+	if known && funcOff <= maxBack {
+		start = pc - funcOff
+	} else if a != arch.AMD64 {
+		start = pc - 4*before // fixed-size instructions: any aligned start works
+	}
+	code := make([]byte, pc-start+16*after)
+	if err := readMem(pid, start, code); err != nil {
+		// The tail may cross into an unmapped page: retry with just up to the fault.
+		code = code[:pc-start+16]
+		if err := readMem(pid, start, code); err != nil {
+			return nil
+		}
+	}
+	insts := arch.Disasm(a, code, start, 4096)
+	at := -1
+	for i, in := range insts {
+		if in.PC == pc {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return nil // pc is not on a decoded boundary: showing misaligned code would mislead
+	}
+	lo, hi := max(0, at-before), min(len(insts), at+after+1)
+	out := make([]sessions.Insn, 0, hi-lo)
+	for _, in := range insts[lo:hi] {
+		out = append(out, sessions.Insn{PC: sessions.Hex(in.PC), Bytes: hex.EncodeToString(in.Bytes),
+			Text: in.Text, Fault: in.PC == pc})
+	}
+	return out
 }
 
 // crashKey is exe|module+offset or exe|abort:message (sessions.SiteKey, Spindle's key), plus

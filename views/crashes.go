@@ -184,8 +184,21 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 		}
 		out = append(out, "")
 		out = append(out, st.Bold.Render("disassembly"))
-		out = append(out, st.Dim.Render(fmt.Sprintf("  the crash event carries no instructions; the site is %s+%s (pc %s)",
-			sessions.Sanitize(baseName(c.Module)), c.Offset, c.PC)))
+		if len(c.Disasm) == 0 {
+			out = append(out, st.Dim.Render(fmt.Sprintf("  the crash event carries no instructions; the site is %s+%s (pc %s)",
+				sessions.Sanitize(baseName(c.Module)), c.Offset, c.PC)))
+		}
+		for _, in := range c.Disasm {
+			mark := "   "
+			if in.Fault {
+				mark = "=> "
+			}
+			line := fmt.Sprintf("  %s%s  %-20s %s", mark, in.PC, sessions.Sanitize(in.Bytes), sessions.Sanitize(in.Text))
+			if in.Fault {
+				line = st.Bad.Render(line)
+			}
+			out = append(out, line)
+		}
 		out = append(out, "")
 		out = append(out, st.Bold.Render("registers"))
 		if len(c.Regs) == 0 {
