@@ -677,7 +677,11 @@ func (m *Model) View() string {
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
 	case quitOverlay:
 		n, _ := m.state.Live()
-		body = views.Place(views.Confirm(m.st, fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n), w), w, bh)
+		q := fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n)
+		if m.mode == "run" || m.mode == "demo" {
+			q = fmt.Sprintf("End the %d processes crashtui started and quit?", n)
+		}
+		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	default:
 		body = m.body(w, bh)
 	}
