@@ -1,70 +1,13 @@
 package tracer
 
-import (
-	"fmt"
-	"slices"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/crashtui/crashtui/arch"
-)
+import "github.com/crashtui/crashtui/arch"
 
 // Register glue for linux/ppc64le: unix.PtraceRegs is the kernel's user_pt_regs
 // (arch/powerpc/include/uapi/asm/ptrace.h): gpr[32], nip, msr, orig_gpr3, ctr, link, xer, ccr,
 // softe, trap, dar, dsisr, result. unix.PtraceGetRegs uses PTRACE_GETREGSET NT_PRSTATUS, whose
 // 48-word regset the 44-word iovec truncates (trap is word 40 in both).
-// Everything else works on arch.Regs words.
 
 const (
 	regsArch  = arch.PPC64LE
 	regsWords = 44
 )
-
-// Compile-time check: unix.PtraceRegs is exactly regsWords 64-bit words (the index is out of
-// range, a compile error, if the size differs).
-var _ = [1]struct{}{}[unsafe.Sizeof(unix.PtraceRegs{})-8*regsWords]
-
-func init() {
-	if n := arch.NumWords(regsArch); n != regsWords {
-		panic(fmt.Sprintf("tracer: unix.PtraceRegs has %d words on %s but package arch decodes %d", regsWords, regsArch, n))
-	}
-}
-
-func ptraceRegsWords(pr *unix.PtraceRegs) []uint64 {
-	return unsafe.Slice((*uint64)(unsafe.Pointer(pr)), regsWords)
-}
-
-// getRegs reads tid's registers. tid must be in a ptrace-stop of this thread's tracee.
-func getRegs(tid int) (arch.Regs, error) {
-	var pr unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return arch.Regs{}, fmt.Errorf("getregs %d: %w", tid, err)
-	}
-	return arch.Regs{Arch: regsArch, Words: slices.Clone(ptraceRegsWords(&pr))}, nil
-}
-
-// setRegs writes r to tid, which must be in a ptrace-stop. r must be a full snapshot of this
-// architecture, as returned by getRegs (possibly edited by arch.ApplyPolicy/SetupSyscall).
-func setRegs(tid int, r arch.Regs) error {
-	if r.Arch != regsArch || len(r.Words) != regsWords {
-		return fmt.Errorf("setregs %d: have %s registers with %d words, want %s with %d", tid, r.Arch, len(r.Words), regsArch, regsWords)
-	}
-	var pr unix.PtraceRegs
-	copy(ptraceRegsWords(&pr), r.Words)
-	if err := unix.PtraceSetRegs(tid, &pr); err != nil {
-		return fmt.Errorf("setregs %d: %w", tid, err)
-	}
-	return nil
-}
-
-// restartInsn reads the instruction bytes arch.Decode wants for r: the 4 bytes at nip-4 (sc
-// 0x44000002 or scv 0 0x44000001). It returns nil when the memory is unreadable (arch.Decode then
-// reports the instruction unconfirmed).
-func restartInsn(tid int, r arch.Regs) []byte {
-	buf := make([]byte, 4)
-	if n, err := unix.PtracePeekData(tid, uintptr(r.PC()-4), buf); err != nil || n != len(buf) {
-		return nil
-	}
-	return buf
-}
