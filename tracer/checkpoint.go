@@ -114,7 +114,7 @@ func (t *Tracer) Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thr
 		out, err = t.checkpoint(policy, image)
 		return err
 	})
-	return out, err
+	return t.observeOutcomes(out), err
 }
 
 func (t *Tracer) checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {

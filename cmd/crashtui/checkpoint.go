@@ -139,6 +139,18 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 	for _, e := range order {
 		fmt.Fprintf(w, "%s: %s\n", strings.Join(tids[e], " "), sessions.Sanitize(e))
 	}
+	// What each thread did next (observed a moment after the restore).
+	first := true
+	for _, th := range threads {
+		if th.Outcome == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nwhat happened next:")
+			first = false
+		}
+		fmt.Fprintf(w, "  %d: %s\n", th.TID, sessions.Sanitize(th.Outcome))
+	}
 	fmt.Fprintf(w, "\n%d threads, %d inside a syscall; restore %q applied and every thread resumed.\n", len(threads), inSyscall, string(policy))
 	switch policy {
 	case arch.PolicyNaive:

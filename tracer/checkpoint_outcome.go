@@ -1,0 +1,122 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// outcomeDelay is how long after a simulated restore crashtui looks at what each thread did
+// next: long enough for a thread to re-enter its syscall or to run on with a leaked code.
+const outcomeDelay = 300 * time.Millisecond
+
+// procSyscall is /proc/PID/task/TID/syscall (fs/proc/base.c proc_pid_syscall): "running", or
+// "-1 sp pc" outside a syscall, or "nr a0..a5 sp pc" while blocked in one.
+type procSyscall struct {
+	gone, running, in bool
+	stopped           bool // job-control stopped: it has not run since the restore
+	nr                int
+}
+
+func readProcSyscall(pid, tid int) procSyscall {
+	b, err := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"))
+	if err != nil {
+		return procSyscall{gone: true}
+	}
+	ps := parseProcSyscall(b)
+	if st, err := readStat(tid); err == nil && (st.state == 'T' || st.state == 't') {
+		ps.stopped = true
+	}
+	return ps
+}
+
+func parseProcSyscall(b []byte) procSyscall {
+	f := strings.Fields(string(b))
+	if len(f) == 0 || f[0] == "running" {
+		return procSyscall{running: true}
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil || nr < 0 {
+		return procSyscall{}
+	}
+	return procSyscall{in: true, nr: nr}
+}
+
+// outcome says in a sentence what a thread did after the policy was applied: what the policy
+// makes certain (a naive restore hands the ERESTART code to the program; a correct one turns a
+// restart block into EINTR), then where the thread is now. Only threads stopped inside an
+// interrupted syscall get one.
+func outcome(th sessions.Thread, now procSyscall) string {
+	if !th.InSyscall || th.Code == "" {
+		return ""
+	}
+	name := th.Syscall
+	if name == "" {
+		name = "syscall " + strconv.Itoa(th.Nr)
+	}
+	restart, _ := arch.SyscallNumber(arch.Arch(th.Arch), "restart_syscall")
+	if now.stopped {
+		return "still stopped by job control: the restore takes effect when the job continues"
+	}
+	again := now.in && (now.nr == th.Nr || now.nr == restart)
+	var got string
+	switch {
+	case th.Applied == string(arch.PolicyNaive):
+		got = fmt.Sprintf("%s returned %s (%d) to the program, the seed 002 bug", name, th.Code, restartErrno(th.Code))
+	case th.Applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActEINTR):
+		got = fmt.Sprintf("%s returned EINTR, as after a real restore (a restart block cannot be carried over)", name)
+	case again:
+		return fmt.Sprintf("back in %s: the syscall was restarted and the program never noticed", name)
+	case now.gone:
+		return fmt.Sprintf("left %s and the thread exited", name)
+	default:
+		return fmt.Sprintf("left %s (it completed, or a handler ran)", name)
+	}
+	switch {
+	case now.gone:
+		return got + "; the thread then exited"
+	case again:
+		return got + "; the program then called " + th.Syscall + " again"
+	}
+	return got
+}
+
+func restartErrno(code string) int {
+	for _, e := range []int{arch.ERESTARTSYS, arch.ERESTARTNOINTR, arch.ERESTARTNOHAND, arch.ERESTART_RESTARTBLOCK} {
+		if arch.ErrnoName(e) == code {
+			return e
+		}
+	}
+	return 0
+}
+
+// observeOutcomes waits outcomeDelay, then fills in each thread's Outcome and emits the
+// completed thread events (the State keeps the latest per thread).
+func (t *Tracer) observeOutcomes(threads []sessions.Thread) []sessions.Thread {
+	if len(threads) == 0 {
+		return threads
+	}
+	time.Sleep(outcomeDelay)
+	changed := false
+	for i := range threads {
+		if o := outcome(threads[i], readProcSyscall(threads[i].PID, threads[i].TID)); o != "" {
+			threads[i].Outcome, changed = o, true
+		}
+	}
+	if changed {
+		t.do(func() error {
+			for _, th := range threads {
+				if th.Outcome != "" {
+					t.emit(th)
+				}
+			}
+			return nil
+		})
+	}
+	return threads
+}
