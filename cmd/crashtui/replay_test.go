@@ -98,3 +98,28 @@ func TestReplayOfDamagedFiles(t *testing.T) {
 		t.Errorf("missing file: exit %d, want 2", code)
 	}
 }
+
+// The recorded demo committed under demo/ replays headless: every capability is in it.
+func TestCommittedDemoRecording(t *testing.T) {
+	lines, stderr, code := runJSON(t, "replay", "--json", filepath.Join("..", "..", "demo", "session.jsonl"))
+	if code != 0 || stderr != "" {
+		t.Fatalf("replay of demo/session.jsonl: exit %d, stderr %q", code, stderr)
+	}
+	kinds := map[string]int{}
+	var seccomp, outcome bool
+	for _, l := range lines {
+		e := withoutTime(l)
+		kinds[e["event"].(string)]++
+		if strings.Contains(l, `"reason":"seccomp"`) {
+			seccomp = true
+		}
+		if strings.Contains(l, `"outcome":"back in read`) {
+			outcome = true
+		}
+	}
+	sum := withoutTime(lines[len(lines)-1])
+	if kinds["crash"] != 3 || kinds["handled"] == 0 || kinds["matrix"] == 0 || kinds["thread"] == 0 ||
+		len(sum["groups"].([]any)) != 2 || !seccomp || !outcome {
+		t.Errorf("demo/session.jsonl: events %v, summary %v, seccomp cell %v, restart outcome %v", kinds, sum, seccomp, outcome)
+	}
+}
