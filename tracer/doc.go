@@ -10,6 +10,13 @@
 // it through requests. It emits sessions.Event values and nothing else: it never formats text
 // for a screen.
 //
+// On top of the loop: crash sites grouped as they happen, with handled faults told apart and
+// one core per site (crash*.go, core.go); the access matrix, predicted from /proc
+// (tracer/access) and measured by running kcmp and process_vm_readv inside each process
+// without writing any code (inject.go, measure.go, live.go); and the simulated checkpoint,
+// which captures every thread's syscall restart state and applies a restore policy in place
+// (checkpoint*.go). tracer/qemu runs the ppc64le tests on a real kernel under QEMU.
+//
 // The waiter reaps with wait4(-1, __WALL): a process that embeds a Tracer must not start other
 // children while tracing, or their exit statuses are consumed here.
 package tracer
