@@ -17,6 +17,8 @@
 // which captures every thread's syscall restart state and applies a restore policy in place
 // (checkpoint*.go). tracer/qemu runs the ppc64le tests on a real kernel under QEMU.
 //
-// The waiter reaps with wait4(-1, __WALL): a process that embeds a Tracer must not start other
-// children while tracing, or their exit statuses are consumed here.
+// The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread, woken by SIGCHLD: it
+// sees its tracees and the ranks it launched, never the other children of the program that
+// embeds it. A tracee that is also the embedding program's own child and exits while traced is
+// reaped here (its parent's wait then reports ECHILD).
 package tracer
