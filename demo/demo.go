@@ -66,6 +66,10 @@ func Program(name string, flags ...string) (string, error) {
 	h.Write([]byte(strings.Join(flags, "\x00")))
 	sum := hex.EncodeToString(h.Sum(nil))[:12]
 	dir := CacheDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		// No usable home (a service account, HOME=/nonexistent): a per-user temporary cache.
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("crashtui-demo-%d", os.Getuid()))
+	}
 	out := filepath.Join(dir, sum, name) // the program keeps its own name in /proc and in keys
 	mu.Lock()
 	defer mu.Unlock()

@@ -145,7 +145,17 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 	if a.Seccomp == 2 && a.SeccompFilters > 0 {
 		f, err := seccompFilters(tk.tid, a.SeccompFilters)
 		if err != nil {
-			t.emitErr(a.PID, "read seccomp filters", err)
+			// Said once per process: without CAP_SYS_ADMIN it fails every time.
+			if !t.filtersUnreadable[a.PID] {
+				if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+					err = fmt.Errorf("%w: reading a seccomp filter needs CAP_SYS_ADMIN; its calls are not injected and its cells stay predicted", err)
+				}
+				t.emitErr(a.PID, "read seccomp filters", err)
+				if t.filtersUnreadable == nil {
+					t.filtersUnreadable = map[int]bool{}
+				}
+				t.filtersUnreadable[a.PID] = true
+			}
 		} else {
 			a.Filters = f
 		}

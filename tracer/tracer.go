@@ -92,7 +92,9 @@ type Tracer struct {
 	crash   *crashState
 	// lastMatrixKey is what the last live matrix was computed from (RefreshMatrix).
 	lastMatrixKey *matrixKey
-	self          int
+	// filtersUnreadable are processes whose seccomp filters could not be read (said once).
+	filtersUnreadable map[int]bool
+	self              int
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
