@@ -92,6 +92,10 @@ func (s RestartState) Explain(h Handler) string {
 }
 
 func (s RestartState) call() string {
+	if s.Syscall == "restart_syscall" {
+		// Interrupted a second time: the kernel's restart_block still says which call.
+		return "the call it was already resuming (restart_syscall)"
+	}
 	if s.Syscall != "" {
 		return s.Syscall
 	}
