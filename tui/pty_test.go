@@ -52,6 +52,7 @@ func (s *screen) waitFor(t *testing.T, want string) {
 // end-to-end test drives the binary too (creack/pty + x/vt).
 func TestRunOnPty(t *testing.T) {
 	t.Setenv("TERM", "xterm-256color")
+	t.Setenv("CI", "") // termenv treats any non-empty CI as "not a terminal": no colour at all
 	t.Setenv("NO_COLOR", "")
 	out := runOnPty(t)
 	if !strings.Contains(out, "\x1b[91") && !strings.Contains(out, "\x1b[1;91") && !strings.Contains(out, "38;5;9") {
