@@ -61,7 +61,11 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: crashtui %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(stderr, "Usage: crashtui %s\n", synopsis)
+		if strings.Contains(synopsis, "JOB") {
+			fmt.Fprint(stderr, "\nJOB is pgid:N, sid:N, pid:N (N and its descendants), cgroup:PATH, slurm:ID,\nor a bare number (a process group if one has that id, else pid:N).\n")
+		}
+		fmt.Fprint(stderr, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
