@@ -18,7 +18,7 @@ import (
 // the SIGUSR1 handler (norestart flag set), recorded by
 // `go run ./tracer/qemu/cmd/ppc64le-test -record tracer/qemu/testdata`.
 func TestPPC64LEFixtures(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.json")
+	files, err := filepath.Glob("testdata/power*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures in testdata: %v", err)
 	}

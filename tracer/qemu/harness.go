@@ -34,13 +34,83 @@ const RegsPrefix = "CRASHTUI-REGS:"
 // (it must raise SIGILL), POWER9 and POWER10 advertise PPC_FEATURE2_SCV.
 var DefaultCPUs = []string{"power8", "power9", "power10"}
 
+// Arch is one guest architecture: which QEMU, which Debian kernel, which
+// guest programs and how to boot them.
+type Arch struct {
+	GOARCH  string   // "ppc64le", "arm64": GOARCH of the guest programs
+	DebArch string   // Debian architecture of the kernel package: "ppc64el", "arm64"
+	Flavour string   // Debian kernel flavour: linux-image-<abi>-<Flavour>
+	Image   string   // kernel file in the .deb's boot/: "vmlinux" (ELF) or "vmlinuz"
+	QEMU    string   // emulator binary
+	QEMUPkg string   // Debian package providing it
+	CPUs    []string // QEMU -cpu models booted by default
+	Run     string   // default guest -test.run pattern
+	// Helpers are extra guest programs (package dirs under the module root);
+	// each goes into the initramfs as bin/<base name>.
+	Helpers []string
+	// machine returns the QEMU arguments before -kernel for one CPU model,
+	// console the kernel's console= device.
+	machine func(cpu string, smp int) []string
+	console string
+	kpkgRE  *regexp.Regexp
+}
+
+// PPC64LE boots Debian's powerpc64le kernel on pseries (docs/ppc64le-qemu.md).
+var PPC64LE = &Arch{
+	GOARCH: "ppc64le", DebArch: "ppc64el", Flavour: "powerpc64le", Image: "vmlinux",
+	QEMU: "qemu-system-ppc64", QEMUPkg: "qemu-system-ppc",
+	CPUs: DefaultCPUs, Run: "PPC64LE", Helpers: []string{"./tracer/qemu/guest/scvprog"},
+	// x-vof=on skips SLOF, the cap-* settings only silence TCG warnings.
+	machine: func(cpu string, smp int) []string {
+		return []string{
+			"-M", "pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off,x-vof=on",
+			"-cpu", cpu, "-m", "1G", "-smp", strconv.Itoa(smp),
+		}
+	},
+	console: "hvc0",
+	kpkgRE:  regexp.MustCompile(`linux-image-(\d+)\.(\d+)\.(\d+)-(\d+)-powerpc64le\b`),
+}
+
+// ARM64 boots Debian's arm64 kernel on QEMU's virt board. Debian 12's
+// boot/vmlinuz-*-arm64 is a plain (uncompressed) arm64 Image, which -kernel
+// boots directly without firmware; the PL011 UART (ttyAMA0) and devtmpfs are
+// built in, virtio-console is a module, so the console is ttyAMA0.
+var ARM64 = &Arch{
+	GOARCH: "arm64", DebArch: "arm64", Flavour: "arm64", Image: "vmlinuz",
+	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
+	CPUs: []string{"max"}, Run: "ARM64", Helpers: []string{"./tracer/qemu/guest/svcprog"},
+	machine: func(cpu string, smp int) []string {
+		model := cpu
+		if cpu == "max" {
+			// QEMU's architected pointer-authentication algorithm (QARMA) is
+			// slow under TCG; the implementation-defined one is not.
+			model = "max,pauth-impdef=on"
+		}
+		return []string{"-M", "virt", "-cpu", model, "-m", "1G", "-smp", strconv.Itoa(smp)}
+	},
+	console: "ttyAMA0",
+	kpkgRE:  regexp.MustCompile(`linux-image-(\d+)\.(\d+)\.(\d+)-(\d+)-arm64\b`),
+}
+
+// ArchByName returns PPC64LE or ARM64 for a GOARCH name, nil otherwise.
+func ArchByName(name string) *Arch {
+	switch name {
+	case "ppc64le":
+		return PPC64LE
+	case "arm64":
+		return ARM64
+	}
+	return nil
+}
+
 // Options configures Run. Zero values pick the defaults noted per field.
 type Options struct {
+	Arch       *Arch         // default PPC64LE
 	ModuleRoot string        // default: directory of `go env GOMOD` in the working directory
-	CacheDir   string        // default: ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/ppc64le
-	Kernel     string        // a vmlinux to boot instead of the cached Debian one
-	CPUs       []string      // default DefaultCPUs
-	Run        string        // guest -test.run pattern, default "PPC64LE"
+	CacheDir   string        // default: ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/<GOARCH>
+	Kernel     string        // a kernel image to boot instead of the cached Debian one
+	CPUs       []string      // default Arch.CPUs
+	Run        string        // guest -test.run pattern, default Arch.Run
 	Timeout    time.Duration // per boot, default 150s (the guest watchdog fires 10s earlier)
 	Parallel   int           // guests booted at once, default 2
 	Log        io.Writer     // progress and guest output, default os.Stderr
@@ -57,11 +127,17 @@ func (e *SkipError) Error() string { return "SKIP: " + e.Reason }
 // blocked in a syscall: raw words of unix.PtraceRegs (PTRACE_GETREGS on
 // ppc64le: gpr[32], nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap,
 // dar, dsisr, result), as hex strings so that no JSON tool rounds them.
+//
+// On arm64 (Arch "arm64") Words are user_pt_regs (x0-x30, sp, pc, pstate)
+// from PTRACE_GETREGSET NT_PRSTATUS, InsnWord/InsnBytes are the word at pc
+// (the kernel rewound to the svc before the stop) and SyscallInfo is the raw
+// struct ptrace_syscall_info PTRACE_GET_SYSCALL_INFO returned at that stop.
 type RegRecord struct {
+	Arch   string `json:"arch,omitempty"` // "" is ppc64le (the first fixtures)
 	CPU    string `json:"cpu"`
 	Kernel string `json:"kernel"`
 	HWCap2 string `json:"hwcap2"`
-	Insn   string `json:"insn"` // "sc" or "scv"
+	Insn   string `json:"insn"` // "sc", "scv" or "svc"
 	Call   string `json:"call"` // "read" or "nanosleep"
 	// Stop is the kind of ptrace stop: "interrupt" (PTRACE_INTERRUPT, also
 	// when empty), "signal" (signal-delivery-stop of SIGUSR1, before
@@ -74,6 +150,13 @@ type RegRecord struct {
 	Arg0       string   `json:"arg0"`       // what the helper passed as the first argument
 	Words      []string `json:"words"`
 	Layout     string   `json:"layout"`
+	// SyscallInfo is the hex of the bytes PTRACE_GET_SYSCALL_INFO wrote
+	// (arm64 records only), SyscallInfoLen the size the kernel returned.
+	SyscallInfo    string `json:"syscall_info,omitempty"`
+	SyscallInfoLen int    `json:"syscall_info_len,omitempty"`
+	// Errno is the restart code learnt elsewhere for an arm64 record whose
+	// registers no longer hold it (syscall-exit-stop rval), 0 if none.
+	Errno int `json:"errno,omitempty"`
 }
 
 // Uint64s parses Words.
@@ -103,9 +186,13 @@ func (r RegRecord) Bytes() ([]byte, error) {
 }
 
 // FileName is the fixture name of the record: <cpu>_<insn>_<call>.json, or
-// <cpu>_<insn>_<call>_<stop>.json for stops other than PTRACE_INTERRUPT.
+// <cpu>_<insn>_<call>_<stop>.json for stops other than PTRACE_INTERRUPT;
+// records of another arch than ppc64le start with "<arch>_".
 func (r RegRecord) FileName() string {
 	name := r.CPU + "_" + r.Insn + "_" + r.Call
+	if r.Arch != "" && r.Arch != "ppc64le" {
+		name = r.Arch + "_" + name
+	}
 	if r.Stop != "" && r.Stop != "interrupt" {
 		name += "_" + r.Stop
 	}
@@ -147,11 +234,15 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Log == nil {
 		opt.Log = os.Stderr
 	}
+	a := opt.Arch
+	if a == nil {
+		a = PPC64LE
+	}
 	if len(opt.CPUs) == 0 {
-		opt.CPUs = DefaultCPUs
+		opt.CPUs = a.CPUs
 	}
 	if opt.Run == "" {
-		opt.Run = "PPC64LE"
+		opt.Run = a.Run
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 150 * time.Second
@@ -160,8 +251,8 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		opt.Parallel = 2
 	}
 	start := time.Now()
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(opt.Log, "ppc64le-test: [%5.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, a...)...)
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(opt.Log, "%s-test: [%5.1fs] "+format+"\n", append([]any{a.GOARCH, time.Since(start).Seconds()}, args...)...)
 	}
 
 	gobin, err := goBinary()
@@ -174,12 +265,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		}
 	}
 	if opt.CacheDir == "" {
-		if opt.CacheDir, err = DefaultCacheDir(); err != nil {
+		if opt.CacheDir, err = a.DefaultCacheDir(); err != nil {
 			return nil, &SkipError{Reason: err.Error()}
 		}
 	}
 
-	work, err := os.MkdirTemp("", "crashtui-ppc64le-")
+	work, err := os.MkdirTemp("", "crashtui-"+a.GOARCH+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create build dir: %w", err)
 	}
@@ -192,12 +283,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	// The guest build needs no QEMU or kernel: run it while those are fetched.
 	buildErr := make(chan error, 1)
 	go func() {
-		err := BuildGuest(ctx, gobin, opt.ModuleRoot, work)
+		err := a.BuildGuest(ctx, gobin, opt.ModuleRoot, work)
 		logf("guest programs built")
 		buildErr <- err
 	}()
 
-	qemuBin, err := EnsureQEMU(ctx, opt.Log)
+	qemuBin, err := a.EnsureQEMU(ctx, opt.Log)
 	if err != nil {
 		<-buildErr
 		return nil, err
@@ -205,7 +296,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	logf("qemu: %s", qemuBin)
 	kernel := opt.Kernel
 	if kernel == "" {
-		if kernel, err = FetchKernel(ctx, opt.CacheDir, opt.Log); err != nil {
+		if kernel, err = a.FetchKernel(ctx, opt.CacheDir, opt.Log); err != nil {
 			<-buildErr
 			return nil, err
 		}
@@ -216,11 +307,14 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 
 	initrd := filepath.Join(work, "initrd.cpio")
-	if err := WriteInitramfs(initrd, map[string]string{
+	files := map[string]string{
 		"init":            filepath.Join(work, "init"),
 		"bin/tracer.test": filepath.Join(work, "tracer.test"),
-		"bin/scvprog":     filepath.Join(work, "scvprog"),
-	}); err != nil {
+	}
+	for _, h := range a.Helpers {
+		files["bin/"+filepath.Base(h)] = filepath.Join(work, filepath.Base(h))
+	}
+	if err := WriteInitramfs(initrd, files); err != nil {
 		return nil, err
 	}
 
@@ -235,7 +329,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			defer func() { <-sem }()
 			t0 := time.Now()
 			out, bootErr := Boot(ctx, BootConfig{
-				QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
+				Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
 				Run: opt.Run, Timeout: opt.Timeout,
 			}, &prefixWriter{w: opt.Log, prefix: "[" + cpu + "] "})
 			r := CPUResult{CPU: cpu, Output: out, Duration: time.Since(t0)}
@@ -263,7 +357,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 }
 
 // DefaultCacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/ppc64le.
-func DefaultCacheDir() (string, error) {
+func DefaultCacheDir() (string, error) { return PPC64LE.DefaultCacheDir() }
+
+// DefaultCacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/<GOARCH>.
+func (a *Arch) DefaultCacheDir() (string, error) {
 	base := os.Getenv("XDG_CACHE_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -274,7 +371,7 @@ func DefaultCacheDir() (string, error) {
 		}
 		base = filepath.Join(home, ".cache")
 	}
-	return filepath.Join(base, "crashtui", "ppc64le"), nil
+	return filepath.Join(base, "crashtui", a.GOARCH), nil
 }
 
 func goBinary() (string, error) {
@@ -301,35 +398,40 @@ func moduleRoot(ctx context.Context, gobin string) (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// EnsureQEMU returns the path of qemu-system-ppc64, installing Debian's
-// qemu-system-ppc when it is missing and this process is root (apt-get update
-// first only if the plain install fails, since the lists are usually fresh).
+// EnsureQEMU returns the path of qemu-system-ppc64 (PPC64LE.EnsureQEMU).
 func EnsureQEMU(ctx context.Context, log io.Writer) (string, error) {
-	const bin = "qemu-system-ppc64"
+	return PPC64LE.EnsureQEMU(ctx, log)
+}
+
+// EnsureQEMU returns the path of a.QEMU, installing Debian's a.QEMUPkg when
+// it is missing and this process is root (apt-get update only if the plain
+// install fails, since the lists are usually fresh).
+func (a *Arch) EnsureQEMU(ctx context.Context, log io.Writer) (string, error) {
+	bin, pkg := a.QEMU, a.QEMUPkg
 	if p, err := exec.LookPath(bin); err == nil {
 		return p, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", &SkipError{Reason: bin + " not installed and not root to apt-get install qemu-system-ppc"}
+		return "", &SkipError{Reason: bin + " not installed and not root to apt-get install " + pkg}
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", &SkipError{Reason: bin + " not installed and no apt-get to install qemu-system-ppc"}
+		return "", &SkipError{Reason: bin + " not installed and no apt-get to install " + pkg}
 	}
 	install := func() error {
-		return runLogged(ctx, log, "", "apt-get", "install", "-y", "--no-install-recommends", "qemu-system-ppc")
+		return runLogged(ctx, log, "", "apt-get", "install", "-y", "--no-install-recommends", pkg)
 	}
-	fmt.Fprintf(log, "ppc64le-test: installing qemu-system-ppc\n")
+	fmt.Fprintf(log, "%s-test: installing %s\n", a.GOARCH, pkg)
 	if err := install(); err != nil {
 		if uerr := runLogged(ctx, log, "", "apt-get", "update"); uerr != nil {
-			fmt.Fprintf(log, "ppc64le-test: apt-get update: %v\n", uerr)
+			fmt.Fprintf(log, "%s-test: apt-get update: %v\n", a.GOARCH, uerr)
 		}
 		if err := install(); err != nil {
-			return "", &SkipError{Reason: "apt-get install qemu-system-ppc failed: " + err.Error()}
+			return "", &SkipError{Reason: "apt-get install " + pkg + " failed: " + err.Error()}
 		}
 	}
 	p, err := exec.LookPath(bin)
 	if err != nil {
-		return "", fmt.Errorf("qemu-system-ppc installed but %s not found: %w", bin, err)
+		return "", fmt.Errorf("%s installed but %s not found: %w", pkg, bin, err)
 	}
 	return p, nil
 }
@@ -354,10 +456,17 @@ func runLogged(ctx context.Context, log io.Writer, dir string, name string, args
 	return nil
 }
 
-// FetchKernel returns a cached vmlinux of Debian's linux-image-*-powerpc64le,
-// fetching the .deb with a private apt state (host package state untouched,
-// no root needed) and extracting it with dpkg -x when the cache is empty.
+// FetchKernel returns a cached vmlinux of Debian's linux-image-*-powerpc64le
+// (PPC64LE.FetchKernel).
 func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	return PPC64LE.FetchKernel(ctx, cacheDir, log)
+}
+
+// FetchKernel returns a cached boot/<a.Image>-* of Debian's
+// linux-image-*-<a.Flavour>, fetching the .deb with a private apt state (host
+// package state untouched, no root needed) and extracting it with dpkg -x
+// when the cache is empty.
+func (a *Arch) FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("kernel cache %s: %w", cacheDir, err)
 	}
@@ -370,12 +479,12 @@ func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, e
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return "", fmt.Errorf("kernel cache lock: %w", err)
 	}
-	if k := newestVmlinux(cacheDir); k != "" {
+	if k := a.newestKernel(cacheDir); k != "" {
 		return k, nil
 	}
 	for _, tool := range []string{"apt-get", "apt-cache", "dpkg"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "", &SkipError{Reason: "no cached ppc64le kernel in " + cacheDir + " and no " + tool + " to fetch one"}
+			return "", &SkipError{Reason: "no cached " + a.GOARCH + " kernel in " + cacheDir + " and no " + tool + " to fetch one"}
 		}
 	}
 	w := filepath.Join(cacheDir, "apt")
@@ -394,22 +503,22 @@ func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, e
 	}
 	o := []string{
 		"-oAPT::Sandbox::User=" + user,
-		"-oAPT::Architecture=ppc64el", "-oAPT::Architectures=ppc64el",
+		"-oAPT::Architecture=" + a.DebArch, "-oAPT::Architectures=" + a.DebArch,
 		"-oDir::State::Lists=" + filepath.Join(w, "lists"),
 		"-oDir::Cache=" + filepath.Join(w, "cache"),
 		"-oDir::State::status=" + status,
 	}
-	fmt.Fprintf(log, "ppc64le-test: fetching the ppc64el kernel package list\n")
+	fmt.Fprintf(log, "%s-test: fetching the %s kernel package list\n", a.GOARCH, a.DebArch)
 	// A security-index mirror sync error can make update exit 100 while the
 	// main index is fine: judge by whether the package is found below.
 	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
-	pkg, err := pickKernelPackage(ctx, o)
+	pkg, err := a.pickKernelPackage(ctx, o)
 	if err != nil {
-		return "", &SkipError{Reason: "no ppc64le kernel package: " + err.Error()}
+		return "", &SkipError{Reason: "no " + a.GOARCH + " kernel package: " + err.Error()}
 	}
 	debs, _ := filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb"))
 	if len(debs) == 0 {
-		fmt.Fprintf(log, "ppc64le-test: downloading %s\n", pkg)
+		fmt.Fprintf(log, "%s-test: downloading %s\n", a.GOARCH, pkg)
 		if err := runLogged(ctx, log, cacheDir, "apt-get", append(o, "download", pkg)...); err != nil {
 			return "", &SkipError{Reason: "download " + pkg + ": " + err.Error()}
 		}
@@ -426,9 +535,9 @@ func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, e
 	if err := runLogged(ctx, log, "", "dpkg", "-x", debs[0], x); err != nil {
 		return "", fmt.Errorf("extract %s: %w", debs[0], err)
 	}
-	found, _ := filepath.Glob(filepath.Join(x, "boot", "vmlinux-*"))
+	found, _ := filepath.Glob(filepath.Join(x, "boot", a.Image+"-*"))
 	if len(found) == 0 {
-		return "", fmt.Errorf("extract %s: no boot/vmlinux-*", debs[0])
+		return "", fmt.Errorf("extract %s: no boot/%s-*", debs[0], a.Image)
 	}
 	dst := filepath.Join(cacheDir, filepath.Base(found[0]))
 	if err := os.Rename(found[0], dst); err != nil {
@@ -437,20 +546,18 @@ func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, e
 	return dst, nil
 }
 
-func newestVmlinux(dir string) string {
-	found, _ := filepath.Glob(filepath.Join(dir, "vmlinux-*"))
-	sort.Slice(found, func(i, j int) bool { return abiNumber(found[i]) < abiNumber(found[j]) })
+func (a *Arch) newestKernel(dir string) string {
+	found, _ := filepath.Glob(filepath.Join(dir, a.Image+"-*"))
+	sort.Slice(found, func(i, j int) bool { return a.abiNumber(found[i]) < a.abiNumber(found[j]) })
 	if len(found) == 0 {
 		return ""
 	}
 	return found[len(found)-1]
 }
 
-var kernelPkgRE = regexp.MustCompile(`linux-image-(\d+)\.(\d+)\.(\d+)-(\d+)-powerpc64le\b`)
-
 // abiNumber orders kernel names by version and ABI number (6.1.0-50 > 6.1.0-47).
-func abiNumber(s string) int64 {
-	m := kernelPkgRE.FindStringSubmatch("linux-image-" + strings.TrimPrefix(filepath.Base(s), "vmlinux-"))
+func (a *Arch) abiNumber(s string) int64 {
+	m := a.kpkgRE.FindStringSubmatch("linux-image-" + strings.TrimPrefix(filepath.Base(s), a.Image+"-"))
 	if m == nil {
 		return -1
 	}
@@ -462,34 +569,39 @@ func abiNumber(s string) int64 {
 	return n
 }
 
-// pickKernelPackage takes what the metapackage linux-image-powerpc64le
+// pickKernelPackage takes what the metapackage linux-image-<flavour>
 // depends on (the current ABI), else the highest one apt-cache search lists.
-func pickKernelPackage(ctx context.Context, o []string) (string, error) {
-	if out, err := exec.CommandContext(ctx, "apt-cache", append(o, "depends", "linux-image-powerpc64le")...).Output(); err == nil {
-		if m := kernelPkgRE.FindString(string(out)); m != "" {
+func (a *Arch) pickKernelPackage(ctx context.Context, o []string) (string, error) {
+	if out, err := exec.CommandContext(ctx, "apt-cache", append(o, "depends", "linux-image-"+a.Flavour)...).Output(); err == nil {
+		if m := a.kpkgRE.FindString(string(out)); m != "" {
 			return m, nil
 		}
 	}
-	out, err := exec.CommandContext(ctx, "apt-cache", append(o, "search", "--names-only", `^linux-image-[0-9.]+-[0-9]+-powerpc64le$`)...).Output()
+	out, err := exec.CommandContext(ctx, "apt-cache", append(o, "search", "--names-only", `^linux-image-[0-9.]+-[0-9]+-`+a.Flavour+`$`)...).Output()
 	if err != nil {
 		return "", fmt.Errorf("apt-cache search: %w", err)
 	}
 	best, bestN := "", int64(-1)
-	for _, m := range kernelPkgRE.FindAllString(string(out), -1) {
-		if n := abiNumber(m); n > bestN {
+	for _, m := range a.kpkgRE.FindAllString(string(out), -1) {
+		if n := a.abiNumber(m); n > bestN {
 			best, bestN = m, n
 		}
 	}
 	if best == "" {
-		return "", errors.New("apt-cache lists no linux-image-*-powerpc64le for ppc64el")
+		return "", fmt.Errorf("apt-cache lists no linux-image-*-%s for %s", a.Flavour, a.DebArch)
 	}
 	return best, nil
 }
 
-// BuildGuest cross-builds, into dir, the static ppc64le programs the guest
-// runs: init, scvprog and tracer.test (go test -c ./tracer).
+// BuildGuest cross-builds the ppc64le guest programs (PPC64LE.BuildGuest).
 func BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
-	env := append(os.Environ(), "GOOS=linux", "GOARCH=ppc64le", "CGO_ENABLED=0")
+	return PPC64LE.BuildGuest(ctx, gobin, moduleRoot, dir)
+}
+
+// BuildGuest cross-builds, into dir, the static programs the guest runs:
+// init, a.Helpers and tracer.test (go test -c ./tracer).
+func (a *Arch) BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
+	env := append(os.Environ(), "GOOS=linux", "GOARCH="+a.GOARCH, "CGO_ENABLED=0")
 	run := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, gobin, args...)
 		cmd.Dir = moduleRoot
@@ -502,8 +614,8 @@ func BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
 	}
 	errs := make(chan error, 2)
 	go func() {
-		errs <- run("build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator),
-			"./tracer/qemu/guest/init", "./tracer/qemu/guest/scvprog")
+		errs <- run(append([]string{"build", "-ldflags=-s -w", "-o", dir + string(filepath.Separator),
+			"./tracer/qemu/guest/init"}, a.Helpers...)...)
 	}()
 	go func() {
 		errs <- run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
@@ -560,6 +672,7 @@ func WriteInitramfs(path string, files map[string]string) error {
 
 // BootConfig is one guest boot.
 type BootConfig struct {
+	Arch                 *Arch // default PPC64LE
 	QEMU, Kernel, Initrd string
 	CPU                  string        // QEMU -cpu model, passed to the guest as crashtui.cpu=
 	Run                  string        // guest -test.run pattern
@@ -567,8 +680,9 @@ type BootConfig struct {
 	SMP                  int           // default 1
 }
 
-// QEMUArgs is the fast boot of docs/ppc64le-qemu.md: x-vof=on skips SLOF, the
-// cap-* settings only silence TCG warnings, -no-reboot turns the guest's
+// QEMUArgs is the fast boot of docs/ppc64le-qemu.md (x-vof=on skips SLOF, the
+// cap-* settings only silence TCG warnings), or for arm64 the virt board with
+// the kernel Image booted directly; -no-reboot turns the guest's
 // power-off into QEMU's exit. loglevel=1 keeps the console to the tests'
 // output but still shows a panic (KERN_EMERG), and panic=-1 reboots at once,
 // which -no-reboot turns into an exit: a crashed /init fails in seconds with
@@ -582,15 +696,17 @@ func (b BootConfig) QEMUArgs() []string {
 	if watchdog < 10*time.Second {
 		watchdog = b.Timeout
 	}
-	appendLine := fmt.Sprintf("console=hvc0 quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.run=%s crashtui.timeout=%s",
-		b.CPU, b.Run, watchdog)
-	return []string{
-		"-M", "pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off,x-vof=on",
-		"-cpu", b.CPU, "-m", "1G", "-smp", strconv.Itoa(smp),
+	a := b.Arch
+	if a == nil {
+		a = PPC64LE
+	}
+	appendLine := fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.run=%s crashtui.timeout=%s",
+		a.console, b.CPU, b.Run, watchdog)
+	return append(a.machine(b.CPU, smp),
 		"-nographic", "-nodefaults", "-serial", "mon:stdio",
 		"-kernel", b.Kernel, "-initrd", b.Initrd,
 		"-append", appendLine, "-no-reboot",
-	}
+	)
 }
 
 // Boot runs one guest to power-off (or to the timeout) and returns its

@@ -181,6 +181,73 @@ func TestQEMUArgs(t *testing.T) {
 	}
 }
 
+func TestQEMUArgsARM64(t *testing.T) {
+	args := strings.Join(BootConfig{Arch: ARM64, QEMU: "q", Kernel: "k", Initrd: "i", CPU: "max", Run: "ARM64", Timeout: 150 * time.Second}.QEMUArgs(), " ")
+	for _, want := range []string{"-M virt", "-cpu max,pauth-impdef=on", "console=ttyAMA0", "-no-reboot", "crashtui.cpu=max", "crashtui.run=ARM64", "-kernel k", "-initrd i"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("qemu args %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "pseries") || strings.Contains(args, "hvc0") {
+		t.Errorf("arm64 qemu args %q carry ppc64le settings", args)
+	}
+}
+
+func TestArchKernelNames(t *testing.T) {
+	for _, tc := range []struct {
+		a    *Arch
+		name string
+		want int64
+	}{
+		{PPC64LE, "vmlinux-6.1.0-50-powerpc64le", 6001000050},
+		{ARM64, "vmlinuz-6.1.0-57-arm64", 6001000057},
+		{ARM64, "vmlinux-6.1.0-57-powerpc64le", -1},
+		{PPC64LE, "vmlinuz-6.1.0-57-arm64", -1},
+	} {
+		if got := tc.a.abiNumber(tc.name); got != tc.want {
+			t.Errorf("%s abiNumber(%q) = %d, want %d", tc.a.GOARCH, tc.name, got, tc.want)
+		}
+	}
+	if ArchByName("arm64") != ARM64 || ArchByName("ppc64le") != PPC64LE || ArchByName("amd64") != nil {
+		t.Error("ArchByName")
+	}
+	if got := (RegRecord{Arch: "arm64", CPU: "max", Insn: "svc", Call: "read", Stop: "exit"}).FileName(); got != "arm64_max_svc_read_exit.json" {
+		t.Errorf("arm64 FileName = %q", got)
+	}
+}
+
+// TestARM64QEMU runs the whole arm64 stage (go run ./tracer/qemu/cmd/arm64-test): it
+// boots an arm64 guest under QEMU, so it runs only when asked.
+func TestARM64QEMU(t *testing.T) {
+	if os.Getenv("CRASHTUI_QEMU") != "1" {
+		t.Skip("boots an arm64 guest under QEMU: run with CRASHTUI_QEMU=1, or go run ./tracer/qemu/cmd/arm64-test")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	res, err := Run(ctx, Options{Arch: ARM64, Log: &log})
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		t.Skip(skip.Reason)
+	}
+	if err != nil {
+		t.Fatalf("arm64 stage: %v\n%s", err, log.String())
+	}
+	for _, c := range res.CPUs {
+		t.Logf("%s: %s (%.1fs, %d register records)", c.CPU, c.Verdict, c.Duration.Seconds(), len(c.Regs))
+		if !c.Pass {
+			t.Errorf("%s: %s\n%s", c.CPU, c.Verdict, c.Output)
+		}
+		// read and nanosleep, at the PTRACE_INTERRUPT stop and at the syscall-exit-stop.
+		if len(c.Regs) != 4 {
+			t.Errorf("%s: %d register records, want 4", c.CPU, len(c.Regs))
+		}
+	}
+}
+
 // TestPPC64LEQEMU runs the whole `make test-ppc64le` stage: it boots QEMU
 // guests for power8, power9 and power10, so it runs only when asked.
 func TestPPC64LEQEMU(t *testing.T) {

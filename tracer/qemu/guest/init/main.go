@@ -1,8 +1,9 @@
 //go:build linux
 
-// Command init is PID 1 of the ppc64le test guest booted by package qemu. It
-// mounts proc, sysfs, devtmpfs and a tmpfs, runs the cross-compiled tracer test
-// binary with -test.run PPC64LE, prints one verdict line that the host parses,
+// Command init is PID 1 of the ppc64le and arm64 test guests booted by package
+// qemu. It mounts proc, sysfs, devtmpfs and a tmpfs, runs the cross-compiled
+// tracer test binary with -test.run from crashtui.run= on the kernel command
+// line (PPC64LE when absent), prints one verdict line that the host parses,
 // and powers the guest off. A watchdog powers off even if the tests hang, so
 // QEMU always exits.
 //
@@ -28,7 +29,8 @@ const VerdictPrefix = "CRASHTUI-VERDICT:"
 
 const (
 	testBinary = "/bin/tracer.test"
-	scvProg    = "/bin/scvprog"
+	scvProg    = "/bin/scvprog" // ppc64le sc/scv helper
+	svcProg    = "/bin/svcprog" // arm64 svc helper
 )
 
 var powerOnce sync.Once
@@ -77,6 +79,7 @@ func main() {
 		"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp",
 		"CRASHTUI_GUEST_CPU=" + cpu,
 		"CRASHTUI_SCVPROG=" + scvProg,
+		"CRASHTUI_SVCPROG=" + svcProg,
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
