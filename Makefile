@@ -12,7 +12,7 @@ DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
 # programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
 APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
 
-.PHONY: all build demo test test-go test-ppc64le bench cross deps apt-deps go-deps clean vet fmt
+.PHONY: all build demo test test-go test-ppc64le test-arm64 bench cross deps apt-deps go-deps clean vet fmt
 
 all: build
 
@@ -44,14 +44,18 @@ demo: build
 	$(BIN) demo
 
 # All tests: unit and real-process tests with the race detector, the cross builds, and the
-# ppc64le stage on a real ppc64le kernel under QEMU (installs qemu-system-ppc when absent).
-test: deps build test-go cross test-ppc64le
+# ppc64le and arm64 stages on real kernels under QEMU (installing qemu-system-ppc and
+# qemu-system-arm and fetching Debian's kernels when absent).
+test: deps build test-go cross test-ppc64le test-arm64
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 test-ppc64le:
 	$(GO) run ./tracer/qemu/cmd/ppc64le-test
+
+test-arm64:
+	$(GO) run ./tracer/qemu/cmd/arm64-test
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...
