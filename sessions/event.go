@@ -304,11 +304,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Body == nil {
 		return nil, fmt.Errorf("marshal event: no body")
 	}
-	head, err := json.Marshal(envelope{Event: e.Body.Kind(), Time: e.Time, Host: e.Host})
+	head, err := marshalRaw(envelope{Event: e.Body.Kind(), Time: e.Time, Host: e.Host})
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(e.Body)
+	body, err := marshalRaw(e.Body)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s event: %w", e.Body.Kind(), err)
 	}
@@ -320,6 +320,19 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	out = append(out, ',')
 	out = append(out, body[1:]...)
 	return out, nil
+}
+
+// marshalRaw is json.Marshal without HTML escaping: abort messages and paths quote '<', '>'
+// and '&' (assertion text, "a < b"), which json.Marshal would write as \u003c, unreadable to a
+// person reading the JSON Lines. (An encoder that escapes HTML still re-escapes this output.)
+func marshalRaw(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads the flat wire form. Unknown kinds are an error naming the kind.

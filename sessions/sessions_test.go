@@ -129,3 +129,34 @@ func TestStateGroupsAcrossHosts(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// Abort messages quote C source ("a < b && c > 0"): the JSON Lines must show them as written,
+// not as \u003c \u0026 \u003e, both from MarshalJSON and through an encoder that does not
+// escape HTML (the one crashtui --json and the recorder use).
+func TestMarshalDoesNotEscapeHTML(t *testing.T) {
+	msg := "rank: rank.c:42: solve: Assertion `a < b && c > 0' failed."
+	e := Event{Time: time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), Host: "n<1>",
+		Body: Crash{PID: 1, Rank: NoRank, Signal: "SIGABRT", AbortMessage: msg}}
+	raw, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{string(raw), buf.String()} {
+		if strings.Contains(out, `\u00`) || !strings.Contains(out, msg) || !strings.Contains(out, `"host":"n<1>"`) {
+			t.Errorf("escaped or lost: %s", out)
+		}
+		if strings.HasSuffix(string(raw), "\n") {
+			t.Errorf("MarshalJSON output ends with a newline: %q", raw)
+		}
+	}
+	var back Event
+	if err := json.Unmarshal(raw, &back); err != nil || back.Body.(Crash).AbortMessage != msg || back.Host != "n<1>" {
+		t.Errorf("round trip: %v %#v", err, back)
+	}
+}
