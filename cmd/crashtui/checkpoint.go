@@ -100,9 +100,6 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 		if p := st.Procs[sessions.ProcKey{PID: th.PID}]; p != nil {
 			comm = p.Comm
 		}
-		if len(comm) > 16 {
-			comm = comm[:16]
-		}
 		call, insn, ret := "-", "-", "-"
 		if th.InSyscall {
 			inSyscall++
@@ -118,7 +115,7 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 				ret += " " + th.Code
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", th.PID, th.TID, sessions.Sanitize(comm),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", th.PID, th.TID, truncRunes(sessions.Sanitize(comm), 16),
 			sessions.Sanitize(call), sessions.Sanitize(insn), sessions.Sanitize(ret), sessions.Sanitize(th.OnResume),
 			sessions.Sanitize(th.Restore), sessions.Sanitize(orDash(th.Applied)))
 	}

@@ -64,10 +64,7 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	}
 	label := func(pid int) string {
 		if p := st.Procs[sessions.ProcKey{PID: pid}]; p != nil {
-			name := sessions.Sanitize(p.Comm)
-			if len(name) > 12 {
-				name = name[:12]
-			}
+			name := truncRunes(sessions.Sanitize(p.Comm), 12)
 			if p.Rank >= 0 {
 				return fmt.Sprintf("%d %s r%d", pid, name, p.Rank)
 			}
@@ -118,7 +115,7 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	for _, c := range bad {
 		reason := "-"
 		if c.Reason != nil {
-			reason = *c.Reason
+			reason = sessions.Sanitize(*c.Reason)
 		}
 		fmt.Fprintf(w, "%d -> %d  vm_readv %s  kcmp %s  openmpi %s  reason %s\n", c.From, c.To,
 			verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
@@ -129,6 +126,19 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(c.Disagree), 94, "      "))
 		}
 	}
+}
+
+// truncRunes keeps the first n runes of s: cutting bytes would split a UTF-8 sequence of a
+// non-ASCII comm and print half a character.
+func truncRunes(s string, n int) string {
+	i := 0
+	for at := range s {
+		if i == n {
+			return s[:at]
+		}
+		i++
+	}
+	return s
 }
 
 // ok is the final answer of a check: measured when measured, else predicted.

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // matrixPeers starts demo/access/peer in four identities in one process group: root, uid
@@ -261,5 +264,70 @@ func TestMatrixCommand(t *testing.T) {
 		if _, code := runMatrix(t, args...); code != 2 {
 			t.Errorf("crashtui matrix %v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// A non-ASCII comm (here 15 bytes of Cyrillic, 8 runes) is cut by runes in the table's row
+// label, never inside a UTF-8 sequence, and a reason with an escape sequence (a recorded or
+// merged matrix is untrusted) is printed sanitised.
+func TestMatrixTableNonASCIIAndReason(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "peer")
+	build := exec.Command("go", "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build peer: %v\n%s", err, out)
+	}
+	var pgid int
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(bin, "-name", "ранг-процесс")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		t.Cleanup(func() { in.Close(); syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+			t.Fatalf("peer: %q %v", line, err)
+		}
+		if pgid == 0 {
+			pgid = pid
+		}
+	}
+	out, code := runMatrix(t, "--measure=false", "pgid:"+strconv.Itoa(pgid))
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !utf8.Valid(out) {
+		t.Errorf("the table is not valid UTF-8:\n%q", out)
+	}
+	// The kernel keeps 15 bytes of the name: "ранг-про", 8 runes, shown whole.
+	if !strings.Contains(string(out), strconv.Itoa(pgid)+" ранг-про ") {
+		t.Errorf("no row label with the whole 8-rune comm:\n%s", out)
+	}
+
+	// The reason comes from the event stream: a replayed or merged one is untrusted.
+	evil := "uid\x1b]52;c;aGk=\x07"
+	st := sessions.NewState()
+	st.Apply(sessions.Event{Body: sessions.Process{PID: 1, Rank: sessions.NoRank, Comm: "ñandú-ñandú-ñandú"}})
+	var b strings.Builder
+	printMatrix(&b, sessions.Matrix{PIDs: []int{1, 2}, Cells: []sessions.Cell{{From: 1, To: 2, Reason: &evil}, {From: 2, To: 1}}}, st)
+	if strings.ContainsAny(b.String(), "\x1b\x07") || !utf8.ValidString(b.String()) {
+		t.Errorf("the table carries the reason's escape sequence or broken UTF-8:\n%q", b.String())
+	}
+	if !strings.Contains(b.String(), "1 ñandú-ñandú- ") || !strings.Contains(b.String(), "reason uid") {
+		t.Errorf("label not cut at 12 runes, or reason lost:\n%s", b.String())
 	}
 }
