@@ -1,0 +1,106 @@
+// Package tuitest drives a terminal program as a person would, for end-to-end tests: a
+// pseudo-terminal whose master side feeds an x/vt terminal emulator, keys typed one at a time,
+// and waits on what the screen shows. It is test support only; no production code imports it.
+package tuitest
+
+import (
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/vt"
+	"github.com/creack/pty"
+)
+
+// Screen is a terminal emulator fed by a pty's master side. x/vt's emulator is not safe for a
+// concurrent Write and String: one mutex guards both.
+type Screen struct {
+	mu  sync.Mutex
+	emu *vt.Emulator
+	ptm *os.File
+	TTY *os.File // the program's side: its stdin, stdout and stderr
+}
+
+// Open makes a pty of cols×rows with an emulator attached; the pty is closed at cleanup (after
+// the program's own cleanups, registered later, so it never blocks on a full tty). It skips
+// the test when the machine has no pseudo-terminals.
+func Open(t testing.TB, cols, rows int) *Screen {
+	t.Helper()
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal available: %v", err)
+	}
+	t.Cleanup(func() { ptm.Close(); tty.Close() })
+	if err := pty.Setsize(ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Screen{emu: vt.NewEmulator(cols, rows), ptm: ptm, TTY: tty}
+	go io.Copy(s, ptm)     // the program's output drives the emulator
+	go io.Copy(ptm, s.emu) // the emulator's replies (terminal queries) go back to the program
+	return s
+}
+
+// Write feeds program output to the emulator.
+func (s *Screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.emu.Write(p)
+}
+
+// Text is the screen as text, one line per row.
+func (s *Screen) Text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.emu.String()
+}
+
+// Type writes keys to the program at once (Bubble Tea reads several runes written together
+// as one key, as a paste).
+func (s *Screen) Type(keys string) { s.ptm.Write([]byte(keys)) }
+
+// Key types one key and waits until the screen reacts to it, so that the next key arrives on
+// its own (two keys written before the program reads either would merge into one multi-rune
+// key). A screen that shows no change within KeyTimeout fails the test, with the screen.
+func (s *Screen) Key(t testing.TB, k string) {
+	t.Helper()
+	before := s.Text()
+	s.Type(k)
+	deadline := time.Now().Add(KeyTimeout)
+	for s.Text() == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen did not change within %v after key %q:\n%s", KeyTimeout, k, before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// KeyTimeout is how long Key waits for the screen to react (generous: a loaded 2-core
+// machine running a traced job).
+var KeyTimeout = 10 * time.Second
+
+// WaitFor polls the screen (a screen cannot be waited on otherwise) until it shows every want,
+// or fails the test after timeout.
+func (s *Screen) WaitFor(t testing.TB, timeout time.Duration, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		txt := s.Text()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(txt, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return txt
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen never showed %q:\n%s", missing, txt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
