@@ -11,9 +11,18 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// outcomeDelay is how long after a simulated restore crashtui looks at what each thread did
-// next: long enough for a thread to re-enter its syscall or to run on with a leaked code.
-const outcomeDelay = 300 * time.Millisecond
+// After a simulated restore crashtui looks at what each thread did next. Every thread gets
+// outcomeSettle to run on (with a leaked code, or out of its syscall: a naive sem_wait aborts
+// within it, and the outcome then says so); a thread the kernel is
+// expected to put back into its syscall (policy none, or correct with a rewind) is polled every
+// outcomePoll until it is in one, gone or job-control stopped, for at most outcomeWait: on a
+// loaded machine it may not have been scheduled yet, and a fixed delay then reported that it
+// left its syscall when it had not run at all.
+var (
+	outcomeSettle = 300 * time.Millisecond
+	outcomePoll   = 20 * time.Millisecond
+	outcomeWait   = 2 * time.Second
+)
 
 // procSyscall is /proc/PID/task/TID/syscall (fs/proc/base.c proc_pid_syscall): "running", or
 // "-1 sp pc" outside a syscall, or "nr a0..a5 sp pc" while blocked in one.
@@ -95,16 +104,49 @@ func restartErrno(code string) int {
 	return 0
 }
 
-// observeOutcomes waits outcomeDelay, then fills in each thread's Outcome and emits the
+// expectBack says whether the kernel should put th back into its syscall once resumed: the
+// restore left the restart to the kernel (none) or rewound the call to run again (correct).
+func expectBack(th sessions.Thread) bool {
+	if !th.InSyscall || th.Code == "" {
+		return false
+	}
+	return th.Applied == string(arch.PolicyNone) ||
+		(th.Applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActRewind))
+}
+
+// awaitOutcomes reads where each thread is now, after outcomeSettle and, for the threads
+// expected back in their syscall, once each of them is settled (in a syscall, gone or
+// stopped) or outcomeWait has passed. read is readProcSyscall (a parameter so that the polling
+// itself is tested).
+func awaitOutcomes(threads []sessions.Thread, read func(pid, tid int) procSyscall) []procSyscall {
+	start := time.Now()
+	time.Sleep(outcomeSettle)
+	now := make([]procSyscall, len(threads))
+	for {
+		waiting := false
+		for i, th := range threads {
+			now[i] = read(th.PID, th.TID)
+			if expectBack(th) && !now[i].in && !now[i].gone && !now[i].stopped {
+				waiting = true
+			}
+		}
+		if !waiting || time.Since(start) >= outcomeWait {
+			return now
+		}
+		time.Sleep(outcomePoll)
+	}
+}
+
+// observeOutcomes fills in each thread's Outcome (see awaitOutcomes for when) and emits the
 // completed thread events (the State keeps the latest per thread).
 func (t *Tracer) observeOutcomes(threads []sessions.Thread) []sessions.Thread {
 	if len(threads) == 0 {
 		return threads
 	}
-	time.Sleep(outcomeDelay)
+	now := awaitOutcomes(threads, readProcSyscall)
 	changed := false
 	for i := range threads {
-		if o := outcome(threads[i], readProcSyscall(threads[i].PID, threads[i].TID)); o != "" {
+		if o := outcome(threads[i], now[i]); o != "" {
 			threads[i].Outcome, changed = o, true
 		}
 	}
