@@ -103,6 +103,9 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 			if t.tasks[tid] != nil {
 				continue
 			}
+			if st, err := readStat(tid); err == nil && (st.state == 'Z' || st.state == 'X') {
+				continue // a leader that called pthread_exit: the kernel refuses to seize a zombie
+			}
 			err := ptraceSeize(tid)
 			if errors.Is(err, unix.EPERM) && tracerOf(tid) == t.self {
 				err = nil // the kernel attached it for us (a fork or clone of a seized thread)
@@ -165,6 +168,7 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 		return 0, fmt.Errorf("run: %w", err)
 	}
 	pgid := 0
+	var started []int
 	err := t.do(func() error {
 		null, err := os.Open(os.DevNull)
 		if err != nil {
@@ -201,10 +205,16 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 				return fmt.Errorf("run rank %d: %w", i, err)
 			}
 			gates = append(gates, w)
+			started = append(started, p.Pid)
 			if pgid == 0 {
 				pgid = p.Pid
 			}
 			if err := ptraceSeize(p.Pid); err != nil {
+				// Never let a rank run untraced: end every rank started so far while they are
+				// still waiting at their gates.
+				for _, pid := range started {
+					unix.Kill(pid, unix.SIGKILL)
+				}
 				return fmt.Errorf("run rank %d: seize %d: %w", i, p.Pid, err)
 			}
 			t.addTask(p.Pid, p.Pid)
@@ -225,15 +235,22 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 		tk.want = true
 		return nil
 	}
+	if tk.exited {
+		return fmt.Errorf("thread %d has exited and will not stop again", tk.tid)
+	}
 	tk.want = true
 	if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("interrupt %d: %w", tk.tid, err)
-		}
+		tk.want = false
 		return fmt.Errorf("interrupt %d: %w", tk.tid, err)
 	}
-	return t.pump(func() bool { return tk.stopped != running || t.tasks[tk.tid] == nil }, timeout,
-		fmt.Sprintf("thread %d did not stop (uninterruptible sleep?)", tk.tid))
+	err := t.pump(func() bool { return tk.stopped != running || t.tasks[tk.tid] == nil }, timeout,
+		fmt.Sprintf("thread %d did not stop (uninterruptible sleep, or a vfork parent?)", tk.tid))
+	if err != nil {
+		// Its stop may still come (the interrupt stays queued): it must then be resumed, not
+		// held forever.
+		tk.want = false
+	}
+	return err
 }
 
 // pump handles wait statuses until cond holds or the timeout passes. Requests from other
@@ -266,7 +283,7 @@ func (t *Tracer) detachAll() error {
 	for round := 0; len(t.tasks) > 0 && round < 50; round++ {
 		for _, tk := range t.tasks {
 			tk.want = true
-			if tk.stopped == running {
+			if tk.stopped == running && !tk.exited {
 				if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); errors.Is(err, unix.ESRCH) {
 					continue
 				}
@@ -274,7 +291,7 @@ func (t *Tracer) detachAll() error {
 		}
 		allHeld := func() bool {
 			for _, tk := range t.tasks {
-				if tk.stopped == running {
+				if tk.stopped == running && !tk.exited {
 					return false
 				}
 			}
@@ -284,6 +301,12 @@ func (t *Tracer) detachAll() error {
 			firstErr = err
 		}
 		for _, tk := range t.tasks {
+			if tk.exited && tk.stopped == running {
+				// Past its exit stop it never stops again; the kernel releases it from
+				// crashtui when it is reaped or when crashtui exits (exit_ptrace).
+				t.forgetDetached(tk)
+				continue
+			}
 			if tk.stopped == running {
 				continue
 			}

@@ -184,8 +184,8 @@ func (t *Tracer) freezeAll(timeout time.Duration) (map[int]*task, error) {
 	for round := 0; round < 10; round++ {
 		n := 0
 		for tid, tk := range t.tasks {
-			if ours[tid] != nil || tk.want {
-				continue
+			if ours[tid] != nil || tk.want || (tk.exited && tk.stopped == running) {
+				continue // an exited thread (past PTRACE_EVENT_EXIT) never stops again
 			}
 			ours[tid] = tk
 			tk.want = true

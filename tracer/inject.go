@@ -110,19 +110,41 @@ type injectSession struct {
 	broken error // set when the thread died or another stop came: no more calls
 	gone   bool  // the thread died: nothing to restore
 	ended  bool
+	// The held stop the session started from: a signal held at a signal-delivery-stop keeps
+	// its siginfo (PTRACE_SETSIGINFO before the resume, or the kernel would rewrite it as
+	// SI_USER from crashtui: a safepoint handler would lose si_addr).
+	origSig  int
+	siginfo  *[128]byte
+	atTrap   bool // the last stop was our single-step trap (a SIGTRAP signal-delivery-stop)
+	lastStop bool // a stop was seen after the first step
 }
 
 // beginInject saves tk's registers and signal mask and blocks every signal. The caller must
 // call end, which restores both.
 func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
-	if tk.stopped == running || tk.stopped == stopGroup || tk.stopped == stopExit {
+	// Only at an interrupt stop, or at a signal-delivery-stop (whose signal and siginfo are
+	// kept for the resume). Not at a group-stop, an exit stop, or a fork/exec/syscall stop,
+	// whose resume semantics a single-step would change.
+	interrupt := tk.stopped == stopEvent && tk.cause == unix.PTRACE_EVENT_STOP
+	if !interrupt && tk.stopped != stopSignal {
 		return nil, fmt.Errorf("inject into %d: not in a usable stop", tk.tid)
+	}
+	if tk.stopped == stopSignal && tk.sig == int(unix.SIGTRAP)|0x80 {
+		return nil, fmt.Errorf("inject into %d: at a syscall-stop", tk.tid)
 	}
 	orig, err := getRegs(tk.tid)
 	if err != nil {
 		return nil, err
 	}
 	s := &injectSession{t: t, tk: tk, orig: orig}
+	if tk.stopped == stopSignal {
+		s.origSig = tk.sig
+		var si [128]byte
+		if err := ptrace(unix.PTRACE_GETSIGINFO, tk.tid, 0, uintptr(unsafePointer(&si))); err != nil {
+			return nil, fmt.Errorf("getsiginfo %d: %w", tk.tid, err)
+		}
+		s.siginfo = &si
+	}
 	if err := ptrace(unix.PTRACE_GETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask))); err != nil {
 		return nil, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
 	}
@@ -140,15 +162,63 @@ func (s *injectSession) end() error {
 		return nil
 	}
 	s.ended = true
-	if s.gone {
-		return nil
+	if s.gone || s.tk.abandoned == s {
+		return nil // dead, or still inside the injected syscall: finishAbandoned restores it
 	}
-	e1 := setRegs(s.tk.tid, s.orig)
-	e2 := ptrace(unix.PTRACE_SETSIGMASK, s.tk.tid, 8, uintptr(unsafePointer(&s.mask)))
+	return s.restore()
+}
+
+// restore puts back registers, signal mask and the held signal. It must run at a ptrace-stop.
+func (s *injectSession) restore() error {
+	tk := s.tk
+	e1 := setRegs(tk.tid, s.orig)
+	e2 := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask)))
 	if errors.Is(e1, unix.ESRCH) && errors.Is(e2, unix.ESRCH) {
 		return nil // killed meanwhile (SIGKILL): its exit status follows
 	}
-	return errors.Join(e1, e2)
+	var e3 error
+	if s.origSig != 0 {
+		if !s.lastStop || s.atTrap {
+			// Resumed from our SIGTRAP stop with the held signal: its siginfo must be the
+			// original one (ptrace_signal keeps info only when si_signo matches).
+			if s.siginfo != nil && s.lastStop {
+				e3 = ptrace(unix.PTRACE_SETSIGINFO, tk.tid, 0, uintptr(unsafePointer(s.siginfo)))
+			}
+			tk.stopped, tk.sig = stopSignal, s.origSig
+		} else {
+			// Another stop replaced ours (an interrupt or an unblockable signal): the held
+			// signal cannot ride on its resume, so send it again (its siginfo becomes
+			// SI_TKILL; said in an error event).
+			e3 = unix.Tgkill(tk.pid, tk.tid, unix.Signal(s.origSig))
+			s.t.emitErr(tk.pid, "inject", fmt.Errorf("signal %s of thread %d re-sent after an injection was interrupted", signalName(s.origSig), tk.tid))
+		}
+	} else if s.lastStop && s.atTrap {
+		tk.stopped, tk.sig = stopEvent, 0 // resume the trap with no signal
+	}
+	return errors.Join(e1, e2, e3)
+}
+
+// finishAbandoned handles the first stop of a thread whose injected syscall outlived the
+// injection (it blocked): the registers and signal mask are put back, so the thread goes on
+// exactly where it was held. It says whether the stop was consumed.
+func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
+	s := tk.abandoned
+	tk.abandoned = nil
+	s.lastStop = true
+	s.atTrap = ws.StopSignal() == unix.SIGTRAP && int(ws>>16)&0xff == 0
+	interrupt := int(ws>>16)&0xff == unix.PTRACE_EVENT_STOP && ws.StopSignal() == unix.SIGTRAP
+	if !s.atTrap && !interrupt {
+		// Some other stop (a signal, a group-stop): restore, then let it be handled as usual.
+		tk.stopped = stopEvent
+		s.restore()
+		return false
+	}
+	tk.stopped, tk.cause = stopEvent, 0
+	if err := s.restore(); err != nil {
+		t.emitErr(tk.pid, "inject restore", err)
+	}
+	t.resume(tk)
+	return true
 }
 
 // call runs one syscall at site with the saved registers as the base. After an error other
@@ -183,17 +253,30 @@ func (s *injectSession) call(site uint64, nr int, args ...uint64) (ret int64, er
 		ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0)
 		t.pump(func() bool { return inj.gone || inj.ws != 0 }, 2*time.Second, "")
 		s.broken = err
+		if !inj.gone && inj.ws == 0 {
+			// Still inside (an uninterruptible sleep): restore it whenever it stops.
+			tk.abandoned = s
+			tk.stopped = running
+		} else {
+			s.noteStop(inj.ws)
+		}
 		return 0, 0, err
 	}
+	s.noteStop(inj.ws)
 	if inj.gone {
 		s.broken = fmt.Errorf("inject into %d: the task died (seccomp KILL?)", tk.tid)
 		return 0, 0, s.broken
 	}
-	if sig := inj.ws.StopSignal(); sig != unix.SIGTRAP || int(inj.ws>>16)&0xff != 0 {
-		// Some other stop came first (SIGKILL/SIGSTOP cannot be blocked): keep its signal for
-		// the resume, as if we had never run.
-		if int(inj.ws>>16)&0xff == 0 {
-			tk.stopped, tk.sig = stopSignal, int(sig)
+	if !s.atTrap {
+		// Some other stop came first (SIGSTOP cannot be blocked; a queued PTRACE_INTERRUPT):
+		// hold that stop as it is, as if we had never run.
+		if cause := int(inj.ws>>16) & 0xff; cause == 0 {
+			tk.stopped, tk.sig, tk.cause = stopSignal, int(inj.ws.StopSignal()), 0
+		} else {
+			tk.stopped, tk.sig, tk.cause = stopEvent, 0, cause
+			if cause == unix.PTRACE_EVENT_STOP && inj.ws.StopSignal() != unix.SIGTRAP {
+				tk.stopped = stopGroup
+			}
 		}
 		s.broken = errInjectInterrupted
 		return 0, 0, s.broken
@@ -205,6 +288,15 @@ func (s *injectSession) call(site uint64, nr int, args ...uint64) (ret int64, er
 	}
 	ret, errno = arch.SyscallResult(after)
 	return ret, errno, nil
+}
+
+// noteStop records which stop ended a single-step.
+func (s *injectSession) noteStop(ws unix.WaitStatus) {
+	if ws == 0 {
+		return
+	}
+	s.lastStop = true
+	s.atTrap = ws.StopSignal() == unix.SIGTRAP && int(ws>>16)&0xff == 0
 }
 
 // reapStep waits briefly for the stop that ends the single-step with wait4 on that one

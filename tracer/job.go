@@ -201,7 +201,13 @@ func (j Job) Resolve() ([]int, error) {
 			continue
 		}
 		seen[p] = true
-		if s, err := readStat(p); err != nil || s.kernelThread() || s.state == 'Z' || s.state == 'X' {
+		s, err := readStat(p)
+		if err != nil || s.kernelThread() {
+			continue
+		}
+		// A zombie leader is a dead process, unless it called pthread_exit and other threads
+		// of it still run.
+		if (s.state == 'Z' || s.state == 'X') && len(listTasks(p)) <= 1 {
 			continue
 		}
 		out = append(out, p)

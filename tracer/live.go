@@ -3,40 +3,66 @@ package tracer
 import (
 	"reflect"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
 )
 
-// RefreshMatrix recomputes the prediction and, only when it changed since the last refresh
-// (a process joined, exited or exec'd, or changed credentials, dumpability, namespaces or
-// seccomp), emits a new matrix — measured when measure is set. Called once a second it keeps
-// the matrix live at the cost of reading /proc; processes are stopped only after a change.
+// liveMeasureEvery bounds how often the live matrix stops processes to measure: a job that
+// forks helpers changes its matrix every second, and measuring N processes stops each in turn.
+const liveMeasureEvery = 5 * time.Second
+
+// liveState is RefreshMatrix's memory between calls.
+type liveState struct {
+	mu          sync.Mutex
+	lastMeasure time.Time
+	measureDue  bool
+}
+
+// RefreshMatrix recomputes the prediction from /proc (on the caller's goroutine) and, when it
+// changed since the last refresh (a process joined, exited or exec'd, or changed
+// credentials, dumpability, namespaces or seccomp), emits a new matrix. With measure, the
+// new matrix is measured inside the processes, at most once per liveMeasureEvery: a change
+// sooner is shown predicted at once and measured when the interval has passed. Called once a
+// second it keeps the matrix live; processes are stopped only after a change.
 func (t *Tracer) RefreshMatrix(measure bool) (changed bool, err error) {
+	t.live.mu.Lock()
+	defer t.live.mu.Unlock()
+	var pids []int
+	if err := t.do(func() error { pids = t.jobPIDs(); return nil }); err != nil {
+		return false, err
+	}
+	sys := access.ReadSystem()
+	procs := readProcs(pids)
+	pred := access.PredictAll(sys, procs)
+	key := fingerprint(pred, procs)
+	same := false
 	err = t.do(func() error {
-		sys := access.ReadSystem()
-		procs := make([]access.Proc, 0, len(t.procs))
-		for _, pid := range t.jobPIDs() {
-			if p, err := access.ReadProc(pid); err == nil {
-				procs = append(procs, p)
-				t.noticeCreds(pid, p)
-			}
+		for _, ap := range procs {
+			t.noticeCreds(ap.PID, ap)
 		}
-		pred := access.PredictAll(sys, procs)
-		key := fingerprint(pred, procs)
-		if t.lastMatrixKey != nil && reflect.DeepEqual(t.lastMatrixKey, key) {
-			return nil
-		}
+		same = t.lastMatrixKey != nil && reflect.DeepEqual(t.lastMatrixKey, key)
 		t.lastMatrixKey = key
-		changed = true
-		if !measure {
-			t.emit(pred)
-			return nil
-		}
-		_, _, err := t.matrix(true)
-		return err
+		return nil
 	})
-	return changed, err
+	if err != nil {
+		return false, err
+	}
+	if !same && measure {
+		t.live.measureDue = true
+	}
+	if measure && t.live.measureDue && time.Since(t.live.lastMeasure) >= liveMeasureEvery {
+		t.live.measureDue = false
+		t.live.lastMeasure = time.Now()
+		_, _, err := t.Matrix(true)
+		return true, err
+	}
+	if same {
+		return false, nil
+	}
+	return true, t.do(func() error { t.emit(pred); return nil })
 }
 
 // matrixKey is what a matrix depends on: the cells as predicted, and the identity of each

@@ -25,15 +25,54 @@ type MatrixStats struct {
 // Matrix predicts the access matrix of the job from /proc (kernel.md A.3) and, when measure is
 // set, measures every ordered pair by running kcmp and a 1-byte process_vm_readv inside A
 // (A.5), one process stopped at a time. It emits a matrix event and returns it.
+//
+// /proc is read and the prediction made on the caller's goroutine; only the measurement of
+// each A runs on the tracer's thread, one A per request, so the job's other stops are
+// serviced between two processes.
 func (t *Tracer) Matrix(measure bool) (sessions.Matrix, MatrixStats, error) {
-	var m sessions.Matrix
 	var st MatrixStats
-	err := t.do(func() error {
-		var err error
-		m, st, err = t.matrix(measure)
-		return err
-	})
+	var pids []int
+	if err := t.do(func() error { pids = t.jobPIDs(); return nil }); err != nil {
+		return sessions.Matrix{}, st, err
+	}
+	sys := access.ReadSystem()
+	procs := readProcs(pids)
+	var meas map[[2]int]access.Measurement
+	if measure {
+		// Filters must be read before predicting: the seccomp row evaluates them.
+		meas = map[[2]int]access.Measurement{}
+		mstart := time.Now()
+		for i := range procs {
+			if err := t.do(func() error { t.measureFrom(sys, procs, i, meas, &st); return nil }); err != nil {
+				return sessions.Matrix{}, st, err
+			}
+		}
+		st.Measure = time.Since(mstart)
+	}
+	pstart := time.Now()
+	m := access.PredictAll(sys, procs)
+	st.Predict = time.Since(pstart)
+	if measure {
+		for i, c := range m.Cells {
+			if mm, ok := meas[[2]int{c.From, c.To}]; ok {
+				m.Cells[i] = access.ApplyMeasurement(c, mm)
+			}
+		}
+		m.Measured = true
+	}
+	err := t.do(func() error { t.emit(m); return nil })
 	return m, st, err
+}
+
+// readProcs reads /proc for each pid, skipping those that exited meanwhile.
+func readProcs(pids []int) []access.Proc {
+	procs := make([]access.Proc, 0, len(pids))
+	for _, pid := range pids {
+		if p, err := access.ReadProc(pid); err == nil {
+			procs = append(procs, p)
+		}
+	}
+	return procs
 }
 
 // ptraceSeccompGetFilter is PTRACE_SECCOMP_GET_FILTER (include/uapi/linux/ptrace.h).
@@ -69,45 +108,6 @@ func (t *Tracer) jobPIDs() []int {
 	return pids
 }
 
-func (t *Tracer) matrix(measure bool) (sessions.Matrix, MatrixStats, error) {
-	var st MatrixStats
-	start := time.Now()
-	sys := access.ReadSystem()
-	pids := t.jobPIDs()
-	procs := make([]access.Proc, 0, len(pids))
-	for _, pid := range pids {
-		p, err := access.ReadProc(pid)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		procs = append(procs, p)
-	}
-	var meas map[[2]int]access.Measurement
-	if measure {
-		// Filters must be read before predicting: the seccomp row evaluates them.
-		meas = map[[2]int]access.Measurement{}
-		mstart := time.Now()
-		for i := range procs {
-			t.measureFrom(sys, procs, i, meas, &st)
-		}
-		st.Measure = time.Since(mstart)
-	}
-	pstart := time.Now()
-	m := access.PredictAll(sys, procs)
-	st.Predict = time.Since(pstart)
-	if measure {
-		for i, c := range m.Cells {
-			if mm, ok := meas[[2]int{c.From, c.To}]; ok {
-				m.Cells[i] = access.ApplyMeasurement(c, mm)
-			}
-		}
-		m.Measured = true
-	}
-	_ = start
-	t.emit(m)
-	return m, st, nil
-}
-
 // measureFrom stops one thread of procs[i] (A) and measures A→B for every other B.
 func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas map[[2]int]access.Measurement, st *MatrixStats) {
 	a := &procs[i]
@@ -115,31 +115,29 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 	if p == nil {
 		return
 	}
-	tk := p.tasks[a.PID]
-	if tk == nil {
-		for _, other := range p.tasks {
-			tk = other
-			break
-		}
+	tk := measureThread(p)
+	if tk == nil || tk.listening {
+		return // a job-control-stopped or exiting process is left alone
 	}
-	if tk == nil || tk.stopped == stopGroup || tk.listening {
-		return // a job-control-stopped process is left alone
+	if tk.stopped != running {
+		return // held by another operation (a crash being decided): not ours to use
 	}
-	wasRunning := tk.stopped == running
 	held := time.Now()
 	if err := t.stopTask(tk, 2*time.Second); err != nil {
 		t.emitErr(a.PID, "measure", err)
 		return
 	}
 	defer func() {
-		if wasRunning && t.tasks[tk.tid] != nil {
+		if t.tasks[tk.tid] != nil {
 			t.resume(tk)
 		}
 		if d := time.Since(held); d > st.LongestStop {
 			st.LongestStop = d
 		}
 	}()
-	if t.tasks[tk.tid] == nil || tk.stopped == stopGroup || tk.stopped == stopExit {
+	if t.tasks[tk.tid] == nil || tk.stopped != stopEvent || tk.cause != unix.PTRACE_EVENT_STOP {
+		// A signal, a group-stop or an exit won the race with our interrupt: resume it as it
+		// is (the signal is re-injected) and leave this row predicted.
 		return
 	}
 	if a.Seccomp == 2 && a.SeccompFilters > 0 {
@@ -161,7 +159,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		}
 	}
 	ar := arch.Host()
-	site, err := findSyscallSite(a.PID, ar)
+	site, err := t.syscallSite(a.PID, ar)
 	if err != nil {
 		t.emitErr(a.PID, "measure", err)
 		return
@@ -250,4 +248,37 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 // user-space supervisor that might never answer.
 func safe(a access.SeccompAction) bool {
 	return !a.Kills() && a.Action != access.ActUserNotif
+}
+
+// measureThread picks the thread of p to inject into: the leader if it can still stop, else
+// the lowest live thread (a leader that called pthread_exit never stops again).
+func measureThread(p *proc) *task {
+	if tk := p.tasks[p.pid]; tk != nil && !tk.exited && tk.stopped != stopGroup {
+		return tk
+	}
+	var best *task
+	for _, tk := range p.tasks {
+		if tk.exited || tk.stopped == stopGroup {
+			continue
+		}
+		if best == nil || tk.tid < best.tid {
+			best = tk
+		}
+	}
+	return best
+}
+
+// syscallSite is findSyscallSite cached per process until it execs or exits.
+func (t *Tracer) syscallSite(pid int, a arch.Arch) (uint64, error) {
+	if site, ok := t.sites[pid]; ok {
+		return site, nil
+	}
+	site, err := findSyscallSite(pid, a)
+	if err == nil {
+		if t.sites == nil {
+			t.sites = map[int]uint64{}
+		}
+		t.sites[pid] = site
+	}
+	return site, err
 }

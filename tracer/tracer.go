@@ -50,6 +50,15 @@ type task struct {
 	exitCode  int  // from PTRACE_EVENT_EXIT, -1 until then
 	listening bool
 	inject    *injection // non-nil while an injected syscall single-steps
+	// cause is the PTRACE_EVENT_* of the held stop (0 for a signal-delivery-stop).
+	cause int
+	// exited is set once its PTRACE_EVENT_EXIT stop was resumed: the thread never stops
+	// again (a leader that called pthread_exit stays a zombie until the group ends), so
+	// nothing may wait for it to stop.
+	exited bool
+	// abandoned is an injection that never reported its stop (the syscall blocked): when the
+	// stop finally comes, its registers and signal mask are put back before anything else.
+	abandoned *injectSession
 }
 
 type proc struct {
@@ -62,6 +71,10 @@ type proc struct {
 	launched  bool // started by crashtui run: we reap it
 	announced bool // its process event has been emitted
 	exitCode  int  // leader's PTRACE_EVENT_EXIT status, -1 until known
+	// leader is true when crashtui traces the thread-group leader; a leader that was already
+	// a zombie (pthread_exit) at attach cannot be seized, and the process then ends with its
+	// last traced thread.
+	leader bool
 }
 
 type waitResult struct {
@@ -94,7 +107,11 @@ type Tracer struct {
 	lastMatrixKey *matrixKey
 	// filtersUnreadable are processes whose seccomp filters could not be read (said once).
 	filtersUnreadable map[int]bool
-	self              int
+	// sites caches a syscall instruction per process for injections, until exec or exit.
+	sites map[int]uint64
+	// live is RefreshMatrix's own state (it runs on its caller's goroutine).
+	live liveState
+	self int
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
@@ -270,6 +287,9 @@ func (t *Tracer) addTask(tid, pid int) *task {
 		t.procs[pid] = p
 	}
 	p.tasks[tid] = tk
+	if tid == pid {
+		p.leader = true
+	}
 	t.started = true
 	if tid != pid && p.announced {
 		t.emit(sessions.Task{PID: pid, TID: tid})
@@ -340,7 +360,10 @@ func (t *Tracer) resume(tk *task) error {
 	default:
 		err = ptrace(unix.PTRACE_CONT, tk.tid, 0, 0)
 	}
-	tk.stopped, tk.sig, tk.want = running, 0, false
+	if tk.stopped == stopExit && err == nil {
+		tk.exited = true
+	}
+	tk.stopped, tk.sig, tk.want, tk.cause = running, 0, false, 0
 	if errors.Is(err, unix.ESRCH) {
 		return nil // it died while stopped (SIGKILL): its exit status follows
 	}
@@ -354,6 +377,9 @@ func (t *Tracer) resume(tk *task) error {
 func (t *Tracer) handle(w waitResult) {
 	tid, ws := w.pid, w.ws
 	tk := t.tasks[tid]
+	if tk != nil && tk.abandoned != nil && ws.Stopped() && t.finishAbandoned(tk, ws) {
+		return
+	}
 	if tk != nil && tk.inject != nil {
 		// The stop that ends an injected single-step belongs to injectSyscall.
 		if ws.Exited() || ws.Signaled() {
@@ -393,14 +419,14 @@ func (t *Tracer) handle(w waitResult) {
 	}
 	if cause == unix.PTRACE_EVENT_STOP {
 		// Group-stop (SEIZE reports it as PTRACE_EVENT_STOP with the stop signal).
-		tk.stopped = stopGroup
+		tk.stopped, tk.cause = stopGroup, cause
 		if !tk.want {
 			t.resume(tk)
 		}
 		return
 	}
 	// Signal-delivery-stop.
-	tk.stopped, tk.sig = stopSignal, int(sig)
+	tk.stopped, tk.sig, tk.cause = stopSignal, int(sig), 0
 	if t.closing {
 		// Held; detachAll re-injects it with PTRACE_DETACH, unless it is a stop of crashtui's
 		// own making (a syscall-stop or step trap while a fault handler was being followed).
@@ -414,7 +440,7 @@ func (t *Tracer) handle(w waitResult) {
 }
 
 func (t *Tracer) handleEvent(tk *task, cause int) {
-	tk.stopped = stopEvent
+	tk.stopped, tk.cause = stopEvent, cause
 	switch cause {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		msg, err := geteventmsg(tk.tid)
@@ -462,6 +488,7 @@ func (t *Tracer) onExec(tk *task) {
 		}
 	}
 	// Other threads' exit statuses arrive on their own (gone).
+	delete(t.sites, p.pid) // a new image: new mappings
 	t.refreshProc(p)
 	if !p.announced {
 		t.announce(p)
@@ -477,10 +504,28 @@ func (t *Tracer) gone(tid int, tk *task, ws unix.WaitStatus) {
 	}
 	t.forget(tk)
 	p := t.procs[tk.pid]
-	if tid != tk.pid || p == nil {
+	if p == nil {
 		return
 	}
-	// The leader is reported only once the whole thread group has gone (delay_group_leader).
+	switch {
+	case tid == tk.pid:
+		// The leader is reported only once the whole thread group has gone
+		// (delay_group_leader).
+		t.procGone(p, ws)
+	case !p.leader && len(p.tasks) == 0:
+		// Its leader was a zombie crashtui could not seize: the process ends with its last
+		// traced thread, whose PTRACE_EVENT_EXIT message is the group's wait status.
+		if tk.exitCode >= 0 {
+			ws = unix.WaitStatus(tk.exitCode)
+		}
+		t.procGone(p, ws)
+	}
+}
+
+// procGone reports the end of a process and forgets it.
+func (t *Tracer) procGone(p *proc, ws unix.WaitStatus) {
+	delete(t.sites, p.pid)
+	delete(t.filtersUnreadable, p.pid)
 	ex := sessions.Exit{PID: p.pid}
 	if ws.Exited() {
 		c := ws.ExitStatus()

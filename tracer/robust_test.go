@@ -1,0 +1,241 @@
+package tracer
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/access"
+)
+
+// Tests of the tracer on the processes that make ptrace hard: a vfork parent that cannot
+// stop, a process whose leader called pthread_exit, a signal that races a measurement.
+
+// lineReader collects a program's output lines.
+type lineReader chan string
+
+func readLines(r io.Reader) lineReader {
+	ch := make(lineReader, 1024)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+func (ch lineReader) expect(t *testing.T, prefix string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				t.Fatalf("output ended before a %q line", prefix)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no %q line within %v", prefix, timeout)
+		}
+	}
+}
+
+// startProgram starts a demo program in its own process group with stdin and stdout pipes.
+func startProgram(t *testing.T, name string) (*exec.Cmd, io.WriteCloser, lineReader) {
+	t.Helper()
+	cmd := exec.Command(demoProgram(t, name))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pgroupMembers(cmd.Process.Pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		cmd.Wait()
+	})
+	return cmd, in, readLines(out)
+}
+
+func pgroupMembers(pgid int) []int {
+	pids, _ := scanStat(func(s procStat) bool { return s.pgrp == pgid })
+	return pids
+}
+
+// waitProc polls /proc (there is nothing to wait on) until cond holds for pid.
+func waitProc(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A vfork parent cannot stop until its child leaves; a measurement gives up on it after 2 s,
+// and when the child finally exits the parent must run on, not stay held.
+func TestMeasureGivesUpOnAVforkParentWithoutHoldingIt(t *testing.T) {
+	cmd, in, lines := startProgram(t, "vforker")
+	pid := cmd.Process.Pid
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("x"))
+	waitProc(t, "the vfork child", func() bool {
+		b, _ := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(pid)+"/children"))
+		return len(strings.TrimSpace(string(b))) > 0
+	})
+	tr.Matrix(true) // gives up on the parent after 2 s (an error event), measures the child
+	lines.expect(t, "beat", 10*time.Second)
+	if st, _ := readStat(pid); st.state == 't' {
+		t.Errorf("the vfork parent is left in a tracing stop")
+	}
+}
+
+// A process whose main thread called pthread_exit: the leader is a zombie that ptrace cannot
+// seize, yet the process is alive. It is attached, measured, checkpointed and detached
+// promptly, and its exit is reported when its last thread ends it.
+func TestZombieLeaderProcess(t *testing.T) {
+	cmd, in, lines := startProgram(t, "pthexit")
+	pid := cmd.Process.Pid
+	lines.expect(t, "ready", 5*time.Second)
+	waitProc(t, "the leader to be a zombie", func() bool { st, _ := readStat(pid); return st.state == 'Z' })
+
+	var evs []sessions.Event
+	evch := make(chan sessions.Event, 1024)
+	tr := New(Options{Emit: func(e sessions.Event) { evch <- e }})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			tr.Close()
+		}
+	})
+	res, err := tr.Attach(Job{Kind: JobPID, ID: pid, Spec: "pid"})
+	if err != nil || res.Processes != 1 || res.Threads != 1 {
+		t.Fatalf("attach to a process with a zombie leader: %+v %v", res, err)
+	}
+	start := time.Now()
+	if _, _, err := tr.Matrix(true); err != nil {
+		t.Fatalf("matrix: %v", err)
+	}
+	if _, err := tr.Checkpoint("none", nil); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("matrix and checkpoint took %v: something waited on the zombie leader", d)
+	}
+	// The worker still handles signals under tracing.
+	syscall.Kill(pid, syscall.SIGUSR1)
+	lines.expect(t, "usr1 1", 5*time.Second)
+	// It ends the process (exit 7): the exit event comes from its last traced thread.
+	in.Write([]byte("x"))
+	select {
+	case <-tr.JobDone():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job never ended")
+	}
+	closed = true
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	close(evch)
+	for e := range evch {
+		evs = append(evs, e)
+	}
+	var exit *sessions.Exit
+	for _, e := range evs {
+		if x, ok := e.Body.(sessions.Exit); ok && x.PID == pid {
+			exit = &x
+		}
+	}
+	if exit == nil || exit.Code == nil || *exit.Code != 7 {
+		t.Errorf("exit event %+v, want pid %d with code 7", exit, pid)
+	}
+}
+
+// Detaching a process whose leader is a zombie is prompt and leaves the worker running.
+func TestZombieLeaderDetach(t *testing.T) {
+	cmd, _, lines := startProgram(t, "pthexit")
+	pid := cmd.Process.Pid
+	lines.expect(t, "ready", 5*time.Second)
+	waitProc(t, "the leader to be a zombie", func() bool { st, _ := readStat(pid); return st.state == 'Z' })
+	tr := New(Options{})
+	if _, err := tr.Attach(Job{Kind: JobPID, ID: pid, Spec: "pid"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("detach took %v", d)
+	}
+	syscall.Kill(pid, syscall.SIGUSR1)
+	lines.expect(t, "usr1 1", 5*time.Second)
+	for _, tid := range listTasks(pid) {
+		if tp := tracerOf(tid); tp != 0 {
+			t.Errorf("thread %d still traced by %d", tid, tp)
+		}
+	}
+}
+
+// A signal that reaches its signal-delivery-stop just as a measurement interrupts the process
+// is delivered: the measurement leaves that process predicted rather than lose the signal.
+func TestSignalRacingAMeasurementIsDelivered(t *testing.T) {
+	cmd, _, lines := startProgram(t, "usr1")
+	pid := cmd.Process.Pid
+	lines.expect(t, "ready", 5*time.Second)
+	peer := exec.Command("sleep", "100")
+	peer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pid}
+	if err := peer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Process.Kill(); peer.Wait() })
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
+		t.Fatal(err)
+	}
+	// Inside one request the loop cannot drain: the process sits in its signal-delivery-stop
+	// (state t) when the measurement's PTRACE_INTERRUPT is sent.
+	err := tr.do(func() error {
+		syscall.Kill(pid, syscall.SIGUSR1)
+		waitProc(t, "the signal-delivery-stop", func() bool { st, _ := readStat(pid); return st.state == 't' })
+		procs := readProcs(tr.jobPIDs())
+		idx := -1
+		for i, p := range procs {
+			if p.PID == pid {
+				idx = i
+			}
+		}
+		var st MatrixStats
+		tr.measureFrom(accessSystem(), procs, idx, map[[2]int]accessMeasurement{}, &st)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines.expect(t, "usr1 1", 5*time.Second)
+}
+
+// aliases keep the test readable without importing access under another name.
+var accessSystem = access.ReadSystem
+
+type accessMeasurement = access.Measurement
