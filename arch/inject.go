@@ -131,3 +131,19 @@ func RedZone(a Arch) uint64 {
 	}
 	return 0
 }
+
+// InjectionRestore is what to write back after injected syscalls to put the thread back as it
+// was held. It is the saved snapshot, except on ppc64le when the saved trap carries the
+// kernel's "restart already applied" flag (trap & 0x11): ptrace writes only the vector bits of
+// trap (set_user_trap keeps the current flags, by then those of the injection's own stop), so
+// the flag would be lost and check_syscall_restart could rewind a second time
+// (tools/testing/selftests/powerpc/signal/sig_sc_double_restart.c). Writing vector 0 there
+// keeps the same meaning: no restart.
+func InjectionRestore(saved Regs) Regs {
+	if saved.Arch != PPC64LE || saved.word(ppcTRAP)&ppcTrapNoRstrt == 0 {
+		return saved
+	}
+	r := saved.Clone()
+	r.set(ppcTRAP, saved.word(ppcTRAP)&ppcTrapNoRstrt)
+	return r
+}

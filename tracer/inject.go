@@ -171,7 +171,7 @@ func (s *injectSession) end() error {
 // restore puts back registers, signal mask and the held signal. It must run at a ptrace-stop.
 func (s *injectSession) restore() error {
 	tk := s.tk
-	e1 := setRegs(tk.tid, s.orig)
+	e1 := setRegs(tk.tid, arch.InjectionRestore(s.orig))
 	e2 := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask)))
 	if errors.Is(e1, unix.ESRCH) && errors.Is(e2, unix.ESRCH) {
 		return nil // killed meanwhile (SIGKILL): its exit status follows

@@ -12,10 +12,11 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// TestPanicDetaches: a panic on the tracer's goroutine (here, in the Emit callback while the
-// job is being attached and its crash is being handled) must not leave the job traced or
-// stopped: the loop detaches every tracee before the panic ends the process. The panicking
-// tracer runs in a child process (this test binary re-executed), as crashtui would.
+// TestPanicDetaches: a panic on the tracer's goroutine (here, in the Emit callback, when the
+// measured matrix is emitted while the whole job is attached) must not leave the job traced
+// or stopped: the loop detaches every tracee before the panic ends the process. The panicking
+// tracer runs in a child process (this test binary re-executed), as crashtui would. (A panic
+// in the middle of an injection is not provoked here: Emit is never called during one.)
 func TestPanicDetaches(t *testing.T) {
 	if pg := os.Getenv("CRASHTUI_PANIC_HELPER"); pg != "" {
 		panicHelper(pg)
@@ -63,7 +64,7 @@ func panicHelper(pg string) {
 	}
 	os.Stdout.WriteString("attached " + strconv.Itoa(res.Processes) + "\n")
 	armed = true
-	// A measured matrix holds one process stopped at a time: the panic comes in the middle.
+	// The panic comes when the measured matrix is emitted.
 	_, _, err = tr.Matrix(true)
 	os.Stdout.WriteString("matrix returned without the planned panic: " + fmt.Sprint(err) + "\n")
 	os.Exit(4) // not reached: the panic ends the process
