@@ -15,67 +15,11 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"strings"
-	"time"
 
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
 func main() {
-	cpus := flag.String("cpus", strings.Join(qemu.DefaultCPUs, ","), "comma-separated QEMU -cpu models to boot")
-	run := flag.String("run", "PPC64LE", "guest -test.run pattern")
-	cache := flag.String("cache", os.Getenv("CRASHTUI_PPC64LE_CACHE"), "kernel cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/ppc64le)")
-	kernel := flag.String("kernel", os.Getenv("CRASHTUI_PPC64LE_KERNEL"), "vmlinux to boot instead of the cached Debian kernel")
-	record := flag.String("record", "", "write the register words the guest test saw to DIR/<cpu>_<insn>_<call>.json")
-	timeout := flag.Duration("timeout", 150*time.Second, "limit per guest boot")
-	parallel := flag.Int("parallel", 2, "guests booted at once")
-	keep := flag.Bool("keep", false, "keep the build directory")
-	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	res, err := qemu.Run(ctx, qemu.Options{
-		CacheDir: *cache, Kernel: *kernel, CPUs: strings.Split(*cpus, ","),
-		Run: *run, Timeout: *timeout, Parallel: *parallel, Keep: *keep,
-	})
-	var skip *qemu.SkipError
-	if errors.As(err, &skip) {
-		fmt.Println(skip.Error())
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ppc64le-test:", err)
-		os.Exit(1)
-	}
-	if *record != "" {
-		for _, c := range res.CPUs {
-			if err := qemu.WriteRegRecords(*record, c.Regs); err != nil {
-				fmt.Fprintln(os.Stderr, "ppc64le-test:", err)
-				os.Exit(1)
-			}
-			if len(c.Regs) > 0 {
-				fmt.Fprintf(os.Stderr, "ppc64le-test: %s: wrote %d register records to %s\n", c.CPU, len(c.Regs), *record)
-			}
-		}
-	}
-	pass, fail := 0, 0
-	for _, c := range res.CPUs {
-		if c.Pass {
-			pass++
-		} else {
-			fail++
-			fmt.Fprintf(os.Stderr, "ppc64le-test: FAIL %s: %s\n", c.CPU, c.Verdict)
-		}
-	}
-	// The plain closing line CI reads: one guest boot counts as one test.
-	fmt.Printf("ppc64le: %d passed, %d failed\n", pass, fail)
-	if fail > 0 {
-		os.Exit(1)
-	}
+	os.Exit(qemu.Main(qemu.PPC64LE, os.Args[1:], os.Stdout, os.Stderr))
 }

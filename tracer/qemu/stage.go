@@ -1,0 +1,77 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+// Main is a whole test stage for one architecture, as a command line: boot a guest per CPU
+// model, run the tracer tests in it, print "<arch>: N passed, N failed" (the plain closing
+// line CI reads, one guest boot counting as one test) and return the exit status. It returns
+// 0 after printing "SKIP: reason" only when the stage truly cannot run (SkipError).
+// cmd/ppc64le-test and cmd/arm64-test are this for PPC64LE and ARM64.
+func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
+	name := a.GOARCH + "-test"
+	env := "CRASHTUI_" + strings.ToUpper(a.GOARCH)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpus := fs.String("cpus", strings.Join(a.CPUs, ","), "comma-separated QEMU -cpu models to boot")
+	run := fs.String("run", a.Run, "guest -test.run pattern")
+	cache := fs.String("cache", os.Getenv(env+"_CACHE"), "kernel cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/"+a.GOARCH+")")
+	kernel := fs.String("kernel", os.Getenv(env+"_KERNEL"), "kernel to boot instead of the cached Debian one")
+	record := fs.String("record", "", "write the register words the guest tests saw to DIR as JSON fixtures")
+	timeout := fs.Duration("timeout", 150*time.Second, "limit per guest boot")
+	parallel := fs.Int("parallel", 2, "guests booted at once")
+	keep := fs.Bool("keep", false, "keep the build directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := Run(ctx, Options{
+		Arch: a, CacheDir: *cache, Kernel: *kernel, CPUs: strings.Split(*cpus, ","),
+		Run: *run, Timeout: *timeout, Parallel: *parallel, Keep: *keep,
+	})
+	var skip *SkipError
+	if errors.As(err, &skip) {
+		fmt.Fprintln(stdout, skip.Error())
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, name+":", err)
+		return 1
+	}
+	if *record != "" {
+		for _, c := range res.CPUs {
+			if err := WriteRegRecords(*record, c.Regs); err != nil {
+				fmt.Fprintln(stderr, name+":", err)
+				return 1
+			}
+			if len(c.Regs) > 0 {
+				fmt.Fprintf(stderr, "%s: %s: wrote %d register records to %s\n", name, c.CPU, len(c.Regs), *record)
+			}
+		}
+	}
+	pass, fail := 0, 0
+	for _, c := range res.CPUs {
+		if c.Pass {
+			pass++
+		} else {
+			fail++
+			fmt.Fprintf(stderr, "%s: FAIL %s: %s\n", name, c.CPU, c.Verdict)
+		}
+	}
+	fmt.Fprintf(stdout, "%s: %d passed, %d failed\n", a.GOARCH, pass, fail)
+	if fail > 0 {
+		return 1
+	}
+	return 0
+}
