@@ -19,10 +19,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -54,40 +51,6 @@ const (
 	arm64WSSyscall   = 0x857f
 )
 
-// arm64GuestCPU is the QEMU -cpu model the host passed on the kernel command line
-// (crashtui.cpu=), or "" when not running in the QEMU guest.
-func arm64GuestCPU(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		t.Fatalf("read /proc/cmdline: %v", err)
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if v, ok := strings.CutPrefix(f, "crashtui.cpu="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// svcprogPath returns the svc helper (tracer/qemu/guest/svcprog): the one the guest
-// image carries, or one built now when a Go toolchain is present.
-func svcprogPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CRASHTUI_SVCPROG"); p != "" {
-		return p
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no CRASHTUI_SVCPROG and no go toolchain to build tracer/qemu/guest/svcprog")
-	}
-	out := filepath.Join(t.TempDir(), "svcprog")
-	if b, err := exec.Command(gobin, "build", "-o", out, "./qemu/guest/svcprog").CombinedOutput(); err != nil {
-		t.Fatalf("build svcprog: %v\n%s", err, b)
-	}
-	return out
-}
-
 // arm64Helper is one running svcprog.
 type arm64Helper struct {
 	cmd    *exec.Cmd
@@ -107,7 +70,7 @@ func startARM64Helper(t *testing.T, call string, sleep time.Duration) *arm64Help
 	if err != nil {
 		t.Fatalf("pipe: %v", err)
 	}
-	cmd := exec.Command(svcprogPath(t), "-call", call, "-sleep", sleep.String())
+	cmd := exec.Command(guestProgram(t, "CRASHTUI_SVCPROG", "svcprog"), "-call", call, "-sleep", sleep.String())
 	cmd.ExtraFiles = []*os.File{pr}
 	// No async-preemption signals: the helper sits in a raw syscall the Go runtime does
 	// not know about, and SIGURG would add signal stops.
@@ -158,31 +121,6 @@ func (h *arm64Helper) result(t *testing.T) (x0 int64, b int) {
 		t.Fatalf("svcprog: %v (stderr %q)", err, h.stderr.String())
 	}
 	return x0, b
-}
-
-// arm64WaitInSyscall waits until tid sleeps inside syscall nr with first argument
-// arg0, as /proc/<pid>/task/<tid>/syscall shows. There is no event for "went to sleep
-// in a syscall", so this polls; the helper prints "ready" just before the call.
-func arm64WaitInSyscall(t *testing.T, pid, tid, nr int, arg0 uint64) {
-	t.Helper()
-	path := fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid)
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
-		last = strings.TrimSpace(string(b))
-		f := strings.Fields(last)
-		if len(f) >= 2 && f[0] == strconv.Itoa(nr) {
-			if a, err := strconv.ParseUint(f[1], 0, 64); err == nil && a == arg0 {
-				return
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("%s never showed syscall %d(%#x, ...); last %q", path, nr, arg0, last)
 }
 
 // arm64SyscallInfo is PTRACE_GET_SYSCALL_INFO's raw answer.
@@ -244,7 +182,7 @@ func arm64Record(t *testing.T, call, stop string, ws unix.WaitStatus, insn []byt
 	var u unix.Utsname
 	unix.Uname(&u)
 	rec := arm64RegsRecord{
-		Arch: "arm64", CPU: arm64GuestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
+		Arch: "arm64", CPU: guestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
 		Insn: "svc", Call: call, Stop: stop, WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
 		InsnBytes: hex.EncodeToString(insn), Arg0: fmt.Sprintf("%#x", arg0),
 		Layout: "unix.PtraceRegs on arm64 (PTRACE_GETREGSET NT_PRSTATUS user_pt_regs): x0-x30, sp, pc, pstate; insn is the word at pc; stop " +
@@ -342,7 +280,7 @@ func testARM64Restart(t *testing.T, call string, p arch.Policy) {
 	const sleep = 2 * time.Second
 	h := startARM64Helper(t, call, sleep)
 	pid, tid := h.cmd.Process.Pid, h.tid
-	arm64WaitInSyscall(t, pid, tid, h.nr, h.arg0)
+	waitInSyscall(t, pid, tid, h.nr, h.arg0)
 	regs, ws, detached := arm64SeizeInterrupt(t, tid, 0)
 	w := regs.Words
 
@@ -464,7 +402,7 @@ func testARM64SyscallExit(t *testing.T, call string, errno int, act arch.Action,
 
 	h := startARM64Helper(t, call, 2*time.Second)
 	pid, tid := h.cmd.Process.Pid, h.tid
-	arm64WaitInSyscall(t, pid, tid, h.nr, h.arg0)
+	waitInSyscall(t, pid, tid, h.nr, h.arg0)
 	_, _, detached := arm64SeizeInterrupt(t, tid, unix.PTRACE_O_TRACESYSGOOD)
 
 	wait := func(want uint32, what string) unix.WaitStatus {
@@ -495,7 +433,7 @@ func testARM64SyscallExit(t *testing.T, call string, errno int, act arch.Action,
 	if err := ptrace(unix.PTRACE_SYSCALL, tid, 0, 0); err != nil {
 		t.Fatalf("PTRACE_SYSCALL %d: %v", tid, err)
 	}
-	arm64WaitInSyscall(t, pid, tid, nr, h.arg0)
+	waitInSyscall(t, pid, tid, nr, h.arg0)
 	if err := unix.PtraceInterrupt(tid); err != nil {
 		t.Fatalf("interrupt %d: %v", tid, err)
 	}

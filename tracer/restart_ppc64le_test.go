@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,22 +32,6 @@ const (
 	ppcFeature2SCV = 0x00100000 // PPC_FEATURE2_SCV in AT_HWCAP2 (arch/powerpc/include/uapi/asm/cputable.h)
 	ppcAtHWCap2    = 26         // AT_HWCAP2
 )
-
-// ppcGuestCPU is the QEMU -cpu model the host passed on the kernel command
-// line (crashtui.cpu=), or "" when not running in the QEMU guest.
-func ppcGuestCPU(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		t.Fatalf("read /proc/cmdline: %v", err)
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if v, ok := strings.CutPrefix(f, "crashtui.cpu="); ok {
-			return v
-		}
-	}
-	return ""
-}
 
 func ppcHWCap2(t *testing.T) uint64 {
 	t.Helper()
@@ -69,7 +52,7 @@ func ppcHWCap2(t *testing.T) uint64 {
 // AT_HWCAP2 alone.
 func ppcExpectSCV(t *testing.T) bool {
 	t.Helper()
-	switch cpu := ppcGuestCPU(t); cpu {
+	switch cpu := guestCPU(t); cpu {
 	case "":
 		return ppcHWCap2(t)&ppcFeature2SCV != 0
 	case "power8", "power7":
@@ -79,27 +62,9 @@ func ppcExpectSCV(t *testing.T) bool {
 	}
 }
 
-// scvprogPath returns the sc/scv helper (tracer/qemu/guest/scvprog): the one
-// the guest image carries, or one built now when a Go toolchain is present.
-func scvprogPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CRASHTUI_SCVPROG"); p != "" {
-		return p
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no CRASHTUI_SCVPROG and no go toolchain to build tracer/qemu/guest/scvprog")
-	}
-	out := filepath.Join(t.TempDir(), "scvprog")
-	if b, err := exec.Command(gobin, "build", "-o", out, "./qemu/guest/scvprog").CombinedOutput(); err != nil {
-		t.Fatalf("build scvprog: %v\n%s", err, b)
-	}
-	return out
-}
-
 // TestPPC64LEHWCap2SCV: the kernel advertises scv exactly on POWER9 and later.
 func TestPPC64LEHWCap2SCV(t *testing.T) {
-	cpu := ppcGuestCPU(t)
+	cpu := guestCPU(t)
 	if cpu == "" {
 		t.Skip("not in the QEMU guest (no crashtui.cpu= on the kernel command line): nothing to compare AT_HWCAP2 with")
 	}
@@ -128,7 +93,7 @@ func startPPCHelper(t *testing.T, insn, call string, sleep time.Duration, extra 
 	if err != nil {
 		t.Fatalf("pipe: %v", err)
 	}
-	cmd := exec.Command(scvprogPath(t), append([]string{"-insn", insn, "-call", call, "-sleep", sleep.String()}, extra...)...)
+	cmd := exec.Command(guestProgram(t, "CRASHTUI_SCVPROG", "scvprog"), append([]string{"-insn", insn, "-call", call, "-sleep", sleep.String()}, extra...)...)
 	cmd.ExtraFiles = []*os.File{pr}
 	// No async-preemption signals: the helper sits in a raw syscall the Go
 	// runtime does not know about, and SIGURG would add signal stops.
@@ -189,38 +154,16 @@ func (h *ppcHelper) result(t *testing.T) (r3 int64, so int, b int) {
 // arg0, as /proc/<pid>/task/<tid>/syscall shows. There is no event for "went
 // to sleep in a syscall", so this polls; the helper prints "ready" just
 // before the call, so it is a matter of microseconds.
-func waitInSyscall(t *testing.T, pid, tid, nr int, arg0 uint64) {
-	t.Helper()
-	path := fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid)
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
-		last = strings.TrimSpace(string(b))
-		f := strings.Fields(last)
-		if len(f) >= 2 && f[0] == strconv.Itoa(nr) {
-			if a, err := strconv.ParseUint(f[1], 0, 64); err == nil && a == arg0 {
-				return
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("%s never showed syscall %d(%#x, ...); last %q", path, nr, arg0, last)
-}
-
 // TestPPC64LEScvProbe: scv 0 works (getpid returns the pid) where the CPU
 // has it, and raises SIGILL where it does not (POWER8).
 func TestPPC64LEScvProbe(t *testing.T) {
-	prog := scvprogPath(t)
+	prog := guestProgram(t, "CRASHTUI_SCVPROG", "scvprog")
 	want := ppcExpectSCV(t)
 	cmd := exec.Command(prog, "-insn", "scv", "-call", "getpid")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	t.Logf("cpu=%q expect scv=%v: err=%v stdout=%q stderr(head)=%q", ppcGuestCPU(t), want, err, stdout.String(), head(stderr.String(), 200))
+	t.Logf("cpu=%q expect scv=%v: err=%v stdout=%q stderr(head)=%q", guestCPU(t), want, err, stdout.String(), head(stderr.String(), 200))
 	if want {
 		if err != nil {
 			t.Fatalf("scv getpid: %v\n%s", err, stderr.String())
@@ -489,7 +432,7 @@ func ppcRecord(t *testing.T, c ppcRestartCase, stop string, ws unix.WaitStatus, 
 	var u unix.Utsname
 	unix.Uname(&u)
 	rec := ppcRegsRecord{
-		CPU: ppcGuestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
+		CPU: guestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
 		HWCap2: fmt.Sprintf("%#x", ppcHWCap2(t)), Insn: c.insn, Call: c.call, Stop: stop,
 		WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
 		InsnWord:   fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(insn)),
