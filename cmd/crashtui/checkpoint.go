@@ -19,6 +19,8 @@ const checkpointSynopsis = "checkpoint [--restore=correct|naive|none] [--image F
 // cmdCheckpoint is the simulated checkpoint (issue 5, seed 002): attach, freeze every thread,
 // show its restart state, write back what the chosen restorer would write, resume, detach.
 func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signalContext() // held for the whole command: see signalContext
+	defer stop()
 	var c common
 	fs := newFlagSet("checkpoint", checkpointSynopsis, stderr)
 	c.register(fs)
@@ -65,7 +67,13 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	threads, err := t.Checkpoint(policy, image)
+	// A signal during the attach skips the checkpoint; one during it lets it finish (every
+	// thread written back and resumed), then crashtui detaches.
+	var threads []sessions.Thread
+	done := ctx.Err() == nil
+	if done {
+		threads, err = t.Checkpoint(policy, image)
+	}
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("detach: %w", cerr)
 	}
@@ -74,7 +82,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 			err = fmt.Errorf("image: %w", cerr)
 		}
 	}
-	if !c.json {
+	if !c.json && done {
 		s.mu.Lock()
 		printCheckpoint(stdout, threads, policy, s.state)
 		s.mu.Unlock()

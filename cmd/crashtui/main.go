@@ -38,7 +38,8 @@ Common flags:
   -h, --help       help for a command (crashtui run --help)
 
 Exit status: 0 when crashtui did its job (a crashing job is data, not an error), 2 for bad
-usage or a JOB that names nothing, 1 when tracing itself failed.
+usage or a JOB that names nothing, 1 when tracing itself failed. SIGINT, SIGTERM and SIGHUP
+make crashtui finish its current step, detach and exit 0 with the summary.
 `
 
 // exitError carries an exit status up to main.

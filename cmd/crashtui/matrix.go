@@ -15,6 +15,8 @@ import (
 const matrixSynopsis = "matrix [--json] [--measure=false] JOB"
 
 func cmdMatrix(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signalContext() // held for the whole command: see signalContext
+	defer stop()
 	var c common
 	fs := newFlagSet("matrix", matrixSynopsis, stderr)
 	c.register(fs)
@@ -38,17 +40,25 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
 	defer t.Close()
 	if _, err := t.Attach(job); err != nil {
+		t.Close()
 		s.finish(c.host)
 		if errors.Is(err, tracer.ErrNoJob) {
 			return &exitError{2, err}
 		}
 		return err
 	}
-	m, _, err := t.Matrix(*measure)
+	// A signal during the attach skips the measurement: detach
+	// and write the summary. One arriving during Matrix lets it finish (it stops one process
+	// at a time and puts each back as it was), then crashtui detaches.
+	var m sessions.Matrix
+	measured := ctx.Err() == nil
+	if measured {
+		m, _, err = t.Matrix(*measure)
+	}
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
-	if !c.json {
+	if !c.json && measured {
 		printMatrix(stdout, m, s.state)
 	}
 	s.finish(c.host)

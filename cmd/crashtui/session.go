@@ -239,7 +239,10 @@ func (q *eventQueue) run() {
 	}
 }
 
-// signalContext is cancelled on SIGINT, SIGTERM or SIGHUP: crashtui then detaches.
+// signalContext is cancelled on SIGINT, SIGTERM or SIGHUP: crashtui then finishes its
+// current step, detaches and exits 0. Every tracing command holds it for its whole life:
+// dying by a default signal action mid-injection would leave a process with crashtui's
+// breakpoint and registers, to die of SIGTRAP.
 func signalContext() (context.Context, func()) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }

@@ -84,12 +84,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // detaches everything and writes the summary. run and demo end the ranks they started
 // before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
 func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
+	ctx, stop := signalContext()
+	defer stop()
 	s, err := newSession(c, stdout, jobName, mode)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
-	defer stop()
 	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host, Crash: crashOptions(c)})
 	defer func() {
 		// Detach on every way out, panics included: never leave the job stopped.
