@@ -57,6 +57,8 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := s.withStdout(ctx)
+	defer cancel()
 	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
 	defer t.Close() // never leave the job stopped, whatever happens below
 	if _, err := t.Attach(job); err != nil {

@@ -39,7 +39,8 @@ Common flags:
 
 Exit status: 0 when crashtui did its job (a crashing job is data, not an error), 2 for bad
 usage or a JOB that names nothing, 1 when tracing itself failed. SIGINT, SIGTERM and SIGHUP
-make crashtui finish its current step, detach and exit 0 with the summary.
+make crashtui finish its current step, detach and exit 0 with the summary; so does a --json
+reader that goes away (crashtui --json JOB | head -1).
 `
 
 // exitError carries an exit status up to main.

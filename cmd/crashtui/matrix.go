@@ -37,6 +37,8 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := s.withStdout(ctx)
+	defer cancel()
 	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
 	defer t.Close()
 	if _, err := t.Attach(job); err != nil {
@@ -47,7 +49,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	// A signal during the attach skips the measurement: detach
+	// A signal (or a closed --json reader) during the attach skips the measurement: detach
 	// and write the summary. One arriving during Matrix lets it finish (it stops one process
 	// at a time and puts each back as it was), then crashtui detaches.
 	var m sessions.Matrix

@@ -98,20 +98,31 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) 
 }
 
 // session joins the tracer's event stream to its consumers: the State reducer, --json
-// output, the recorder and the TUI.
+// output, the recorder and the TUI. The tracer's goroutine only applies an event to the State
+// and queues it: --json and the recording are written by writeLoop from an unbounded queue,
+// so a consumer that does not read (a pager, "| sleep 15") never stalls the tracer and so the
+// job it holds.
 type session struct {
-	mu     sync.Mutex
-	state  *sessions.State
-	out    *bufio.Writer // --json
-	enc    *json.Encoder
-	rec    *sessions.Recorder
-	recF   *os.File
-	queue  *eventQueue // to the TUI
-	header sessions.Header
+	mu      sync.Mutex
+	state   *sessions.State
+	json    bool
+	out     *bufio.Writer // --json
+	enc     *json.Encoder
+	rec     *sessions.Recorder
+	recF    *os.File
+	queue   *eventQueue // to the TUI
+	writes  *eventQueue // to writeLoop (--json, recording)
+	written chan struct{}
+	header  sessions.Header
+
+	stdoutGone chan struct{} // closed at the first failed --json write (the consumer went away)
+	goneOnce   sync.Once
+	stdoutErr  error
 }
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
-	s := &session{state: sessions.NewState(), header: header(job, c.host)}
+	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
+		stdoutGone: make(chan struct{}), written: make(chan struct{})}
 	if !c.json {
 		s.queue = newEventQueue()
 	}
@@ -132,9 +143,81 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		}
 		s.rec, s.recF = rec, f
 	}
+	s.writes = newEventQueue()
+	go s.writeLoop()
+	if c.json {
+		go s.watchReader(stdout)
+	}
 	s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: sessions.Session{
 		Job: job, Mode: mode, Arch: runtime.GOARCH, Kernel: kernelRelease(), Version: version, PID: os.Getpid()}})
 	return s, nil
+}
+
+// writeLoop writes every queued event, in order, to --json and the recording. After a failed
+// --json write (EPIPE: crashtui --json | head -1) it stops writing there, says so on
+// stdoutGone, and keeps recording.
+func (s *session) writeLoop() {
+	defer close(s.written)
+	for e := range s.writes.out {
+		if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
+			err := s.enc.Encode(e)
+			if err == nil && len(s.writes.out) == 0 {
+				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
+			}
+			if err != nil {
+				s.stdoutErr = err
+				s.goneOnce.Do(func() { close(s.stdoutGone) })
+			}
+		}
+		if s.rec != nil {
+			s.rec.Record(e)
+		}
+	}
+	if s.enc != nil && s.stdoutErr == nil {
+		s.out.Flush()
+	}
+}
+
+// watchReader notices a --json reader that went away (crashtui --json | head -1) even when no
+// event is being written: the write end of a pipe or socket whose reader closed polls as
+// POLLERR or POLLHUP (fs/pipe.c pipe_poll). Other outputs (a file, a terminal) never do.
+func (s *session) watchReader(stdout io.Writer) {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
+		return
+	}
+	fds := []unix.PollFd{{Fd: int32(f.Fd())}} // no events asked: POLLERR and POLLHUP always come
+	for {
+		n, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+			s.goneOnce.Do(func() { close(s.stdoutGone) })
+			return
+		}
+	}
+}
+
+// withStdout returns ctx, also cancelled when the --json consumer goes away: crashtui then
+// detaches and ends as on a signal (exit status 0: a closed reader is not a tracing failure).
+func (s *session) withStdout(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.stdoutGone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func header(job, host string) sessions.Header {
@@ -150,34 +233,33 @@ func kernelRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-// emit is the tracer's Emit callback: it must not block for long.
+// emit is the tracer's Emit callback: it must not block for long, so it only applies the
+// event and queues it.
 func (s *session) emit(e sessions.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state.Apply(e)
-	if s.enc != nil && e.Kind() != sessions.KindSession {
-		s.enc.Encode(e)
-		s.out.Flush()
-	}
-	if s.rec != nil {
-		s.rec.Record(e)
-	}
+	s.writes.push(e)
 	if s.queue != nil {
 		s.queue.push(e)
 	}
 }
 
-// finish writes the summary event (derived from the State) and closes the recording.
+// finish queues the summary event (derived from the State), waits until every event and
+// then the summary have been written, and closes the recording. Call it after detaching:
+// it may wait on a slow --json reader.
 func (s *session) finish(host string) sessions.Summary {
 	s.mu.Lock()
 	sum := s.state.Summary()
 	s.mu.Unlock()
 	s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sum})
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.queue != nil {
 		s.queue.close()
 	}
+	s.writes.close()
+	s.mu.Unlock()
+	<-s.written
 	if s.recF != nil {
 		s.recF.Close()
 	}
@@ -242,9 +324,18 @@ func (q *eventQueue) run() {
 // signalContext is cancelled on SIGINT, SIGTERM or SIGHUP: crashtui then finishes its
 // current step, detaches and exits 0. Every tracing command holds it for its whole life:
 // dying by a default signal action mid-injection would leave a process with crashtui's
-// breakpoint and registers, to die of SIGTRAP.
+// breakpoint and registers, to die of SIGTRAP. SIGPIPE is received too (and ignored): Go
+// then fails a write to a closed stdout with EPIPE instead of exiting with SIGPIPE, and the
+// session turns that into a detach (withStdout).
 func signalContext() (context.Context, func()) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return ctx, func() {
+		stop()
+		// SIGPIPE stays caught: a write to a closed stdout after this (the summary, an
+		// error message) must fail with EPIPE, not kill crashtui.
+	}
 }
 
 // splitList helps flags like --restore.

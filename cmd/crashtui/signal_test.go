@@ -3,11 +3,15 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // jsonProc is a crashtui --json command started by a test, its events read as they come.
@@ -161,4 +165,179 @@ func TestMatrixSignalDetaches(t *testing.T) {
 	}
 	t.Logf("SIGTERM with %d in ptrace stop; %d events after it", stopped, len(rest))
 	checkJobIntact(t, j, pids)
+}
+
+// `crashtui attach --json JOB | head -1`: the reader takes one line and closes the pipe while
+// crashtui holds the job, and the job then forks 10 more workers (events to write). crashtui
+// must not die of SIGPIPE: it notices the closed reader (POLLERR on its stdout, or EPIPE from
+// a write), detaches and exits 0; every process, the new ones included, runs on untraced.
+func TestAttachJSONClosedReader(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 6)
+	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	line, err := bufio.NewReader(r).ReadString('\n') // head -1
+	if err != nil || !strings.Contains(line, `"event":"process"`) {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	r.Close()
+	syscall.Kill(j.pgid, syscall.SIGUSR2) // the leader forks 10 more workers
+	j.waitLines(t, "ready", 10)
+
+	select {
+	case <-exited:
+		if ee, ok := waitErr.(*exec.ExitError); ok {
+			if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
+				t.Errorf("crashtui died of %v", ws.Signal())
+			} else {
+				t.Errorf("crashtui exited %d, want 0: %s", ee.ExitCode(), stderr.String())
+			}
+		} else if waitErr != nil {
+			t.Fatal(waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("crashtui still running 30 s after its reader went away")
+	}
+	pids := pgroupPIDs(j.pgid)
+	if len(pids) != 6+10 {
+		t.Errorf("%d processes in the job, want 16", len(pids))
+	}
+	checkJobIntact(t, j, pids)
+}
+
+// pipeBytes is how much is waiting in a pipe (FIONREAD).
+func pipeBytes(t *testing.T, r *os.File) int {
+	t.Helper()
+	n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A --json reader that does not read (a pager, "| sleep 15") must not stall the job. crashtui's
+// stdout is a pipe the test does not read; the job's leader forks 10 workers per SIGUSR2 (each
+// fork a ptrace event the tracer must answer before the leader runs on) until the pipe is full.
+// Then, twice a second apart, the job must still fork its 10 workers: before, the tracer
+// blocked writing JSON and held the leader in its fork stop. Then the reader reads: crashtui
+// detaches on SIGINT and every event arrives, in order, with the summary last.
+func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 4)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	size, err := unix.FcntlInt(r.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attach is done once the 4 process events are in the pipe (polled: a pipe's fill
+	// cannot be waited on without reading it).
+	for end := time.Now().Add(20 * time.Second); pipeBytes(t, r) < 4*100; {
+		if time.Now().After(end) {
+			t.Fatalf("no events from crashtui in 20 s; stderr: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	grow := func(what string) {
+		t.Helper()
+		syscall.Kill(j.pgid, syscall.SIGUSR2) // the leader only (pid = pgid)
+		t.Logf("%s: SIGUSR2, %d bytes unread in crashtui's stdout", what, pipeBytes(t, r))
+		j.waitLines(t, "forked", 1)
+		j.waitLines(t, "ready", 10)
+	}
+	forks := 0
+	for rounds := 0; pipeBytes(t, r) < size-4096; rounds++ {
+		if rounds == 200 {
+			t.Fatalf("crashtui's stdout still not full after %d forks", forks)
+		}
+		grow("filling")
+		forks += 10
+	}
+	grow("stdout full, unread")
+	time.Sleep(time.Second) // the second look is a second later, the pipe still unread
+	grow("a second later")
+	forks += 20
+
+	var evs []event
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var e event
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				e = event{"event": "unparsable", "line": sc.Text()}
+			}
+			evs = append(evs, e)
+		}
+	}()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("crashtui did not exit 60 s after SIGINT")
+	}
+	<-read
+	if waitErr != nil {
+		t.Errorf("crashtui: %v; stderr: %s", waitErr, stderr.String())
+	}
+	if len(evs) == 0 || count(evs, "unparsable") != 0 || count(evs, "summary") != 1 || evs[len(evs)-1].kind() != "summary" {
+		t.Fatalf("%d events, %d unparsable, %d summaries, the last not the summary", len(evs), count(evs, "unparsable"), count(evs, "summary"))
+	}
+	if n := len(processPIDs(evs)); n != 4+forks {
+		t.Errorf("%d processes in the events, the job had %d", n, 4+forks)
+	}
+	last := time.Time{}
+	for _, e := range evs {
+		at, err := time.Parse(time.RFC3339Nano, e.str("time"))
+		if err != nil || at.Before(last) {
+			t.Fatalf("event out of order or without time: %v", e)
+		}
+		last = at
+	}
+	checkJobIntact(t, j, pgroupPIDs(j.pgid))
 }

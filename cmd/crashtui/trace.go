@@ -90,6 +90,8 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	if err != nil {
 		return err
 	}
+	ctx, cancel := s.withStdout(ctx)
+	defer cancel()
 	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host, Crash: crashOptions(c)})
 	defer func() {
 		// Detach on every way out, panics included: never leave the job stopped.
