@@ -36,7 +36,8 @@ type Options struct {
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or
-// ctx ends, and returns the final State.
+// ctx ends (then ctx's error), and returns the final State. Run installs no signal handler:
+// the caller ends ctx on SIGINT, SIGTERM and SIGHUP.
 func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	in, out := o.Input, o.Output
 	if in == nil {
@@ -66,15 +67,22 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 		m.cast = cast
 		out = tee(out, cast)
 	}
+	// Signals are the caller's: ctx ends on them (crashtui's signalContext). Bubble Tea's own
+	// SIGINT/SIGTERM handler raced with that: when ctx ended first, its handler blocked
+	// forever sending InterruptMsg to the stopped event loop, and Run never returned.
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
-		tea.WithAltScreen(), tea.WithMouseCellMotion())
+		tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler())
 	_, err := p.Run()
 	if cast != nil {
 		if cerr := cast.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("asciicast: %w", cerr)
 		}
 	}
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+	switch {
+	case errors.Is(err, tea.ErrInterrupted):
+		// An InterruptMsg (Bubble Tea's form of a SIGINT) is a quit like q, not a failure.
+		err = nil
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
 		err = ctx.Err()
 	}
 	return m.state, err

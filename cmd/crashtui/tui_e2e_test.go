@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,4 +78,43 @@ func TestDemoInTheTUI(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("crashtui did not quit after q, y")
 	}
+}
+
+// kill -INT of `crashtui attach` in the TUI: Bubble Tea receives the SIGINT too and ends with
+// ErrInterrupted, which used to make crashtui exit 1. It is a quit: crashtui detaches and
+// exits 0, and the job runs on untraced.
+func TestAttachTUISigint(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 4)
+	pids := pgroupPIDs(j.pgid)
+	scr := tuitest.Open(t, 120, 40)
+	cmd := exec.Command(crashtuiBin, "attach", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	scr.WaitFor(t, 30*time.Second, "crashtui attach", "procs 4/4")
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("crashtui did not exit 30 s after SIGINT:\n%s", scr.Text())
+	}
+	if waitErr != nil {
+		t.Errorf("crashtui after SIGINT: %v, want exit status 0:\n%s", waitErr, scr.Text())
+	}
+	checkJobIntact(t, j, pids)
 }
