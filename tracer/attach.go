@@ -280,7 +280,12 @@ func (t *Tracer) pump(cond func() bool, timeout time.Duration, what string) erro
 func (t *Tracer) detachAll() error {
 	t.closing = true
 	var firstErr error
-	for round := 0; len(t.tasks) > 0 && round < 50; round++ {
+	// New children of held threads keep appearing for a round or two; a thread that does not
+	// stop within a round is looked at in /proc: gone, or no longer ours, it is forgotten; a
+	// live one (uninterruptible sleep, a vfork parent) is given a few more rounds, then left
+	// to the kernel's exit_ptrace when crashtui exits (it is not harmed: it detaches it).
+	deadline := time.Now().Add(8 * time.Second)
+	for round := 0; len(t.tasks) > 0 && time.Now().Before(deadline); round++ {
 		for _, tk := range t.tasks {
 			tk.want = true
 			if tk.stopped == running && !tk.exited {
@@ -297,8 +302,18 @@ func (t *Tracer) detachAll() error {
 			}
 			return true
 		}
-		if err := t.pump(allHeld, 3*time.Second, "some threads did not stop for detach"); err != nil && firstErr == nil {
-			firstErr = err
+		if err := t.pump(allHeld, 2*time.Second, "some threads did not stop for detach"); err != nil {
+			for _, tk := range t.tasks {
+				if tk.stopped != running || tk.exited {
+					continue
+				}
+				if _, tracer := taskStatus(tk.tid); tracer != t.self {
+					t.forgetDetached(tk) // gone, or never really ours: nothing to detach
+				}
+			}
+			if len(t.tasks) > 0 && time.Now().Add(2*time.Second).After(deadline) && firstErr == nil {
+				firstErr = err
+			}
 		}
 		for _, tk := range t.tasks {
 			if tk.exited && tk.stopped == running {

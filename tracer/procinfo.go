@@ -115,3 +115,25 @@ func sigMask(path, field string) uint64 {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// taskStatus reads a task's thread group and tracer (the tracing thread's tid) from one read
+// of /proc/TID/status; zeros when the task is gone.
+func taskStatus(tid int) (tgid, tracer int) {
+	b, err := os.ReadFile(procPath(tid, "status"))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Tgid":
+			tgid, _ = strconv.Atoi(strings.TrimSpace(v))
+		case "TracerPid":
+			tracer, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return tgid, tracer
+}

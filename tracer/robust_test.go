@@ -239,3 +239,66 @@ func TestSignalRacingAMeasurementIsDelivered(t *testing.T) {
 var accessSystem = access.ReadSystem
 
 type accessMeasurement = access.Measurement
+
+// A job that forks a short-lived child every 2 ms: every child that joined is reported gone
+// (no child is kept as a task that will never report anything), and detaching is prompt.
+func TestForkStormIsFollowedAndDetachedPromptly(t *testing.T) {
+	count := t.TempDir() + "/count"
+	cmd := exec.Command(demoProgram(t, "forker"), count)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := readLines(out)
+	lines.expect(t, "ready", 5*time.Second)
+	pid := cmd.Process.Pid
+
+	st := sessions.NewState()
+	evch := make(chan sessions.Event, 1<<16)
+	tr := New(Options{Emit: func(e sessions.Event) { evch <- e }})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			tr.Close()
+		}
+	})
+	if _, err := tr.Attach(Job{Kind: JobPID, ID: pid, Spec: "pid"}); err != nil {
+		t.Fatal(err)
+	}
+	forks := func() int {
+		b, _ := os.ReadFile(count)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	start := forks()
+	waitProc(t, "200 traced forks", func() bool { return forks() >= start+200 })
+	syscall.Kill(pid, syscall.SIGUSR1)
+	lines.expect(t, "quiet", 10*time.Second)
+	// Every child has exited and been reaped by the forker: the tracer must know.
+	waitProc(t, "every child reported gone", func() bool {
+		var pids []int
+		tr.do(func() error { pids = tr.jobPIDs(); return nil })
+		return len(pids) == 1 && pids[0] == pid
+	})
+	begin := time.Now()
+	closed = true
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("detach took %v", d)
+	}
+	close(evch)
+	for e := range evch {
+		st.Apply(e)
+	}
+	live, _ := st.Live()
+	if live != 1 || len(st.Procs) < 200 {
+		t.Errorf("state: %d processes seen, %d alive; want >= 200 seen and only the forker alive", len(st.Procs), live)
+	}
+	if tp := tracerOf(pid); tp != 0 {
+		t.Errorf("forker still traced by %d", tp)
+	}
+}

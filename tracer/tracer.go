@@ -209,6 +209,8 @@ const pollInterval = 100 * time.Millisecond
 
 func (t *Tracer) loop() {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
+	// /proc's TracerPid names the tracing *thread*: this one.
+	t.self = unix.Gettid()
 	defer close(t.done)
 	defer signal.Stop(t.sigch)
 	tick := time.NewTicker(pollInterval)
@@ -444,11 +446,19 @@ func (t *Tracer) handleEvent(tk *task, cause int) {
 	switch cause {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		msg, err := geteventmsg(tk.tid)
-		if err == nil && msg > 0 {
+		if err == nil && msg > 0 && t.tasks[int(msg)] == nil {
 			child := int(msg)
-			if cause == unix.PTRACE_EVENT_CLONE && readTGID(child) == tk.pid {
+			// The child's own first stop may have come first, and the child may already have
+			// run, exited and been reported gone: then it must not be added again as a task
+			// that will never report anything. A child that is still ours shows this thread
+			// as its tracer.
+			tgid, tracer := taskStatus(child)
+			if tracer != t.self {
+				break
+			}
+			if cause == unix.PTRACE_EVENT_CLONE && tgid == tk.pid {
 				t.addTask(child, tk.pid)
-			} else if t.tasks[child] == nil {
+			} else {
 				t.addTask(child, child)
 				if p := t.procs[child]; p != nil {
 					p.ppid = tk.pid
