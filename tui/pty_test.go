@@ -3,49 +3,14 @@ package tui
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tui/tuitest"
 	"github.com/crashtui/crashtui/views/viewtest"
-	"github.com/creack/pty"
 )
-
-// screen is a terminal emulator fed by the pty's master side, as a user's terminal would be.
-// x/vt's emulator is not safe for a concurrent Write and String: one mutex guards both.
-type screen struct {
-	mu  sync.Mutex
-	emu *vt.Emulator
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emu.Write(p)
-}
-
-func (s *screen) text() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.emu.String()
-}
-
-// waitFor polls the emulated screen (a screen cannot be waited on otherwise) until it shows
-// want, or fails after a generous deadline.
-func (s *screen) waitFor(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(s.text(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("screen never showed %q:\n%s", want, s.text())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // Run on a real pseudo-terminal: the program draws on an 80×24 screen, answers keys, writes an
 // asciicast, and returns the final State when q is pressed. This is how cmd/crashtui's
@@ -75,17 +40,8 @@ func TestRunOnPtyNoColor(t *testing.T) {
 // runOnPty replays the fixture on a pty, drives it with keys and returns the asciicast's output.
 func runOnPty(t *testing.T) string {
 	t.Helper()
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal available: %v", err)
-	}
-	t.Cleanup(func() { ptm.Close(); tty.Close() })
-	if err := pty.Setsize(ptm, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
-		t.Fatal(err)
-	}
-	scr := &screen{emu: vt.NewEmulator(80, 24)}
-	go io.Copy(scr, ptm)     // the program's output drives the emulator
-	go io.Copy(ptm, scr.emu) // the emulator's replies (queries) go back to the program
+	scr := tuitest.Open(t, 80, 24)
+	tty := scr.TTY
 
 	evs := viewtest.Events()
 	var cast bytes.Buffer
@@ -101,22 +57,22 @@ func runOnPty(t *testing.T) string {
 		done <- result{st, err}
 	}()
 
-	scr.waitFor(t, "crashtui replay")
-	ptm.Write([]byte("}")) // seek to the end
-	scr.waitFor(t, "■ end")
-	ptm.Write([]byte("3"))
-	scr.waitFor(t, "relax_cell")
-	ptm.Write([]byte("2"))
-	scr.waitFor(t, "itself: always allowed")
-	ptm.Write([]byte("?"))
-	scr.waitFor(t, "checkpoint")
-	ptm.Write([]byte("q"))
+	scr.WaitFor(t, 15*time.Second, "crashtui replay")
+	scr.Type("}") // seek to the end
+	scr.WaitFor(t, 15*time.Second, "■ end")
+	scr.Type("3")
+	scr.WaitFor(t, 15*time.Second, "relax_cell")
+	scr.Type("2")
+	scr.WaitFor(t, 15*time.Second, "itself: always allowed")
+	scr.Type("?")
+	scr.WaitFor(t, 15*time.Second, "checkpoint")
+	scr.Type("q")
 
 	var res result
 	select {
 	case res = <-done:
 	case <-time.After(15 * time.Second):
-		t.Fatalf("q did not end the program:\n%s", scr.text())
+		t.Fatalf("q did not end the program:\n%s", scr.Text())
 	}
 	if res.err != nil {
 		t.Fatal(res.err)
@@ -146,15 +102,8 @@ func runOnPty(t *testing.T) string {
 // A live session on a pty: events stream in at 10 per second, q asks before detaching, y
 // detaches through the Controller and ends Run with every event applied.
 func TestRunLiveOnPty(t *testing.T) {
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal available: %v", err)
-	}
-	t.Cleanup(func() { ptm.Close(); tty.Close() })
-	pty.Setsize(ptm, &pty.Winsize{Rows: 24, Cols: 80})
-	scr := &screen{emu: vt.NewEmulator(80, 24)}
-	go io.Copy(scr, ptm)
-	go io.Copy(ptm, scr.emu)
+	scr := tuitest.Open(t, 80, 24)
+	tty := scr.TTY
 
 	evs := viewtest.Events()
 	ch := make(chan sessions.Event)
@@ -178,18 +127,18 @@ func TestRunLiveOnPty(t *testing.T) {
 		}
 		done <- st
 	}()
-	scr.waitFor(t, "● live")
-	scr.waitFor(t, "errors 1") // the last fixture event
-	ptm.Write([]byte("q"))
-	scr.waitFor(t, "Detach from")
-	ptm.Write([]byte("y"))
+	scr.WaitFor(t, 15*time.Second, "● live")
+	scr.WaitFor(t, 15*time.Second, "errors 1") // the last fixture event
+	scr.Type("q")
+	scr.WaitFor(t, 15*time.Second, "Detach from")
+	scr.Type("y")
 	select {
 	case st := <-done:
 		if st.Seq != len(evs) {
 			t.Fatalf("applied %d of %d events", st.Seq, len(evs))
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("y did not end the program:\n%s", scr.text())
+		t.Fatalf("y did not end the program:\n%s", scr.Text())
 	}
 	if got := rec.Calls(); len(got) != 1 || got[0] != "detach" {
 		t.Fatalf("controller calls %v, want [detach]", got)
