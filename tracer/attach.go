@@ -144,6 +144,10 @@ func seizeHint(tid int, err error) string {
 	return " (another user's process, non-dumpable, or Yama ptrace_scope: run as root or the job's user)"
 }
 
+// ErrNoCommand means the command to run does not exist or is not executable (bad usage,
+// unlike a failure to trace what was started).
+var ErrNoCommand = errors.New("no such command")
+
 // LaunchSpec describes `crashtui run`.
 type LaunchSpec struct {
 	N      int
@@ -165,7 +169,7 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 		return 0, errors.New("run: no command")
 	}
 	if _, err := exec.LookPath(spec.Argv[0]); err != nil {
-		return 0, fmt.Errorf("run: %w", err)
+		return 0, fmt.Errorf("run: %w: %w", ErrNoCommand, err)
 	}
 	pgid := 0
 	var started []int

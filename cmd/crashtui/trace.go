@@ -73,10 +73,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracer.Tracer) error {
 		_, err := t.Launch(spec)
-		if err != nil {
-			return &exitError{2, err}
+		if errors.Is(err, tracer.ErrNoCommand) {
+			return &exitError{2, err} // bad usage; failing to trace what started is status 1
 		}
-		return nil
+		return err
 	})
 }
 
