@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/demo/access/peertest"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
 )
@@ -31,33 +31,6 @@ import (
 // Every process here is a child of the test goroutine, not of the tracer's locked thread:
 // the tracer waits with __WNOTHREAD, so the test keeps its children's exit statuses.
 
-// measureDir is a 0755 temporary directory: uid 65534 must exec what is built there, and an
-// unreadable binary would make its process non-dumpable (fs/exec.c would_dump).
-func measureDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "crashtui-measure-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// buildMeasurePeer builds demo/access/peer (CGO_ENABLED=0: -dropcaps uses AllThreadsSyscall).
-func buildMeasurePeer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(measureDir(t), "peer")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build peer: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // measureBuildC compiles demo/access/REL (a C file) with cc into a world-readable directory.
 func measureBuildC(t *testing.T, cc, rel string, flags ...string) string {
 	t.Helper()
@@ -68,7 +41,7 @@ func measureBuildC(t *testing.T, cc, rel string, flags ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(measureDir(t), strings.TrimSuffix(filepath.Base(rel), ".c"))
+	bin := filepath.Join(peertest.Dir(t), strings.TrimSuffix(filepath.Base(rel), ".c"))
 	args := append([]string{"-O1", "-pthread", "-o", bin, src}, flags...)
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", cc, rel, err, out)
@@ -76,12 +49,10 @@ func measureBuildC(t *testing.T, cc, rel string, flags ...string) string {
 	return bin
 }
 
-// mpeer is one running demo/access/peer.
+// mpeer is one running demo/access/peer and what ReadProc saw of it.
 type mpeer struct {
+	*peertest.Peer
 	name string
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
 	pid  int // as the test (the init PID namespace) names it
 	proc access.Proc
 }
@@ -90,52 +61,13 @@ type mpeer struct {
 // and waits for its "ready" line. Cleanup kills it by pid and reaps it.
 func startMeasurePeer(t *testing.T, bin, name string, args []string, attr *syscall.SysProcAttr, pgid int) *mpeer {
 	t.Helper()
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Setpgid, attr.Pgid = true, pgid
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = attr
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("start %s peer: %v (needs root, user and PID namespaces)", name, err)
-	}
-	p := &mpeer{name: name, cmd: cmd, in: in, out: bufio.NewReader(out), pid: cmd.Process.Pid}
-	t.Cleanup(func() {
-		in.Close()
-		syscall.Kill(p.pid, syscall.SIGKILL) // only the process this test started
-		cmd.Wait()
-	})
-	line, err := p.out.ReadString('\n') // the peer has set itself up
-	if err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("%s peer did not get ready: %q %v", name, line, err)
-	}
+	pp := peertest.Start(t, bin, name, args, attr, pgid)
+	p := &mpeer{Peer: pp, name: name, pid: pp.PID}
+	var err error
 	if p.proc, err = access.ReadProc(p.pid); err != nil {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// probe asks the peer to run kcmp(getpid(), pid, KCMP_VM) and a 1-byte process_vm_readv
-// itself: the kernel's own answer for this ordered pair, without injection.
-func (p *mpeer) probe(t *testing.T, pid int, addr uint64) string {
-	t.Helper()
-	if _, err := fmt.Fprintf(p.in, "probe %d %#x\n", pid, addr); err != nil {
-		t.Fatalf("%s: write probe: %v", p.name, err)
-	}
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("%s: read probe answer: %v", p.name, err)
-	}
-	return strings.TrimSpace(line)
 }
 
 // matrixLog collects a Tracer's events (Emit runs on the tracer goroutine).
@@ -214,7 +146,7 @@ func measureWord(c sessions.Check) string {
 // and the measured values against what the peer itself gets from kcmp and process_vm_readv.
 func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 	sys := measureNeedKernel(t)
-	bin := buildMeasurePeer(t)
+	bin := peertest.Build(t)
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
 	type role struct {
 		name string
@@ -346,7 +278,7 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 		if !visible {
 			pid = b.pid
 		}
-		truth := a.probe(t, pid, b.proc.ReadableAddr)
+		truth := a.Probe(t, pid, b.proc.ReadableAddr)
 		if got := "kcmp=" + measureWord(c.Kcmp) + " vm=" + measureWord(c.VMReadv); got != truth {
 			t.Errorf("%s: measured %s, the process itself gets %s", name, got, truth)
 		}
@@ -379,7 +311,7 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 // measures process_vm_readv, and the process lives on.
 func TestMatrixNeverKills(t *testing.T) {
 	measureNeedKernel(t)
-	bin := buildMeasurePeer(t)
+	bin := peertest.Build(t)
 	root := startMeasurePeer(t, bin, "root", nil, nil, 0)
 	killer := startMeasurePeer(t, bin, "killer", []string{"-seccomp-kill"}, nil, root.pid)
 	tr, _ := measureAttach(t, "pgid:"+strconv.Itoa(root.pid), nil)
@@ -411,8 +343,8 @@ func TestMatrixNeverKills(t *testing.T) {
 	if st, _ := readStat(killer.pid); st.state == 'Z' || st.state == 'X' || st.state == 0 {
 		t.Fatalf("the killer peer died during measurement (state %c)", st.state)
 	}
-	fmt.Fprintln(killer.in, "nonsense")
-	if line, err := killer.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "error unknown command") {
+	fmt.Fprintln(killer.In, "nonsense")
+	if line, err := killer.Out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "error unknown command") {
 		t.Errorf("the killer peer does not answer: %q %v", line, err)
 	}
 }
@@ -733,7 +665,7 @@ func TestMatrixOpenMPI(t *testing.T) {
 		}
 	}
 	ompi, smsc := measureOMPIArgs(t)
-	peer := buildMeasurePeer(t)
+	peer := peertest.Build(t)
 	prog := measureBuildC(t, "mpicc", "mpi/cma.c")
 
 	for _, seccomp := range []bool{true, false} {

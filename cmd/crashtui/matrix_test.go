@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/crashtui/crashtui/demo/access/peertest"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -23,21 +21,7 @@ import (
 func matrixPeers(t *testing.T) (pgid int, pids map[string]int) {
 	t.Helper()
 	needRoot(t)
-	dir, err := os.MkdirTemp("", "crashtui-matrix-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// 0755: uid 65534 execs the binary, and an unreadable one would make it non-dumpable.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "peer")
-	build := exec.Command("go", "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build peer: %v\n%s", err, out)
-	}
+	bin := peertest.Build(t)
 	roles := []struct {
 		name string
 		args []string
@@ -50,29 +34,7 @@ func matrixPeers(t *testing.T) (pgid int, pids map[string]int) {
 	}
 	pids = map[string]int{}
 	for _, r := range roles {
-		cmd := exec.Command(bin, r.args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Credential: r.cred}
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe() // the peer serves until EOF
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := cmd.Process.Pid
-		t.Cleanup(func() {
-			in.Close()
-			syscall.Kill(pid, syscall.SIGKILL) // only what this test started
-			cmd.Wait()
-		})
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-			t.Fatalf("%s peer: %q %v", r.name, line, err)
-		}
+		pid := peertest.Start(t, bin, r.name, r.args, &syscall.SysProcAttr{Credential: r.cred}, pgid).PID
 		if pgid == 0 {
 			pgid = pid
 		}
@@ -272,36 +234,10 @@ func TestMatrixCommand(t *testing.T) {
 // merged matrix is untrusted) is printed sanitised.
 func TestMatrixTableNonASCIIAndReason(t *testing.T) {
 	needRoot(t)
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "peer")
-	build := exec.Command("go", "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build peer: %v\n%s", err, out)
-	}
+	bin := peertest.Build(t)
 	var pgid int
 	for i := 0; i < 2; i++ {
-		cmd := exec.Command(bin, "-name", "ранг-процесс")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := cmd.Process.Pid
-		t.Cleanup(func() { in.Close(); syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-			t.Fatalf("peer: %q %v", line, err)
-		}
+		pid := peertest.Start(t, bin, "peer", []string{"-name", "ранг-процесс"}, nil, pgid).PID
 		if pgid == 0 {
 			pgid = pid
 		}

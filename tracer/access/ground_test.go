@@ -1,60 +1,30 @@
 package access
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/demo/access/peertest"
 )
 
-// buildPeer builds demo/access/peer into a world-readable directory (uid 65534 must exec it,
-// and an unreadable binary would make the process non-dumpable: fs/exec.c would_dump).
-func buildPeer(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "crashtui-access-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "peer")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // -dropcaps needs syscall.AllThreadsSyscall
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build peer: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// peer is one running demo/access/peer process.
+// peer is one running demo/access/peer process and what ReadProc saw of it.
 type peer struct {
+	*peertest.Peer
 	name string
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
 	proc Proc
 }
 
 // probe asks the peer to run kcmp and process_vm_readv towards pid from inside itself.
 func (p *peer) probe(t *testing.T, pid int, addr uint64) (kcmp, vm string) {
 	t.Helper()
-	if _, err := fmt.Fprintf(p.in, "probe %d %#x\n", pid, addr); err != nil {
-		t.Fatalf("%s: write probe: %v", p.name, err)
-	}
-	line, err := p.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("%s: read probe answer: %v", p.name, err)
-	}
+	line := p.Probe(t, pid, addr)
 	if _, err := fmt.Sscanf(line, "kcmp=%s vm=%s", &kcmp, &vm); err != nil {
 		t.Fatalf("%s: probe answer %q: %v", p.name, line, err)
 	}
@@ -70,32 +40,9 @@ type role struct {
 
 func startPeer(t *testing.T, bin string, r role) *peer {
 	t.Helper()
-	cmd := exec.Command(bin, r.args...)
-	cmd.SysProcAttr = r.attr
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("start %s peer: %v (needs root, user and PID namespaces)", r.name, err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		in.Close()
-		_ = syscall.Kill(pid, syscall.SIGKILL) // only the process this test started
-		_ = cmd.Wait()
-	})
-	p := &peer{name: r.name, cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
-	line, err := p.out.ReadString('\n') // blocks until the peer has set itself up
-	if err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("%s peer did not get ready: %q %v", r.name, line, err)
-	}
-	if p.proc, err = ReadProc(pid); err != nil {
+	p := &peer{Peer: peertest.Start(t, bin, r.name, r.args, r.attr, peertest.NoGroup), name: r.name}
+	var err error
+	if p.proc, err = ReadProc(p.PID); err != nil {
 		t.Fatal(err)
 	}
 	if r.setup != nil {
@@ -118,7 +65,7 @@ func TestGroundTruth(t *testing.T) {
 	if sys.KcmpBuilt == nil || !*sys.KcmpBuilt || sys.CMABuilt == nil || !*sys.CMABuilt {
 		t.Skip("kcmp or process_vm_readv not built into this kernel")
 	}
-	bin := buildPeer(t)
+	bin := peertest.Build(t)
 	ai, err := Arch(runtime.GOARCH)
 	if err != nil {
 		t.Skip(err)
@@ -265,7 +212,7 @@ func TestGroundTruthZombie(t *testing.T) {
 	if sys.KcmpBuilt == nil || !*sys.KcmpBuilt {
 		t.Skip("kcmp not built into this kernel")
 	}
-	bin := buildPeer(t)
+	bin := peertest.Build(t)
 	a := startPeer(t, bin, role{name: "root"})
 
 	z := exec.Command(bin, "-bad-flag") // exits at once with status 2
@@ -308,7 +255,7 @@ func TestGroundTruthSeccompKill(t *testing.T) {
 		t.Skip(err)
 	}
 	sys := ReadSystem()
-	bin := buildPeer(t)
+	bin := peertest.Build(t)
 	b := startPeer(t, bin, role{name: "root"})
 	a := startPeer(t, bin, role{name: "killer", args: []string{"-seccomp-kill"}})
 	prog, err := DenyFilter(ai, KillRet, ai.Kcmp)
@@ -324,9 +271,9 @@ func TestGroundTruthSeccompKill(t *testing.T) {
 		t.Errorf("Predict: %+v", v)
 	}
 	// Now let the kernel show it: the probe's kcmp kills the peer.
-	fmt.Fprintf(a.in, "probe %d %#x\n", b.proc.PID, b.proc.ReadableAddr)
-	err = a.cmd.Wait()
-	ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	fmt.Fprintf(a.In, "probe %d %#x\n", b.proc.PID, b.proc.ReadableAddr)
+	err = a.Cmd.Wait()
+	ws, ok := a.Cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
 		t.Errorf("peer under a KILL filter ran kcmp: %v, want death by SIGSYS", err)
 	}
