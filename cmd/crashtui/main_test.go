@@ -309,3 +309,37 @@ func needRoot(t *testing.T) {
 }
 
 var _ = runtime.GOARCH
+
+// waitedProc is a process a test started and waits for once. Its cleanup gives it grace to
+// exit (after the optional stop signal) and then kills it, so no test leaves a crashtui behind.
+type waitedProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // cmd.Wait's result, valid once exited is closed
+}
+
+func startWaited(t *testing.T, cmd *exec.Cmd, stop syscall.Signal) *waitedProc {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &waitedProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { w.err = cmd.Wait(); close(w.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-w.exited:
+			return
+		default:
+		}
+		if stop != 0 {
+			cmd.Process.Signal(stop)
+		}
+		select {
+		case <-w.exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-w.exited
+		}
+	})
+	return w
+}

@@ -182,21 +182,9 @@ func TestAttachJSONClosedReader(t *testing.T) {
 	cmd.Stdout = w
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	proc := startWaited(t, cmd, 0)
 	w.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := proc.exited
 	line, err := bufio.NewReader(r).ReadString('\n') // head -1
 	if err != nil || !strings.Contains(line, `"event":"process"`) {
 		t.Fatalf("first line %q: %v", line, err)
@@ -207,14 +195,14 @@ func TestAttachJSONClosedReader(t *testing.T) {
 
 	select {
 	case <-exited:
-		if ee, ok := waitErr.(*exec.ExitError); ok {
+		if ee, ok := proc.err.(*exec.ExitError); ok {
 			if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
 				t.Errorf("crashtui died of %v", ws.Signal())
 			} else {
 				t.Errorf("crashtui exited %d, want 0: %s", ee.ExitCode(), stderr.String())
 			}
-		} else if waitErr != nil {
-			t.Fatal(waitErr)
+		} else if proc.err != nil {
+			t.Fatal(proc.err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("crashtui still running 30 s after its reader went away")
@@ -254,21 +242,9 @@ func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 	cmd.Stdout = w
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	proc := startWaited(t, cmd, 0)
 	w.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited := proc.exited
 	size, err := unix.FcntlInt(r.Fd(), unix.F_GETPIPE_SZ, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -322,8 +298,8 @@ func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 		t.Fatal("crashtui did not exit 60 s after SIGINT")
 	}
 	<-read
-	if waitErr != nil {
-		t.Errorf("crashtui: %v; stderr: %s", waitErr, stderr.String())
+	if proc.err != nil {
+		t.Errorf("crashtui: %v; stderr: %s", proc.err, stderr.String())
 	}
 	if len(evs) == 0 || count(evs, "unparsable") != 0 || count(evs, "summary") != 1 || evs[len(evs)-1].kind() != "summary" {
 		t.Fatalf("%d events, %d unparsable, %d summaries, the last not the summary", len(evs), count(evs, "unparsable"), count(evs, "summary"))

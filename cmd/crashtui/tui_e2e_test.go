@@ -21,25 +21,8 @@ func TestDemoInTheTUI(t *testing.T) {
 	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Signal(syscall.SIGTERM) // crashtui ends its demo ranks and detaches
-			select {
-			case <-exited:
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-			}
-		}
-	})
+	proc := startWaited(t, cmd, syscall.SIGTERM) // SIGTERM: crashtui ends its demo ranks and detaches
+	exited := proc.exited
 	key := func(k string) { t.Helper(); scr.Key(t, k) }
 
 	scr.WaitFor(t, 30*time.Second, "crashtui demo", "crashes 3 in 2 groups")
@@ -72,8 +55,8 @@ func TestDemoInTheTUI(t *testing.T) {
 	key("y")
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Errorf("crashtui exited with %v", waitErr)
+		if proc.err != nil {
+			t.Errorf("crashtui exited with %v", proc.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("crashtui did not quit after q, y")
@@ -92,20 +75,8 @@ func TestAttachTUISigint(t *testing.T) {
 	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	proc := startWaited(t, cmd, 0)
+	exited := proc.exited
 	scr.WaitFor(t, 30*time.Second, "crashtui attach", "procs 4/4")
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -113,8 +84,8 @@ func TestAttachTUISigint(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("crashtui did not exit 30 s after SIGINT:\n%s", scr.Text())
 	}
-	if waitErr != nil {
-		t.Errorf("crashtui after SIGINT: %v, want exit status 0:\n%s", waitErr, scr.Text())
+	if proc.err != nil {
+		t.Errorf("crashtui after SIGINT: %v, want exit status 0:\n%s", proc.err, scr.Text())
 	}
 	checkJobIntact(t, j, pids)
 }
