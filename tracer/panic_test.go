@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -66,6 +67,10 @@ func panicHelper(pg string) {
 	armed = true
 	// The panic comes when the measured matrix is emitted.
 	_, _, err = tr.Matrix(true)
+	// The loop closes its done channel while it unwinds from the panic (after detaching), so
+	// Matrix may return "tracer: stopped" just before the panic ends the process: give the
+	// panic the time to do so; exiting here would race it.
+	time.Sleep(10 * time.Second)
 	os.Stdout.WriteString("matrix returned without the planned panic: " + fmt.Sprint(err) + "\n")
-	os.Exit(4) // not reached: the panic ends the process
+	os.Exit(4)
 }
