@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,46 +52,22 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 		image = imageFile
 	}
 
-	s, err := newSession(&c, stdout, job.Spec, "checkpoint")
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.withStdout(ctx)
-	defer cancel()
-	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
-	defer t.Close() // never leave the job stopped, whatever happens below
-	if _, err := t.Attach(job); err != nil {
-		t.Close()
-		s.finish(c.host)
-		if errors.Is(err, tracer.ErrNoJob) {
-			return &exitError{2, err}
-		}
-		return err
-	}
 	// A signal during the attach skips the checkpoint; one during it lets it finish (every
-	// thread written back and resumed), then crashtui detaches.
+	// thread written back and resumed).
 	var threads []sessions.Thread
-	done := ctx.Err() == nil
-	if done {
-		threads, err = t.Checkpoint(policy, image)
-	}
-	if cerr := t.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("detach: %w", cerr)
-	}
+	err = attachOnce(ctx, &c, stdout, "checkpoint", job,
+		func(t *tracer.Tracer) (err error) { threads, err = t.Checkpoint(policy, image); return err },
+		func(st *sessions.State) {
+			printCheckpoint(stdout, threads, policy, st)
+			if *imagePath != "" {
+				fmt.Fprintf(stdout, "\ncheckpoint image: %s\n", sessions.Sanitize(*imagePath))
+			}
+		})
 	if imageFile != nil {
 		if cerr := imageFile.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("image: %w", cerr)
 		}
 	}
-	if !c.json && done {
-		s.mu.Lock()
-		printCheckpoint(stdout, threads, policy, s.state)
-		s.mu.Unlock()
-		if *imagePath != "" {
-			fmt.Fprintf(stdout, "\ncheckpoint image: %s\n", sessions.Sanitize(*imagePath))
-		}
-	}
-	s.finish(c.host)
 	return err
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -33,38 +32,11 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{2, err}
 	}
-	s, err := newSession(&c, stdout, job.Spec, "matrix")
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.withStdout(ctx)
-	defer cancel()
-	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
-	defer t.Close()
-	if _, err := t.Attach(job); err != nil {
-		t.Close()
-		s.finish(c.host)
-		if errors.Is(err, tracer.ErrNoJob) {
-			return &exitError{2, err}
-		}
-		return err
-	}
-	// A signal (or a closed --json reader) during the attach skips the measurement: detach
-	// and write the summary. One arriving during Matrix lets it finish (it stops one process
-	// at a time and puts each back as it was), then crashtui detaches.
+	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix
-	measured := ctx.Err() == nil
-	if measured {
-		m, _, err = t.Matrix(*measure)
-	}
-	if cerr := t.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	if !c.json && measured {
-		printMatrix(stdout, m, s.state)
-	}
-	s.finish(c.host)
-	return err
+	return attachOnce(ctx, &c, stdout, "matrix", job,
+		func(t *tracer.Tracer) (err error) { m, _, err = t.Matrix(*measure); return err },
+		func(st *sessions.State) { printMatrix(stdout, m, st) })
 }
 
 // printMatrix writes the matrix as a grid (one row per reader A, one column per target B)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer"
+)
+
+// attachOnce is the shape of the one-shot commands (matrix, checkpoint): attach to job, run
+// step unless a signal or a closed --json reader came first, detach, then let report print
+// the result (text mode, and only when step ran) and write the summary. ctx carries the
+// signals the caller holds for its whole life; one arriving during step lets it finish, since
+// step always leaves the job as it found it, and crashtui then detaches.
+func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, job tracer.Job,
+	step func(*tracer.Tracer) error, report func(*sessions.State)) error {
+	s, err := newSession(c, stdout, job.Spec, mode)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.withStdout(ctx)
+	defer cancel()
+	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
+	defer t.Close() // never leave the job stopped, whatever happens below
+	if _, err := t.Attach(job); err != nil {
+		t.Close()
+		s.finish(c.host)
+		if errors.Is(err, tracer.ErrNoJob) {
+			return &exitError{2, err}
+		}
+		return err
+	}
+	ran := ctx.Err() == nil
+	if ran {
+		err = step(t)
+	}
+	if cerr := t.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("detach: %w", cerr)
+	}
+	if !c.json && ran {
+		s.mu.Lock() // the tracer has stopped; the lock only documents who else touches state
+		report(s.state)
+		s.mu.Unlock()
+	}
+	s.finish(c.host)
+	return err
+}
