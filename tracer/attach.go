@@ -130,8 +130,8 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 }
 
 func tracerOf(tid int) int {
-	n, _ := strconv.Atoi(statusField(procPath(tid, "status"), "TracerPid"))
-	return n
+	_, tracer := taskStatus(tid)
+	return tracer
 }
 
 func seizeHint(tid int, err error) string {

@@ -178,10 +178,8 @@ const (
 
 func signalDisposition(pid, tid, sig int, si siginfo) disposition {
 	bit := uint64(1) << (sig - 1)
-	status := procPath(pid, "status")
-	caught := sigMask(status, "SigCgt")&bit != 0
-	ignored := sigMask(status, "SigIgn")&bit != 0
-	blocked := sigMask(procPath(pid, "task/"+itoa(tid)+"/status"), "SigBlk")&bit != 0
+	blk, ign, cgt := sigMasks(pid, tid)
+	caught, ignored, blocked := cgt&bit != 0, ign&bit != 0, blk&bit != 0
 	// A synchronous fault that is blocked or ignored is forced to SIG_DFL
 	// (kernel/signal.c force_sig_info_to_task): it kills.
 	if !si.userSent() && (blocked || ignored) {

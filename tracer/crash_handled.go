@@ -138,7 +138,8 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 				// The kernel blocks the signal while its handler runs (unless SA_NODEFER). If it
 				// was blocked at the handler's first syscall and is not any more, the handler
 				// left through siglongjmp (which restores the mask) and the thread went on.
-				blocked := sigMask(procPath(tk.pid, "task/"+itoa(tk.tid)+"/status"), "SigBlk")&(1<<(f.sig-1)) != 0
+				blk, _, _ := sigMasks(tk.pid, tk.tid)
+				blocked := blk&(1<<(f.sig-1)) != 0
 				if f.syscalls == 1 {
 					f.masked = blocked
 				} else if f.masked && !blocked {

@@ -63,19 +63,30 @@ func readComm(pid int) string {
 	return strings.TrimSuffix(string(b), "\n")
 }
 
-// statusField returns the value of "Name:" in /proc/PID/status (or task/TID/status).
-func statusField(path, name string) string {
+// statusFields reads a status file (/proc/PID/status or task/TID/status) once and returns the
+// values of the named "Name:" lines, in order ("" for a missing one or a gone task).
+func statusFields(path string, names ...string) []string {
+	vals := make([]string, len(names))
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ""
+		return vals
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && k == name {
-			return strings.TrimSpace(v)
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		for i, n := range names {
+			if k == n {
+				vals[i] = strings.TrimSpace(v)
+			}
 		}
 	}
-	return ""
+	return vals
 }
+
+// statusField is one value of a status file.
+func statusField(path, name string) string { return statusFields(path, name)[0] }
 
 func readUID(pid int) int {
 	f := strings.Fields(statusField(procPath(pid, "status"), "Uid"))
@@ -83,14 +94,6 @@ func readUID(pid int) int {
 		return -1
 	}
 	n, _ := strconv.Atoi(f[1]) // effective uid, as ps shows
-	return n
-}
-
-func readTGID(tid int) int {
-	n, err := strconv.Atoi(statusField(procPath(tid, "status"), "Tgid"))
-	if err != nil {
-		return 0
-	}
 	return n
 }
 
@@ -108,10 +111,14 @@ func listTasks(pid int) []int {
 	return out
 }
 
-// sigMask reads a hex signal mask field (SigCgt, SigIgn, SigBlk) from a status file.
-func sigMask(path, field string) uint64 {
-	n, _ := strconv.ParseUint(statusField(path, field), 16, 64)
-	return n
+// sigMasks reads a thread's blocked, ignored and caught signal masks in one read of its
+// task status (SigIgn and SigCgt are the process's, shown there too).
+func sigMasks(pid, tid int) (blocked, ignored, caught uint64) {
+	v := statusFields(procPath(pid, "task/"+itoa(tid)+"/status"), "SigBlk", "SigIgn", "SigCgt")
+	blocked, _ = strconv.ParseUint(v[0], 16, 64)
+	ignored, _ = strconv.ParseUint(v[1], 16, 64)
+	caught, _ = strconv.ParseUint(v[2], 16, 64)
+	return
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -119,21 +126,8 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // taskStatus reads a task's thread group and tracer (the tracing thread's tid) from one read
 // of /proc/TID/status; zeros when the task is gone.
 func taskStatus(tid int) (tgid, tracer int) {
-	b, err := os.ReadFile(procPath(tid, "status"))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "Tgid":
-			tgid, _ = strconv.Atoi(strings.TrimSpace(v))
-		case "TracerPid":
-			tracer, _ = strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
+	v := statusFields(procPath(tid, "status"), "Tgid", "TracerPid")
+	tgid, _ = strconv.Atoi(v[0])
+	tracer, _ = strconv.Atoi(v[1])
 	return tgid, tracer
 }

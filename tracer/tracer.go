@@ -401,7 +401,7 @@ func (t *Tracer) handle(w waitResult) {
 	if tk == nil {
 		// A child or thread the kernel attached for us (TRACEFORK/TRACECLONE) whose creation
 		// event we have not processed yet, or a process we raced with during attach.
-		pid := readTGID(tid)
+		pid, _ := taskStatus(tid)
 		if pid == 0 {
 			pid = tid
 		}
