@@ -399,13 +399,7 @@ func TestCheckpointSemWaitNaive(t *testing.T) {
 // thread through t.do, where the threads are held.
 func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 	needAMD64(t)
-	p := restarttest.Start(t, restarttest.Build(t))
-	tr := New(Options{})
-	t.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
-	if _, err := tr.Attach(job); err != nil {
-		t.Fatal(err)
-	}
+	p, tr := attachRestart(t)
 	tid := p.TID(t, "nanosleep")
 	var th sessions.Thread
 	err := tr.do(func() error {
@@ -442,13 +436,7 @@ func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 // EINTR, nanosleep gets EINTR.
 func TestCheckpointHeldSignal(t *testing.T) {
 	needAMD64(t)
-	p := restarttest.Start(t, restarttest.Build(t))
-	tr := New(Options{})
-	t.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
-	if _, err := tr.Attach(job); err != nil {
-		t.Fatal(err)
-	}
+	p, tr := attachRestart(t)
 	sigs := map[int]unix.Signal{
 		p.TID(t, "read-sa"):   unix.SIGUSR1,
 		p.TID(t, "read-nosa"): unix.SIGUSR2,

@@ -17,13 +17,7 @@ import (
 // stack word written with POKEDATA and put back.
 func TestMemHelpers(t *testing.T) {
 	needAMD64(t)
-	p := restarttest.Start(t, restarttest.Build(t))
-	tr := New(Options{})
-	t.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
-	if _, err := tr.Attach(job); err != nil {
-		t.Fatal(err)
-	}
+	p, tr := attachRestart(t)
 	tid := p.TID(t, "read")
 	err := tr.do(func() error {
 		tk := tr.tasks[tid]
@@ -105,13 +99,7 @@ func TestMemHelpers(t *testing.T) {
 // BenchmarkCheckpointNone measures one simulated checkpoint of a 10-thread process (freeze,
 // capture, image, read back, resume) with the restore that changes nothing.
 func BenchmarkCheckpointNone(b *testing.B) {
-	p := restarttest.Start(b, restarttest.Build(b))
-	tr := New(Options{})
-	b.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
-	if _, err := tr.Attach(job); err != nil {
-		b.Fatal(err)
-	}
+	p, tr := attachRestart(b)
 	var img bytes.Buffer
 	b.ResetTimer()
 	// The freeze-capture-apply-resume cycle the job feels (Checkpoint then waits outcomeDelay
@@ -128,4 +116,18 @@ func BenchmarkCheckpointNone(b *testing.B) {
 			b.Fatalf("checkpoint: %d threads, %v", len(th), err)
 		}
 	}
+}
+
+// attachRestart starts demo/restart (threads blocked in read, futex, nanosleep, poll…) and
+// attaches a Tracer to it; both end at cleanup.
+func attachRestart(tb testing.TB) (*restarttest.Proc, *Tracer) {
+	tb.Helper()
+	p := restarttest.Start(tb, restarttest.Build(tb))
+	tr := New(Options{})
+	tb.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		tb.Fatal(err)
+	}
+	return p, tr
 }
