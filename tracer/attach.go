@@ -319,11 +319,15 @@ func (t *Tracer) detachAll() error {
 				firstErr = err
 			}
 		}
+		dying := t.dyingProcs()
 		for _, tk := range t.tasks {
 			if tk.exited && tk.stopped == running {
-				// Past its exit stop it never stops again; the kernel releases it from
-				// crashtui when it is reaped or when crashtui exits (exit_ptrace).
-				t.forgetDetached(tk)
+				// Past its exit stop it never stops again and cannot be detached. If its
+				// whole process is dying it is reaped below; otherwise (a zombie leader
+				// whose threads live on) the kernel releases it when crashtui exits.
+				if !dying[tk.pid] {
+					t.forgetDetached(tk)
+				}
 				continue
 			}
 			if tk.stopped == running {
@@ -339,8 +343,54 @@ func (t *Tracer) detachAll() error {
 			}
 			t.forgetDetached(tk)
 		}
+		t.reapDying(dying)
 	}
 	return firstErr
+}
+
+// dyingProcs names the processes every thread of which is past its exit stop.
+func (t *Tracer) dyingProcs() map[int]bool {
+	dying := map[int]bool{}
+	for pid, p := range t.procs {
+		all := len(p.tasks) > 0
+		for _, tk := range p.tasks {
+			if !tk.exited || tk.stopped != running {
+				all = false
+				break
+			}
+		}
+		if all {
+			dying[pid] = true
+		}
+	}
+	return dying
+}
+
+// reapDying waits, briefly, for the final wait status of every thread of a dying process.
+// Until the tracer has waited for it, a traced zombie is held back from its parent and still
+// shows crashtui as its TracerPid; it is reported as an Exit like any other end.
+func (t *Tracer) reapDying(dying map[int]bool) {
+	if len(dying) == 0 {
+		return
+	}
+	reaped := func() bool {
+		for pid := range dying {
+			if t.procs[pid] != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if t.pump(reaped, 2*time.Second, "dying threads were not reported") == nil {
+		return
+	}
+	for pid := range dying {
+		if p := t.procs[pid]; p != nil {
+			for _, tk := range p.tasks {
+				t.forgetDetached(tk)
+			}
+		}
+	}
 }
 
 func (t *Tracer) forgetDetached(tk *task) {

@@ -68,6 +68,12 @@ func (l *eventLog) emit(e sessions.Event) {
 	l.mu.Unlock()
 }
 
+func (l *eventLog) events() []sessions.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]sessions.Event(nil), l.evs...)
+}
+
 func (l *eventLog) threads() []sessions.Thread {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
+	"golang.org/x/sys/unix"
 )
 
 // Tests of the tracer on the processes that make ptrace hard: a vfork parent that cannot
@@ -300,5 +302,76 @@ func TestForkStormIsFollowedAndDetachedPromptly(t *testing.T) {
 	}
 	if tp := tracerOf(pid); tp != 0 {
 		t.Errorf("forker still traced by %d", tp)
+	}
+}
+
+// TestCloseReapsDyingProcess: a process that is dying when the tracer detaches (every thread
+// past its PTRACE_EVENT_EXIT stop, its final status not yet waited for) is reaped by the
+// tracer, so it reaches its parent and no longer names crashtui as its TracerPid. The tracer
+// thread is still alive when this is checked (inside t.do), so the kernel's exit_ptrace
+// cannot be what released it.
+func TestCloseReapsDyingProcess(t *testing.T) {
+	p := restarttest.Start(t, restarttest.Build(t), "sem")
+	log := &eventLog{}
+	tr := New(Options{Emit: log.emit})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	var tracerPid int
+	err := tr.do(func() error {
+		for _, tk := range tr.procs[p.PID].tasks {
+			tk.want = true
+		}
+		if err := unix.Kill(p.PID, unix.SIGTERM); err != nil {
+			return err
+		}
+		// Hold every thread at its exit stop: pass the SIGTERM on and keep holding.
+		atExit := func() bool {
+			pr := tr.procs[p.PID]
+			if pr == nil {
+				return false
+			}
+			all := true
+			for _, tk := range pr.tasks {
+				switch tk.stopped {
+				case stopExit:
+				case running:
+					all = false
+				default:
+					tr.resume(tk)
+					tk.want = true
+					all = false
+				}
+			}
+			return all
+		}
+		if err := tr.pump(atExit, 10*time.Second, "threads did not reach their exit stops"); err != nil {
+			return err
+		}
+		for _, tk := range tr.procs[p.PID].tasks {
+			tr.resume(tk) // now exited: it never stops again
+		}
+		if err := tr.detachAll(); err != nil {
+			return err
+		}
+		_, tracerPid = taskStatus(p.PID) // 0 once reaped
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tracerPid != 0 {
+		t.Fatalf("dying process %d still traced by %d after detach", p.PID, tracerPid)
+	}
+	var exit *sessions.Exit
+	for _, e := range log.events() {
+		if x, ok := e.Body.(sessions.Exit); ok && x.PID == p.PID {
+			exit = &x
+		}
+	}
+	if exit == nil || exit.Signal != "SIGTERM" {
+		t.Fatalf("exit event %+v, want the process's end by SIGTERM", exit)
 	}
 }

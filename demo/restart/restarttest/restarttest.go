@@ -184,10 +184,14 @@ func threadState(pid, tid int) string {
 }
 
 // ThreadStates returns the state letter of every thread of the program (a tracing stop is
-// "t") and the TracerPid of the process.
+// "t") and the TracerPid of the process. A program that has exited and been reaped has no
+// threads and no tracer.
 func (p *Proc) ThreadStates(tb testing.TB) (map[int]string, int) {
 	tb.Helper()
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0
+	}
 	if err != nil {
 		tb.Fatalf("list threads of %d: %v", p.PID, err)
 	}
@@ -200,6 +204,9 @@ func (p *Proc) ThreadStates(tb testing.TB) (map[int]string, int) {
 		out[tid] = threadState(p.PID, tid)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, 0
+	}
 	if err != nil {
 		tb.Fatalf("read status of %d: %v", p.PID, err)
 	}
