@@ -45,7 +45,7 @@ type ImageThread struct {
 	// "group" (group-stop), "exit" (PTRACE_EVENT_EXIT).
 	Stop    string `json:"stop"`
 	Signal  string `json:"signal,omitempty"`
-	Handler string `json:"handler"` // what the held signal does: arch.Handler, or "unknown SA_RESTART"
+	Handler string `json:"handler"` // what the held signal does: arch.Handler, or "handler, SA_RESTART unknown" when rt_sigaction could not be run inside the process
 	// InsnBytes are the bytes arch.Decode read (amd64 rip-2, ppc64le nip-4, arm64 pc), hex.
 	InsnBytes        string            `json:"insn_bytes,omitempty"`
 	InSyscall        bool              `json:"in_syscall"`
@@ -71,7 +71,7 @@ type Pending struct {
 	Stop   string // "interrupt", "signal", "group", "exit"
 	Signal int    // the held signal at a signal-delivery-stop, else 0
 	// Handler is what the held signal does. When HandlerKnown is false the signal is caught
-	// but whether its handler has SA_RESTART cannot be read from outside (see handlerOf).
+	// but whether its handler has SA_RESTART could not be read (see readSigaction).
 	Handler      arch.Handler
 	HandlerKnown bool
 	Why          string // one sentence when the stop or signal needs explaining
@@ -145,9 +145,17 @@ func (t *Tracer) checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thr
 		return held[i].tid < held[j].tid
 	})
 
+	// Every held stop's Pending first: reading a handler's flags runs rt_sigaction inside
+	// the process, and that must be over (registers put back) before anything is captured.
+	pending := make([]Pending, len(held))
+	flags := map[[2]int]sigactionResult{}
+	for i, tk := range held {
+		pending[i] = t.pendingOf(tk, flags)
+	}
+
 	caps := make([]*threadCapture, 0, len(held))
-	for _, tk := range held {
-		c, err := captureThread(tk.pid, tk.tid, t.pendingOf(tk))
+	for i, tk := range held {
+		c, err := captureThread(tk.pid, tk.tid, pending[i])
 		if err != nil {
 			errs = append(errs, err)
 			t.emitErr(tk.pid, "checkpoint capture", err)
@@ -243,8 +251,9 @@ func (t *Tracer) thaw(ours map[int]*task) {
 	}
 }
 
-// pendingOf says what resuming tk will do with its held stop.
-func (t *Tracer) pendingOf(tk *task) Pending {
+// pendingOf says what resuming tk will do with its held stop. For a caught signal it reads
+// the handler's SA_RESTART inside the process (once per process and signal: cache).
+func (t *Tracer) pendingOf(tk *task, cache map[[2]int]sigactionResult) Pending {
 	switch tk.stopped {
 	case stopGroup:
 		return Pending{Stop: "group", Handler: arch.NoHandler, HandlerKnown: true,
@@ -253,21 +262,30 @@ func (t *Tracer) pendingOf(tk *task) Pending {
 		return Pending{Stop: "exit", Handler: arch.NoHandler, HandlerKnown: true,
 			Why: "The thread is exiting (PTRACE_EVENT_EXIT): it never returns to user space."}
 	case stopSignal:
-		return signalPending(tk.pid, tk.tid, tk.sig)
+		p := signalPending(tk.pid, tk.tid, tk.sig)
+		if !p.HandlerKnown {
+			key := [2]int{tk.pid, tk.sig}
+			r, ok := cache[key]
+			if !ok {
+				r = t.readSigaction(tk, tk.sig)
+				cache[key] = r
+			}
+			p = r.pending(p)
+		}
+		return p
 	}
 	return interruptPending
 }
 
 // signalPending is the Pending of a signal-delivery-stop holding sig, which the tracer
-// re-injects on resume.
+// re-injects on resume, from /proc alone.
 //
 // Whether a caught signal's handler has SA_RESTART is not in /proc (status has only SigCgt,
 // SigIgn, SigBlk): the flags live in the kernel's k_sigaction and only rt_sigaction(sig, NULL,
-// &old) called by the process itself returns them (CRIU runs it in its parasite). crashtui does
-// not inject that call: it would run code in the very thread whose restart is being decided,
-// and an injection needs its own save/restore of these registers. So for a caught signal the
-// handler is reported as unknown, and the decision is given for both cases when they differ
-// (they do only for ERESTARTSYS).
+// &old) called by the process itself returns them (CRIU runs it in its parasite). So for a
+// caught signal the Pending says "unknown" here, with the decision for both cases; pendingOf
+// then runs that rt_sigaction inside the process (readSigaction) and, when it succeeds, makes
+// the handler known.
 func signalPending(pid, tid, sig int) Pending {
 	p := Pending{Stop: "signal", Signal: sig, Handler: arch.NoHandler, HandlerKnown: true}
 	si, err := getSiginfo(tid)
@@ -280,7 +298,7 @@ func signalPending(pid, tid, sig int) Pending {
 		p.Why = fmt.Sprintf("%s is ignored (SigIgn), so the kernel decides as with no handler.", name)
 	case dispCaught:
 		p.Handler, p.HandlerKnown = arch.HandlerRestart, false
-		p.Why = fmt.Sprintf("%s is caught (SigCgt); whether its handler has SA_RESTART is kernel-private (only rt_sigaction inside the process reads it), so both cases are given.", name)
+		p.Why = fmt.Sprintf("%s is caught (SigCgt); whether its handler has SA_RESTART is kernel-private (only rt_sigaction inside the process reads it).", name)
 	default:
 		switch unix.Signal(sig) {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:

@@ -435,11 +435,12 @@ func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 
 // TestCheckpointHeldSignal: threads held at a signal-delivery-stop (a caught signal pending)
 // count as frozen, stay held after the checkpoint (another operation holds them), and get the
-// Handler column of kernel.md B.3: SigCgt says the signal is caught, SA_RESTART cannot be read
-// from outside, so ERESTARTSYS is "unknown" (restart with SA_RESTART, EINTR without) while
-// ERESTART_RESTARTBLOCK is EINTR either way. When the signals are delivered, the program shows
-// which case held: read-sa (SA_RESTART) restarts and reads the handler's byte, read-nosa gets
-// EINTR, nanosleep gets EINTR.
+// Handler column of kernel.md B.3: SigCgt says the signal is caught, and rt_sigaction run
+// inside the process (in a sibling at an interrupt stop) says whether its handler has
+// SA_RESTART, so ERESTARTSYS restarts under SIGUSR1 (SA_RESTART) and returns EINTR under
+// SIGUSR2, while ERESTART_RESTARTBLOCK is EINTR either way. When the signals are delivered, the
+// program confirms each prediction: read-sa restarts and reads the handler's byte, read-nosa
+// gets EINTR, nanosleep gets EINTR.
 func TestCheckpointHeldSignal(t *testing.T) {
 	needAMD64(t)
 	p, tr := attachRestart(t)
@@ -451,37 +452,10 @@ func TestCheckpointHeldSignal(t *testing.T) {
 	var got []sessions.Thread
 	var img bytes.Buffer
 	err := tr.do(func() error {
-		held := map[int]*task{}
-		for tid, sig := range sigs {
-			tk := tr.tasks[tid]
-			if err := tr.stopTask(tk, 5*time.Second); err != nil {
-				return err
-			}
-			if err := unix.Tgkill(p.PID, tid, sig); err != nil {
-				return fmt.Errorf("tgkill %d: %w", tid, err)
-			}
-			// Let it run into the signal's delivery stop and hold it there.
-			if err := tr.resume(tk); err != nil {
-				return err
-			}
-			tk.want = true
-			held[tid] = tk
-		}
-		if err := tr.pump(func() bool {
-			for _, tk := range held {
-				if tk.stopped == stopEvent { // a late interrupt stop: go on to the signal
-					tr.resume(tk)
-					tk.want = true
-				}
-				if tk.stopped != stopSignal {
-					return false
-				}
-			}
-			return true
-		}, 5*time.Second, "threads did not reach their signal-delivery-stop"); err != nil {
+		held, err := holdAtSignals(tr, p, sigs)
+		if err != nil {
 			return err
 		}
-		var err error
 		got, err = tr.checkpoint(arch.PolicyNone, &img)
 		if err != nil {
 			return err
@@ -519,17 +493,23 @@ func TestCheckpointHeldSignal(t *testing.T) {
 			}
 			continue
 		}
-		wantResume := "unknown"
-		if th.Code == "ERESTART_RESTARTBLOCK" {
-			wantResume = "eintr"
+		// restart.c installs SIGUSR1 with SA_RESTART and SIGUSR2 without; crashtui reads
+		// that with rt_sigaction run in a sibling held at an interrupt stop.
+		wantResume, wantHandler, with := "eintr", "a handler without SA_RESTART", "without"
+		if sig == unix.SIGUSR1 {
+			wantHandler, with = "an SA_RESTART handler", "with"
+			if th.Code == "ERESTARTSYS" {
+				wantResume = "restart"
+			}
 		}
-		if it.Stop != "signal" || it.Signal != signalName(int(sig)) || it.Handler != "handler, SA_RESTART unknown" ||
-			th.OnResume != wantResume || !strings.Contains(th.Explain, signalName(int(sig))+" is caught (SigCgt)") {
-			t.Errorf("thread %d (%s held): stop %q signal %q handler %q on_resume %q (want %q) explain %q",
-				th.TID, signalName(int(sig)), it.Stop, it.Signal, it.Handler, th.OnResume, wantResume, th.Explain)
+		why := signalName(int(sig)) + " is caught by a handler " + with + " SA_RESTART"
+		if it.Stop != "signal" || it.Signal != signalName(int(sig)) || it.Handler != wantHandler ||
+			th.OnResume != wantResume || !strings.Contains(th.Explain, why) {
+			t.Errorf("thread %d (%s held): stop %q signal %q handler %q (want %q) on_resume %q (want %q) explain %q",
+				th.TID, signalName(int(sig)), it.Stop, it.Signal, it.Handler, wantHandler, th.OnResume, wantResume, th.Explain)
 		}
-		if wantResume == "unknown" && !(strings.Contains(th.Explain, "If the handler has SA_RESTART") && strings.Contains(th.Explain, "return EINTR")) {
-			t.Errorf("thread %d: explanation does not give both cases: %q", th.TID, th.Explain)
+		if sigs[sigTID(th.Explain)] != 0 {
+			t.Errorf("thread %d: rt_sigaction ran in a thread held at a signal although siblings were at interrupt stops: %q", th.TID, th.Explain)
 		}
 	}
 
@@ -550,6 +530,114 @@ func TestCheckpointHeldSignal(t *testing.T) {
 	if rest := p.Rest(t, 30*time.Second); rest[len(rest)-1] != "verdict ok" {
 		t.Fatalf("after none with held signals: %q", rest)
 	}
+}
+
+// holdAtSignals sends each thread its signal and holds it at the signal-delivery-stop. It runs
+// on the tracer thread (inside tr.do).
+func holdAtSignals(tr *Tracer, p *restarttest.Proc, sigs map[int]unix.Signal) (map[int]*task, error) {
+	held := map[int]*task{}
+	for tid, sig := range sigs {
+		tk := tr.tasks[tid]
+		if err := tr.stopTask(tk, 5*time.Second); err != nil {
+			return nil, err
+		}
+		if err := unix.Tgkill(p.PID, tid, sig); err != nil {
+			return nil, fmt.Errorf("tgkill %d: %w", tid, err)
+		}
+		// Let it run into the signal's delivery stop and hold it there.
+		if err := tr.resume(tk); err != nil {
+			return nil, err
+		}
+		tk.want = true
+		held[tid] = tk
+	}
+	err := tr.pump(func() bool {
+		for _, tk := range held {
+			if tk.stopped == stopEvent { // a late interrupt stop: go on to the signal
+				tr.resume(tk)
+				tk.want = true
+			}
+			if tk.stopped != stopSignal {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, "threads did not reach their signal-delivery-stop")
+	return held, err
+}
+
+// TestCheckpointSigactionInHeldThread: when every thread of the process is held at a signal,
+// rt_sigaction runs in one of them; its signal and siginfo survive, and the program goes on.
+func TestCheckpointSigactionInHeldThread(t *testing.T) {
+	needAMD64(t)
+	p := restarttest.Start(t, restarttest.Build(t), "sem")
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(p.PID))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	sigs := map[int]unix.Signal{}
+	for _, th := range p.Threads {
+		sigs[th.TID] = unix.SIGUSR1
+	}
+	var got []sessions.Thread
+	err := tr.do(func() error {
+		held, err := holdAtSignals(tr, p, sigs)
+		if err != nil {
+			return err
+		}
+		if got, err = tr.checkpoint(arch.PolicyNone, nil); err != nil {
+			return err
+		}
+		for tid, tk := range held {
+			if tk.stopped != stopSignal || tk.sig != int(unix.SIGUSR1) {
+				return fmt.Errorf("thread %d no longer held at its SIGUSR1 (stopped %d sig %d)", tid, tk.stopped, tk.sig)
+			}
+			if err := tr.resume(tk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[int]bool{}
+	for _, th := range got {
+		if !strings.Contains(th.Explain, "SIGUSR1 is caught by a handler with SA_RESTART") {
+			t.Errorf("thread %d: %q", th.TID, th.Explain)
+		}
+		ran[sigTID(th.Explain)] = true
+		if th.Code == "ERESTARTSYS" && th.OnResume != "restart" {
+			t.Errorf("thread %d: %s with an SA_RESTART handler: on_resume %q, want restart", th.TID, th.Code, th.OnResume)
+		}
+	}
+	if len(ran) != 1 || sigs[firstKey(ran)] == 0 {
+		t.Errorf("rt_sigaction ran in %v, want one of the held threads %v", ran, sigs)
+	}
+	// The handlers ran and the calls restarted: sem_wait still waits and completes on Go.
+	p.Go(t)
+	if rest := p.Rest(t, 30*time.Second); len(rest) != 2 || rest[0] != fmt.Sprintf("result name=sem_wait tid=%d ret=0 errno=0 ok=1", p.TID(t, "sem_wait")) || rest[1] != "verdict ok" {
+		t.Fatalf("sem after held SIGUSR1: %q", rest)
+	}
+}
+
+func firstKey(m map[int]bool) int {
+	for k := range m {
+		return k
+	}
+	return 0
+}
+
+// sigTID is the thread an explanation says rt_sigaction ran in (0 if none).
+func sigTID(explain string) int {
+	_, rest, ok := strings.Cut(explain, "inside the process, thread ")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimRight(strings.Fields(rest)[0], ").,"))
+	return n
 }
 
 func nameOf(p *restarttest.Proc, tid int) string {
