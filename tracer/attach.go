@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/access"
 )
 
 func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
@@ -141,7 +142,16 @@ func seizeHint(tid int, err error) string {
 	if tp := tracerOf(tid); tp != 0 {
 		return fmt.Sprintf(" (already traced by pid %d)", tp)
 	}
-	return " (another user's process, non-dumpable, or Yama ptrace_scope: run as root or the job's user)"
+	root := os.Geteuid() == 0
+	switch yama := access.ReadSystem().Yama; {
+	case yama == 3:
+		return " (Yama ptrace_scope=3 forbids every ptrace attach, even root's, until reboot)"
+	case yama == 2 && !root:
+		return " (Yama ptrace_scope=2 lets only CAP_SYS_PTRACE attach: run as root)"
+	case yama == 1 && !root:
+		return " (Yama ptrace_scope=1 lets a process attach only to its descendants: run as root, or sysctl kernel.yama.ptrace_scope=0)"
+	}
+	return " (another user's process, or non-dumpable: run as root or the job's user)"
 }
 
 // ErrNoCommand means the command to run does not exist or is not executable (bad usage,

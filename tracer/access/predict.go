@@ -100,6 +100,9 @@ func Predict(sys System, a, b Proc) Verdict {
 	return v
 }
 
+// cmaTrap starts the Disagree of a pair where Open MPI's kcmp pre-check passes and CMA fails.
+const cmaTrap = "Open MPI would use CMA (kcmp passes) but process_vm_readv fails"
+
 // openMPI fills OpenMPI and Disagree from smsc_cma_module.c mca_smsc_cma_get_endpoint:
 // different user-namespace inodes refuse CMA; otherwise kcmp(getpid(), peer_pid, KCMP_VM)
 // with the pid the peer published (its getpid(), in its own PID namespace) decides.
@@ -109,7 +112,7 @@ func openMPI(v *Verdict, a, b Proc) {
 	v.OpenMPI = sameUser && samePid && v.Kcmp
 	switch {
 	case v.OpenMPI && !v.VMReadv:
-		v.Disagree = fmt.Sprintf("Open MPI would use CMA (kcmp passes) but process_vm_readv fails with %s (%s): single-copy transfers would fail at run time", v.VMErrno, v.VMReason)
+		v.Disagree = fmt.Sprintf("%s with %s (%s): single-copy transfers would fail at run time", cmaTrap, v.VMErrno, v.VMReason)
 	case !v.OpenMPI && v.VMReadv && !sameUser:
 		v.Disagree = "Open MPI refuses CMA that would work: A and B are in different user namespaces (smsc_cma_module.c get_endpoint compares the inodes)"
 	case !v.OpenMPI && v.VMReadv && !samePid:
@@ -504,7 +507,15 @@ func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
 		if m.VMRet < 0 {
 			c.VMReadv.Errno = strPtr(errnoName(int(-m.VMRet)))
 		}
-		if ok != c.VMReadv.Predicted {
+		switch {
+		case ok == c.VMReadv.Predicted:
+		case ok && c.Reason != nil && *c.Reason == ReasonYama:
+			// Yama's one exception /proc cannot show (the prediction said it was uncertain).
+			notes = append(notes, "process_vm_readv measured allowed although Yama was predicted to refuse it: B has named A, or any process, with prctl(PR_SET_PTRACER), the exception /proc does not show (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY)")
+			if strings.HasPrefix(c.Disagree, cmaTrap) {
+				c.Disagree = "" // CMA works after all
+			}
+		default:
 			notes = append(notes, fmt.Sprintf("unexplained: process_vm_readv predicted %s, measured %s (an LSM, PR_SET_PTRACER, or something /proc does not show?)", word(c.VMReadv.Predicted), word(ok)))
 		}
 	}

@@ -256,4 +256,14 @@ func TestApplyMeasurement(t *testing.T) {
 	if *got.VMReadv.Measured || *got.VMReadv.Errno != "EPERM" || got.Kcmp.Measured != nil || !strings.Contains(got.Disagree, "unexplained") {
 		t.Errorf("EPERM against an allowed prediction: %+v", got)
 	}
+	// Yama scope 1 predicts EPERM (b does not descend from a); a pass means b called
+	// PR_SET_PTRACER: explained, and Open MPI's CMA trap warning no longer holds.
+	c = Cell(a, b, Predict(sysYama(1), a, b))
+	if c.VMReadv.Predicted || !strings.HasPrefix(c.Disagree, cmaTrap) {
+		t.Fatalf("scope 1 prediction: %+v", c)
+	}
+	got = ApplyMeasurement(c, Measurement{VMRet: 1, VMRan: true, KcmpRet: 0, KcmpRan: true})
+	if !*got.VMReadv.Measured || strings.Contains(got.Disagree, "unexplained") || !strings.Contains(got.Disagree, "PR_SET_PTRACER") || strings.Contains(got.Disagree, cmaTrap) {
+		t.Errorf("Yama exception: %q", got.Disagree)
+	}
 }

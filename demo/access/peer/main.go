@@ -9,9 +9,12 @@
 // it (SysProcAttr.Credential, Cloneflags with uid maps), because a multithreaded Go process
 // can no longer unshare a user namespace.
 //
-//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps|-noeff] [-name COMM]  serve: prints "ready PID ADDR",
+//	peer [-seccomp] [-seccomp-kill] [-nodump] [-dropcaps|-noeff] [-ptracer-any] [-name COMM]  serve: prints "ready PID ADDR",
 //	        then answers each stdin line "probe PID ADDR" with "kcmp=OK|ERRNO vm=OK|ERRNO";
 //	        exits at EOF or "exit"
+//	peer -spawn [...]  as serve, but first starts a copy of itself (same flags, no -spawn) as
+//	        its child and, after its own ready line, prints "child PID ADDR" for it (Yama's
+//	        ptrace_scope=1 lets a process read its descendants only); the child exits with it
 //	peer probe PID ADDR                                     one probe, then exit
 //	peer [-seccomp] [-nodump] [-dropcaps|-noeff] exec PROG [ARGS...]
 //	        set itself up the same way, then execve PROG: the filter (with NO_NEW_PRIVS), the
@@ -25,6 +28,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -47,6 +51,8 @@ func main() {
 	dropcaps := flag.Bool("dropcaps", false, "clear the effective, permitted and inheritable capability sets of all threads")
 	name := flag.String("name", "", "set the process name (comm) to this, e.g. one with escape sequences, as prctl(PR_SET_NAME) would for the main thread")
 	noeff := flag.Bool("noeff", false, "clear only the effective capability set (permitted stays): REALCREDS checks use CapPrm, capable() uses CapEff")
+	ptracerAny := flag.Bool("ptracer-any", false, "prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), as Open MPI's smsc/cma does: Yama's ptrace_scope=1 then lets any process of the same user read this one")
+	spawn := flag.Bool("spawn", false, "start a copy of this peer as a child and print \"child PID ADDR\" after the ready line")
 	flag.Parse()
 
 	if flag.NArg() == 3 && flag.Arg(0) == "probe" {
@@ -83,6 +89,12 @@ func main() {
 			fatal("PR_SET_DUMPABLE: %v", err)
 		}
 	}
+	if *ptracerAny {
+		// EINVAL when Yama is not built in: nothing to make an exception from.
+		if err := unix.Prctl(unix.PR_SET_PTRACER, unix.PR_SET_PTRACER_ANY, 0, 0, 0); err != nil && err != unix.EINVAL {
+			fatal("PR_SET_PTRACER: %v", err)
+		}
+	}
 	if *seccomp || *seccompKill {
 		if err := installFilter(*seccompKill); err != nil {
 			fatal("seccomp: %v", err)
@@ -99,7 +111,17 @@ func main() {
 		// regains its capabilities, so only -seccomp is meaningful here.
 		fatal("exec %s: %v", prog, syscall.Exec(prog, execArgv, os.Environ()))
 	}
+	child := ""
+	if *spawn {
+		var err error
+		if child, err = spawnChild(); err != nil {
+			fatal("spawn: %v", err)
+		}
+	}
 	fmt.Printf("ready %d %#x\n", os.Getpid(), uintptr(unsafe.Pointer(&target[0])))
+	if child != "" {
+		fmt.Println("child " + child)
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -119,6 +141,46 @@ func main() {
 		}
 	}
 	runtime.KeepAlive(&target)
+}
+
+// childStdin is the spawned child's stdin: it reaches EOF, and the child exits, when this
+// process does.
+var childStdin io.WriteCloser
+
+// spawnChild starts this program again, with the same arguments less -spawn, as a child
+// whose stdin is a pipe this process holds (it exits when this one does), and returns the
+// "PID ADDR" of its ready line.
+func spawnChild() (string, error) {
+	var args []string
+	for _, a := range os.Args[1:] {
+		if a != "-spawn" && a != "--spawn" {
+			args = append(args, a)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	childStdin = in // referenced for this process's lifetime: a collected pipe would close
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		return "", fmt.Errorf("child said %q: %v", line, err)
+	}
+	return rest, nil
 }
 
 // probe runs the two checks of kernel.md A.2 from inside this process.
