@@ -2,12 +2,13 @@
 // those architectures booted under qemu-system-ppc64 / qemu-system-aarch64
 // (TCG software emulation), so that restart state after an interrupted `sc`,
 // `scv 0` or `svc #0` syscall is checked against what the kernel really does,
-// not only against fixtures (docs/ppc64le-qemu.md; kernel.md §B).
+// not only against fixtures (docs/ppc64le-qemu.md; kernel.md §B). The arm64
+// guest also runs TestYamaMeasured: Debian's kernel has Yama, the host's may not.
 //
 // For each Arch (PPC64LE, ARM64) it installs QEMU when it is missing (apt-get,
 // as root), fetches Debian's kernel with a private apt state into a cache
 // directory, cross-builds a static Go /init, the tracer package's test binary
-// and the helper programs (scvprog, svcprog), packs them into a newc
+// and the helper programs (scvprog, svcprog, demo/access/peer), packs them into a newc
 // initramfs, boots one guest per CPU model and parses the verdict line that
 // /init prints before it powers the guest off.
 //

@@ -78,7 +78,8 @@ var PPC64LE = &Arch{
 var ARM64 = &Arch{
 	GOARCH: "arm64", DebArch: "arm64", Flavour: "arm64", Image: "vmlinuz",
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
-	CPUs: []string{"max"}, Run: "ARM64", Helpers: []string{"./tracer/qemu/guest/svcprog"},
+	// TestYama runs here because Debian's kernel has Yama and this machine's may not.
+	CPUs: []string{"max"}, Run: "ARM64|Yama", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer"},
 	machine: func(cpu string, smp int) []string {
 		model := cpu
 		if cpu == "max" {

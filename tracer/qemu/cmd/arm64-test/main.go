@@ -1,7 +1,8 @@
 // Command arm64-test boots an arm64 Linux guest under qemu-system-aarch64 (the
 // virt board, -cpu max by default) and runs the tracer package's TestARM64*
 // tests inside it on a real arm64 kernel: syscall restart state after an
-// interrupted `svc #0` and what each checkpoint policy makes the program see.
+// interrupted `svc #0` and what each checkpoint policy makes the program see;
+// and TestYamaMeasured, the access matrix under Yama's ptrace_scope 0-3.
 //
 //	go run ./tracer/qemu/cmd/arm64-test [-cpus max] [-record tracer/qemu/testdata]
 //

@@ -31,6 +31,7 @@ const (
 	testBinary = "/bin/tracer.test"
 	scvProg    = "/bin/scvprog" // ppc64le sc/scv helper
 	svcProg    = "/bin/svcprog" // arm64 svc helper
+	peerProg   = "/bin/peer"    // demo/access/peer (arm64: the Yama matrix test)
 )
 
 var powerOnce sync.Once
@@ -80,6 +81,7 @@ func main() {
 		"CRASHTUI_GUEST_CPU=" + cpu,
 		"CRASHTUI_SCVPROG=" + scvProg,
 		"CRASHTUI_SVCPROG=" + svcProg,
+		"CRASHTUI_PEER=" + peerProg,
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
