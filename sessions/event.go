@@ -221,18 +221,21 @@ type RegVal struct {
 
 // GroupSummary is one crash group in a summary.
 type GroupSummary struct {
-	Group          int     `json:"group"`
-	Key            string  `json:"key"`
-	Signal         string  `json:"signal"`
-	Module         string  `json:"module"`
-	Offset         Hex     `json:"offset"`
-	Function       string  `json:"function,omitempty"`
-	AbortMessage   string  `json:"abort_message,omitempty"`
-	Count          int     `json:"count"`
-	PIDs           []int   `json:"pids"`
-	Ranks          []Rank  `json:"ranks"`
-	Representative int     `json:"representative"`
-	Core           *string `json:"core"`
+	Group        int    `json:"group"`
+	Key          string `json:"key"`
+	Signal       string `json:"signal"`
+	Module       string `json:"module"`
+	Offset       Hex    `json:"offset"`
+	Function     string `json:"function,omitempty"`
+	AbortMessage string `json:"abort_message,omitempty"`
+	Count        int    `json:"count"`
+	PIDs         []int  `json:"pids"`
+	Ranks        []Rank `json:"ranks"`
+	// Hosts are the hosts of PIDs, index for index, when events came from several (merged
+	// agents: pids are unique per host only); absent on one machine.
+	Hosts          []string `json:"hosts,omitempty"`
+	Representative int      `json:"representative"`
+	Core           *string  `json:"core"`
 }
 
 // Summary closes a session.

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,14 +95,9 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 			continue
 		}
 		if line == 1 {
-			if err := json.Unmarshal(b, &h); err != nil || h.Format != formatName {
-				if err == nil {
-					err = fmt.Errorf("not a crashtui session (format %q)", h.Format)
-				}
+			var err error
+			if h, err = parseHeader(b); err != nil {
 				return h, nil, &LineError{line, err}
-			}
-			if h.Version > FormatVersion {
-				return h, nil, &LineError{line, fmt.Errorf("%w: version %d, this build reads %d", ErrFutureVersion, h.Version, FormatVersion)}
 			}
 			continue
 		}
@@ -118,4 +114,53 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 		return h, nil, &LineError{1, errors.New("empty file")}
 	}
 	return h, evs, nil
+}
+
+// parseHeader decodes a recording's first line.
+func parseHeader(b []byte) (Header, error) {
+	var h Header
+	if err := json.Unmarshal(b, &h); err != nil || h.Format != formatName {
+		if err == nil {
+			err = fmt.Errorf("not a crashtui session (format %q)", h.Format)
+		}
+		return h, err
+	}
+	if h.Version > FormatVersion {
+		return h, fmt.Errorf("%w: version %d, this build reads %d", ErrFutureVersion, h.Version, FormatVersion)
+	}
+	return h, nil
+}
+
+// StreamEvents reads JSON Lines events from r as they come and calls fn for each: a live
+// stream (crashtui agent or --json output, possibly several hosts' merged line by line by a
+// launcher) or a recording, whose header lines are checked and skipped. A line that is not
+// an event is passed to bad and skipped, so one damaged line does not end a live session; a
+// recording of a future version, or a read error, ends the stream with that error.
+func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
+			if _, err := parseHeader(b); err != nil {
+				return &LineError{line, err}
+			}
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			bad(&LineError{line, err})
+			continue
+		}
+		fn(e)
+	}
+	if err := sc.Err(); err != nil {
+		return &LineError{line + 1, err}
+	}
+	return nil
 }

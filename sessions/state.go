@@ -229,9 +229,15 @@ func (s *State) Summary() Summary {
 		gs := GroupSummary{Group: g.ID, Key: g.Key, Signal: g.Signal, Module: g.Module,
 			Offset: g.Offset, Function: g.Function, AbortMessage: g.AbortMessage,
 			Count: g.Count(), Representative: g.Representative.PID, Core: g.Core}
+		hosts := false
 		for _, m := range g.Members {
 			gs.PIDs = append(gs.PIDs, m.Crash.PID)
 			gs.Ranks = append(gs.Ranks, m.Crash.Rank)
+			gs.Hosts = append(gs.Hosts, m.Host)
+			hosts = hosts || m.Host != ""
+		}
+		if !hosts {
+			gs.Hosts = nil
 		}
 		sum.Groups = append(sum.Groups, gs)
 	}

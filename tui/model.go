@@ -324,7 +324,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			policy := views.Policies[m.ckChoice]
 			m.tab = tabThreads
 			if m.ctrl == nil || m.player != nil {
-				m.message = "checkpoint needs a live session (no tracer in replay)"
+				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
 			m.message = "checkpoint (" + policy + ") running…"
@@ -357,7 +357,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.overlay = checkpointOverlay
 	case key.Matches(msg, k.Measure):
 		if m.ctrl == nil || m.player != nil {
-			m.message = "measuring needs a live session (no tracer in replay)"
+			m.message = "measuring needs a live session (no tracer in replay or view)"
 			return nil
 		}
 		m.message = "measuring the access matrix…"

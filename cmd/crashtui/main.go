@@ -26,6 +26,9 @@ Usage:
   crashtui matrix JOB            the access matrix once, as a table (or --json)
   crashtui checkpoint JOB        simulated checkpoint: freeze, show restart state, apply
                                  --restore=correct|naive|none, resume
+  crashtui agent JOB             one node of a multi-node session: attach, JSON Lines stamped with
+                                 this host on stdout (srun ... crashtui agent slurm:ID | crashtui view)
+  crashtui view [SOURCE...]      agents' merged streams (stdin) or JSON Lines files, as one session
   crashtui version
 
 JOB is pgid:N, sid:N, pid:N (N and all its descendants), cgroup:PATH, slurm:ID, or a bare
@@ -104,6 +107,10 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdMatrix(rest, stdout, stderr)
 	case "checkpoint":
 		return cmdCheckpoint(rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(rest, stdout, stderr)
+	case "view":
+		return cmdView(rest, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return usageErr("unknown command %q", cmd)

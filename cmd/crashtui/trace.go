@@ -27,17 +27,7 @@ func cmdAttach(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageErr("attach needs exactly one JOB")
 	}
-	job, err := tracer.ParseJob(pos[0])
-	if err != nil {
-		return &exitError{2, err}
-	}
-	return traceJob(&c, stdout, stderr, "attach", job.Spec, func(t *tracer.Tracer) error {
-		_, err := t.Attach(job)
-		if errors.Is(err, tracer.ErrNoJob) {
-			return &exitError{2, err}
-		}
-		return err
-	})
+	return attachJob(&c, stdout, stderr, "attach", pos[0])
 }
 
 const runSynopsis = "run [flags] [-n N] -- CMD [ARGS...]"
