@@ -83,37 +83,29 @@ const MaxLine = 64 << 20
 // first problem (a *LineError naming the line) and reading stops there, so a truncated or
 // corrupt file replays up to the damage.
 func ReadRecording(r io.Reader) (Header, []Event, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	var h Header
 	var evs []Event
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		if line == 1 {
+	seen := false
+	err := eachLine(r, func(line int, b []byte) error {
+		if !seen {
+			seen = true
 			var err error
 			if h, err = parseHeader(b); err != nil {
-				return h, nil, &LineError{line, err}
+				return &LineError{line, err}
 			}
-			continue
+			return nil
 		}
 		var e Event
 		if err := json.Unmarshal(b, &e); err != nil {
-			return h, evs, &LineError{line, err}
+			return &LineError{line, err}
 		}
 		evs = append(evs, e)
+		return nil
+	})
+	if err == nil && !seen {
+		err = &LineError{1, errors.New("empty file")}
 	}
-	if err := sc.Err(); err != nil {
-		return h, evs, &LineError{line + 1, err}
-	}
-	if line == 0 {
-		return h, nil, &LineError{1, errors.New("empty file")}
-	}
-	return h, evs, nil
+	return h, evs, err
 }
 
 // parseHeader decodes a recording's first line.
@@ -137,27 +129,36 @@ func parseHeader(b []byte) (Header, error) {
 // an event is passed to bad and skipped, so one damaged line does not end a live session; a
 // recording of a future version, or a read error, ends the stream with that error.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
+	return eachLine(r, func(line int, b []byte) error {
+		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
+			if _, err := parseHeader(b); err != nil {
+				return &LineError{line, err}
+			}
+			return nil
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			bad(&LineError{line, err})
+			return nil
+		}
+		fn(e)
+		return nil
+	})
+}
+
+// eachLine calls fn with every non-empty line of r and its number; an error from fn, or
+// from reading, ends it.
+func eachLine(r io.Reader, fn func(line int, b []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
 	line := 0
 	for sc.Scan() {
 		line++
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
-			if _, err := parseHeader(b); err != nil {
-				return &LineError{line, err}
+		if b := sc.Bytes(); len(b) > 0 {
+			if err := fn(line, b); err != nil {
+				return err
 			}
-			continue
 		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			bad(&LineError{line, err})
-			continue
-		}
-		fn(e)
 	}
 	if err := sc.Err(); err != nil {
 		return &LineError{line + 1, err}

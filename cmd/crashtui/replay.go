@@ -57,17 +57,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		return enc.Encode(sessions.Event{Time: st.Last, Body: st.Summary()})
 	}
-	var cast io.Writer
-	if c.cast != "" {
-		cf, err := os.Create(c.cast)
-		if err != nil {
-			return &exitError{2, fmt.Errorf("cast: %w", err)}
-		}
-		defer cf.Close()
-		cast = cf
-	}
 	ctx, stop := signalContext()
 	defer stop()
-	_, err = tui.Run(ctx, tui.Options{Replay: evs, Header: h, Mode: "replay", Cast: cast})
-	return err
+	return runTUI(ctx, &c, tui.Options{Replay: evs, Header: h, Mode: "replay"})
 }

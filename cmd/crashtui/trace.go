@@ -11,23 +11,33 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tui"
 )
 
 const attachSynopsis = "attach [flags] JOB"
 
 func cmdAttach(args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlagSet("attach", attachSynopsis, stderr)
-	c.register(fs)
-	pos, _, err := parseArgs(fs, args)
+	c, spec, err := parseJobCommand("attach", attachSynopsis, args, stderr)
 	if err != nil {
 		return err
 	}
+	return attachJob(c, stdout, stderr, "attach", spec)
+}
+
+// parseJobCommand parses the common flags and the one JOB of a command that takes a JOB.
+func parseJobCommand(name, synopsis string, args []string, stderr io.Writer) (*common, string, error) {
+	c := &common{}
+	fs := newFlagSet(name, synopsis, stderr)
+	c.register(fs)
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return usageErr("attach needs exactly one JOB")
+		return nil, "", usageErr("%s needs exactly one JOB", name)
 	}
-	return attachJob(&c, stdout, stderr, "attach", pos[0])
+	return c, pos[0], nil
 }
 
 const runSynopsis = "run [flags] [-n N] -- CMD [ARGS...]"
@@ -104,7 +114,8 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	if c.json {
 		err = waitJob(ctx, t)
 	} else {
-		err = runTUI(ctx, c, s, t, mode)
+		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, Header: s.header, Mode: mode,
+			Control: controller{t, mode}, Recording: c.record})
 	}
 	if ownsJob(mode) {
 		endRanks(t)

@@ -49,25 +49,18 @@ func (c controller) Detach() error {
 	return c.t.Close()
 }
 
-// runTUI shows the live session until the user quits or ctx ends.
-func runTUI(ctx context.Context, c *common, s *session, t *tracer.Tracer, mode string) error {
-	var cast io.Writer
+// runTUI shows a session in the TUI until the user quits or ctx ends, also recording the
+// screen when c asks for --cast.
+func runTUI(ctx context.Context, c *common, o tui.Options) error {
 	if c.cast != "" {
 		f, err := os.Create(c.cast)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("cast: %w", err)}
 		}
 		defer f.Close()
-		cast = f
+		o.Cast = f
 	}
-	_, err := tui.Run(ctx, tui.Options{
-		Events:    s.queue.out,
-		Header:    s.header,
-		Mode:      mode,
-		Control:   controller{t, mode},
-		Recording: c.record,
-		Cast:      cast,
-	})
+	_, err := tui.Run(ctx, o)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}

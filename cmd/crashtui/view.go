@@ -29,16 +29,9 @@ const agentSynopsis = "agent [flags] JOB"
 // host name (--host, default this machine's), and the access matrix is measured as in the
 // TUI (--matrix auto), since the view has no tracer to ask.
 func cmdAgent(args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlagSet("agent", agentSynopsis, stderr)
-	c.register(fs)
-	pos, _, err := parseArgs(fs, args)
+	c, spec, err := parseJobCommand("agent", agentSynopsis, args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("agent needs exactly one JOB")
 	}
 	if c.cast != "" {
 		return usageErr("agent: --cast records a screen, and an agent has none (give it to view)")
@@ -52,7 +45,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("agent: no host name (%v): give --host", err)
 		}
 	}
-	return attachJob(&c, stdout, stderr, "agent", pos[0])
+	return attachJob(c, stdout, stderr, "agent", spec)
 }
 
 const viewSynopsis = "view [--json] [--record FILE] [--cast FILE] [SOURCE...]"
@@ -173,24 +166,11 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 
 // viewTUI shows the merged session; keys come from tty when stdin carries the events.
 func viewTUI(ctx context.Context, c *common, s *session, tty *os.File) error {
-	var cast io.Writer
-	if c.cast != "" {
-		f, err := os.Create(c.cast)
-		if err != nil {
-			return &exitError{2, fmt.Errorf("cast: %w", err)}
-		}
-		defer f.Close()
-		cast = f
-	}
-	o := tui.Options{Events: s.queue.out, Header: s.header, Mode: "view", Recording: c.record, Cast: cast}
+	o := tui.Options{Events: s.queue.out, Header: s.header, Mode: "view", Recording: c.record}
 	if tty != nil {
 		o.Input = tty
 	}
-	_, err := tui.Run(ctx, o)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	return runTUI(ctx, c, o)
 }
 
 // attachJob attaches to the job named spec and traces it until it ends or crashtui is told to

@@ -108,14 +108,7 @@ func TestAgentsMergedInView(t *testing.T) {
 	var sum *sessions.Summary
 	procHosts := map[string]int{}
 	summaries := 0
-	dec := json.NewDecoder(&viewOut)
-	for {
-		var e sessions.Event
-		if err := dec.Decode(&e); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range decodeEvents(t, viewOut.Bytes()) {
 		switch b := e.Body.(type) {
 		case sessions.Process:
 			procHosts[e.Host]++
@@ -182,14 +175,7 @@ func TestViewFiles(t *testing.T) {
 	var sum *sessions.Summary
 	var errs []sessions.Error
 	hosts := map[string]bool{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var e sessions.Event
-		if err := dec.Decode(&e); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range decodeEvents(t, out) {
 		hosts[e.Host] = true
 		switch b := e.Body.(type) {
 		case sessions.Summary:
@@ -211,5 +197,21 @@ func TestViewFiles(t *testing.T) {
 	}
 	if len(errs) != 1 || errs[0].Op != "view" || !bytes.Contains([]byte(errs[0].Message), []byte("copy: line 6")) {
 		t.Errorf("errors %+v, want one naming copy's line 6", errs)
+	}
+}
+
+// decodeEvents decodes crashtui's JSON Lines output.
+func decodeEvents(t *testing.T, b []byte) []sessions.Event {
+	t.Helper()
+	var evs []sessions.Event
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		var e sessions.Event
+		if err := dec.Decode(&e); err == io.EOF {
+			return evs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
 	}
 }
