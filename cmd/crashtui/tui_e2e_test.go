@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,4 +90,40 @@ func TestAttachTUISigint(t *testing.T) {
 		t.Errorf("crashtui after SIGINT: %v, want exit status 0:\n%s", proc.err, scr.Text())
 	}
 	checkJobIntact(t, j, pids)
+}
+
+// TestViewInTheTUI: events on stdin (as from srun's merged agents), keys from the controlling
+// terminal. The view follows the stream, says when it has ended, and quits on q.
+func TestViewInTheTUI(t *testing.T) {
+	rec, err := os.ReadFile(filepath.Join("..", "..", "demo", "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := tuitest.Open(t, 120, 36)
+	cmd := exec.Command(crashtuiBin, "view")
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	if _, err := in.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	scr.WaitFor(t, 20*time.Second, "crashtui view", "crashes 3 in 2 groups", "● live")
+	scr.Key(t, "3") // read from /dev/tty, not from the event stream
+	scr.WaitFor(t, 5*time.Second, "SIGSEGV", "solver_step", "SIGABRT")
+	in.Close() // the agents ended
+	scr.WaitFor(t, 10*time.Second, "job finished")
+	scr.Key(t, "q")
+	select {
+	case <-proc.exited:
+		if proc.err != nil {
+			t.Errorf("crashtui view exited with %v", proc.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("view did not quit on q:\n%s", scr.Text())
+	}
 }
