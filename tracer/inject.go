@@ -33,6 +33,32 @@ func syscallInsn(a arch.Arch) (insn []byte, align int) {
 	return nil, 1
 }
 
+// steppable says whether the syscall instruction followed by next can be single-stepped.
+// On ppc64le a single-step over sc is not reported at the syscall's exit (powerpc reports a
+// step there only when syscall tracing is on): the thread returns with MSR_SE set, runs the
+// next instruction too, and traps after it. Measured on Debian's 6.1 ppc64el kernel: the vDSO
+// signal trampoline's sc is followed by a zero word, and stepping it raised SIGILL. So on
+// ppc64le the next instruction must change nothing but the pc, CTR or LR, which the
+// injection restores: a branch (b, bc, bclr, bcctr: Go's and glibc's syscall wrappers test
+// CR0.SO right after sc) or a nop.
+func steppable(a arch.Arch, next []byte) bool {
+	if a != arch.PPC64LE {
+		return true
+	}
+	if len(next) < 4 {
+		return false // at the end of the chunk: the next one is looked at on its own
+	}
+	w := binary.LittleEndian.Uint32(next)
+	switch w >> 26 {
+	case 16, 18: // bc, b
+		return true
+	case 19: // XL-form: bclr (16), bcctr (528)
+		xo := (w >> 1) & 0x3ff
+		return xo == 16 || xo == 528
+	}
+	return w == 0x60000000 // nop (ori 0,0,0)
+}
+
 // findSyscallSite returns the address of an existing syscall instruction in pid: the vDSO
 // first (a few pages), then libc, then any other r-x file mapping.
 func findSyscallSite(pid int, a arch.Arch) (uint64, error) {
@@ -70,7 +96,7 @@ func findSyscallSite(pid int, a arch.Arch) (uint64, error) {
 					break
 				}
 				at := off + i
-				if (start+uint64(at))%uint64(align) == 0 {
+				if (start+uint64(at))%uint64(align) == 0 && steppable(a, chunk[at+len(insn):]) {
 					return start + uint64(at), nil
 				}
 				off = at + 1
