@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -326,7 +328,7 @@ func (t *Tracer) detachAll() error {
 				}
 			}
 			if len(t.tasks) > 0 && time.Now().Add(2*time.Second).After(deadline) && firstErr == nil {
-				firstErr = err
+				firstErr = fmt.Errorf("%w: %s", err, t.lateThreads())
 			}
 		}
 		dying := t.dyingProcs()
@@ -355,7 +357,31 @@ func (t *Tracer) detachAll() error {
 		}
 		t.reapDying(dying)
 	}
+	// Whatever is left is detached by the kernel when the loop's thread exits (exit_ptrace):
+	// forget it, so the loop ends and its thread does exit.
+	for _, tk := range t.tasks {
+		t.forgetDetached(tk)
+	}
 	return firstErr
+}
+
+// lateThreads describes the threads that are running as far as the tracer knows: tid, the
+// /proc state letter, the syscall they are in and their tracer.
+func (t *Tracer) lateThreads() string {
+	var out []string
+	for _, tk := range t.tasks {
+		if tk.stopped == running && !tk.exited {
+			st := "?"
+			if s, err := readStat(tk.tid); err == nil {
+				st = string(s.state)
+			}
+			sc, _ := os.ReadFile(procPath(tk.tid, "syscall"))
+			_, tp := taskStatus(tk.tid)
+			out = append(out, fmt.Sprintf("%d (state %s, syscall %q, TracerPid %d)", tk.tid, st, strings.TrimSpace(string(sc)), tp))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // dyingProcs names the processes every thread of which is past its exit stop.

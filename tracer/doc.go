@@ -20,5 +20,11 @@
 // The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread, woken by SIGCHLD: it
 // sees its tracees and the ranks it launched, never the other children of the program that
 // embeds it. A tracee that is also the embedding program's own child and exits while traced is
-// reaped here (its parent's wait then reports ECHILD).
+// reaped here (its parent's wait then reports ECHILD). The kernel treats a tracee whose tracer
+// and real parent are threads of one process as if its parent were its tracer
+// (kernel/exit.c wait_consider_task, !ptrace_reparented): a second Tracer whose loop runs on
+// the thread that forked the first one's tracees would be handed their stops, and the first
+// would wait for them in vain. crashtui runs one Tracer per process; a program that embeds
+// more must not let them overlap while tracing its own children (TestYamaMeasured found
+// this on ppc64le).
 package tracer
