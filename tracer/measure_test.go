@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,18 +70,9 @@ func startMeasurePeer(t *testing.T, bin, name string, args []string, attr *sysca
 }
 
 // matrixLog collects a Tracer's events (Emit runs on the tracer goroutine).
-type matrixLog struct {
-	mu  sync.Mutex
-	evs []sessions.Event
-}
+type matrixLog = eventLog
 
-func (l *matrixLog) emit(e sessions.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.evs = append(l.evs, e)
-}
-
-func (l *matrixLog) matrices() []sessions.Matrix {
+func (l *eventLog) matrices() []sessions.Matrix {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []sessions.Matrix

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crashtui/crashtui/demo/access/peertest"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
 	"golang.org/x/sys/unix"
 )
@@ -73,7 +75,18 @@ func TestYamaMeasured(t *testing.T) {
 	d := peertest.Start(t, bin, "d", []string{"-ptracer-any"}, nobody, a.PID)
 	names := map[int]string{a.PID: "a", c: "c", b.PID: "b", d.PID: "d"}
 
-	tr, res := measureAttach(t, "pgid:"+strconv.Itoa(a.PID), nil)
+	log := &matrixLog{}
+	tr, res := measureAttach(t, "pgid:"+strconv.Itoa(a.PID), log)
+	defer func() {
+		if t.Failed() {
+			for _, e := range log.events() {
+				switch b := e.Body.(type) {
+				case sessions.Error, sessions.Crash, sessions.Exit, sessions.Handled:
+					t.Logf("tracer %s event: %+v", e.Kind(), b)
+				}
+			}
+		}
+	}()
 	if res.Processes != 4 {
 		t.Fatalf("attached %d processes, want a, c, b and d", res.Processes)
 	}
@@ -141,12 +154,21 @@ func TestYamaMeasured(t *testing.T) {
 	}
 	// Under scope 3 crashtui itself cannot attach, even as root; the threads it already
 	// traced stay traced (Yama checks attach only, as the measurement above just showed).
+	job, _ := ParseJob("pid:" + strconv.Itoa(b.PID))
+	start := time.Now()
+	if err := tr.Close(); err != nil { // b must be free to be seized, were it not for Yama
+		t.Errorf("close after %v: %v", time.Since(start), err)
+	}
+	if _, tp := taskStatus(b.PID); tp != 0 {
+		t.Fatalf("b (pid %d) still traced by %d after Close", b.PID, tp)
+	}
+	// Only now: a second Tracer in this process while the first traces the test's own
+	// children could be on the thread that forked them, and would then be handed the
+	// first one's stops (see the package doc).
 	tr3 := New(Options{})
 	t.Cleanup(func() { tr3.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(b.PID))
-	tr.Close() // b must be free to be seized, were it not for Yama
-	if _, err := tr3.Attach(job); err == nil || !strings.Contains(err.Error(), "Yama ptrace_scope=3 forbids every ptrace attach") {
-		t.Errorf("attach under ptrace_scope=3: %v, want an error that names Yama's scope 3", err)
+	if res, err := tr3.Attach(job); err == nil || !strings.Contains(err.Error(), "Yama ptrace_scope=3 forbids every ptrace attach") {
+		t.Errorf("attach under ptrace_scope=3: %v (%+v), want an error that names Yama's scope 3", err, res)
 	}
 }
 

@@ -59,7 +59,8 @@ type Arch struct {
 var PPC64LE = &Arch{
 	GOARCH: "ppc64le", DebArch: "ppc64el", Flavour: "powerpc64le", Image: "vmlinux",
 	QEMU: "qemu-system-ppc64", QEMUPkg: "qemu-system-ppc",
-	CPUs: DefaultCPUs, Run: "PPC64LE", Helpers: []string{"./tracer/qemu/guest/scvprog"},
+	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel.
+	CPUs: DefaultCPUs, Run: "PPC64LE|Yama", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer"},
 	// x-vof=on skips SLOF, the cap-* settings only silence TCG warnings.
 	machine: func(cpu string, smp int) []string {
 		return []string{
