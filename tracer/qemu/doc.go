@@ -2,8 +2,9 @@
 // those architectures booted under qemu-system-ppc64 / qemu-system-aarch64
 // (TCG software emulation), so that restart state after an interrupted `sc`,
 // `scv 0` or `svc #0` syscall is checked against what the kernel really does,
-// not only against fixtures (docs/ppc64le-qemu.md; kernel.md §B). The arm64
-// guest also runs TestYamaMeasured: Debian's kernel has Yama, the host's may not.
+// not only against fixtures (docs/ppc64le-qemu.md; kernel.md §B). Both guests
+// also run TestYamaMeasured: Debian's kernels have Yama, the host's may not, and
+// it measures the access matrix by syscall injection on each architecture.
 //
 // For each Arch (PPC64LE, ARM64) it installs QEMU when it is missing (apt-get,
 // as root), fetches Debian's kernel with a private apt state into a cache
