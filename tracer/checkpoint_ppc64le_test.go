@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"strconv"
 	"testing"
 	"time"
@@ -145,7 +143,7 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 			t.Fatalf("write to helper pipe: %v", err)
 		}
 	}
-	r3, so, b := ppcResultMaybeReaped(t, h)
+	r3, so, b := h.result(t, true)
 	wantR3, wantSO := ppcWantResult(c, p)
 	if r3 != wantR3 || so != wantSO {
 		t.Errorf("policy %s after the whole-process checkpoint: program saw r3=%d so=%d, want r3=%d so=%d", p, r3, so, wantR3, wantSO)
@@ -153,26 +151,4 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	if c.call == "read" && wantR3 == 1 && b != 'x' {
 		t.Errorf("read returned 1 but the byte is %d, want 'x'", b)
 	}
-}
-
-// ppcResultMaybeReaped is h.result for a helper that may have exited while the Tracer was still
-// attached: the helper is this test's child and the tracer thread is in the same thread group,
-// so the tracer's wait4 of its tracee reaps it for good (kernel/exit.c wait_task_zombie: a
-// ptracer in the real parent's group releases the task) and cmd.Wait then gets ECHILD.
-func ppcResultMaybeReaped(t *testing.T, h *ppcHelper) (r3 int64, so int, b int) {
-	t.Helper()
-	line, err := h.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("scvprog result line: %v (stderr %q)", err, h.stderr.String())
-	}
-	var cr uint64
-	if _, err := fmt.Sscanf(line, "result r3=%d so=%d cr=%v byte=%d", &r3, &so, &cr, &b); err != nil {
-		t.Fatalf("scvprog result line %q: %v", line, err)
-	}
-	io.Copy(io.Discard, h.out)
-	h.waited = true
-	if err := h.cmd.Wait(); err != nil && !errors.Is(err, unix.ECHILD) {
-		t.Fatalf("scvprog: %v (stderr %q)", err, h.stderr.String())
-	}
-	return r3, so, b
 }

@@ -3,7 +3,11 @@
 package tracer
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Helpers shared by the tests that run inside the QEMU guests (tracer/qemu): the guest's CPU
@@ -72,4 +78,72 @@ func waitInSyscall(t *testing.T, pid, tid, nr int, arg0 uint64) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatalf("%s never showed syscall %d(%#x, ...); last %q", path, nr, arg0, last)
+}
+
+// guestHelper is one running guest helper (scvprog, svcprog): it blocks in a raw syscall
+// reading the pipe on its fd 3 and reports on stdout.
+type guestHelper struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	pipeW  *os.File // write end of the pipe the helper reads (fd 3)
+	waited bool
+}
+
+// startGuestHelper starts the helper NAME (path in env) with args; cleanup closes its pipe
+// and kills it if it was not waited for.
+func startGuestHelper(t *testing.T, env, name string, args ...string) *guestHelper {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+	cmd := exec.Command(guestProgram(t, env, name), args...)
+	cmd.ExtraFiles = []*os.File{pr}
+	// No async-preemption signals: the helper sits in a raw syscall the Go runtime does
+	// not know about, and SIGURG would add signal stops.
+	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("stdout pipe: %v", err)
+	}
+	h := &guestHelper{name: name, cmd: cmd, out: bufio.NewReader(stdout), stderr: &bytes.Buffer{}, pipeW: pw}
+	cmd.Stderr = h.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	pr.Close()
+	t.Cleanup(func() {
+		pw.Close()
+		if !h.waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return h
+}
+
+// scan reads the helper's next line and parses it with format.
+func (h *guestHelper) scan(t *testing.T, what, format string, args ...any) {
+	t.Helper()
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s %s line: %v (stderr %q)", h.name, what, err, h.stderr.String())
+	}
+	if _, err := fmt.Sscanf(line, format, args...); err != nil {
+		t.Fatalf("%s %s line %q: %v", h.name, what, line, err)
+	}
+}
+
+// wait drains the helper's output and waits for it to exit 0. With maybeReaped, ECHILD is
+// fine: a helper that exited while a Tracer of this test was attached was reaped for good by
+// it (the tracer thread is in its parent's thread group: kernel/exit.c wait_task_zombie).
+func (h *guestHelper) wait(t *testing.T, maybeReaped bool) {
+	t.Helper()
+	io.Copy(io.Discard, h.out)
+	h.waited = true
+	if err := h.cmd.Wait(); err != nil && !(maybeReaped && errors.Is(err, unix.ECHILD)) {
+		t.Fatalf("%s: %v (stderr %q)", h.name, err, h.stderr.String())
+	}
 }

@@ -9,16 +9,13 @@ package tracer
 // (CheckpointStopped with each arch.Policy) makes the program observe.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -53,54 +50,19 @@ const (
 
 // arm64Helper is one running svcprog.
 type arm64Helper struct {
-	cmd    *exec.Cmd
-	out    *bufio.Reader
-	stderr *bytes.Buffer
-	pipeW  *os.File // write end of the pipe the helper reads (fd 3)
-	tid    int
-	nr     int
-	arg0   uint64
-	svc    uint64 // address of the svc instruction
-	waited bool
+	*guestHelper
+	tid  int
+	nr   int
+	arg0 uint64
+	svc  uint64 // address of the svc instruction
 }
 
 func startARM64Helper(t *testing.T, call string, sleep time.Duration) *arm64Helper {
 	t.Helper()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("pipe: %v", err)
-	}
-	cmd := exec.Command(guestProgram(t, "CRASHTUI_SVCPROG", "svcprog"), "-call", call, "-sleep", sleep.String())
-	cmd.ExtraFiles = []*os.File{pr}
-	// No async-preemption signals: the helper sits in a raw syscall the Go runtime does
-	// not know about, and SIGURG would add signal stops.
-	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatalf("stdout pipe: %v", err)
-	}
-	h := &arm64Helper{cmd: cmd, out: bufio.NewReader(stdout), stderr: &bytes.Buffer{}, pipeW: pw}
-	cmd.Stderr = h.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start svcprog: %v", err)
-	}
-	pr.Close()
-	t.Cleanup(func() {
-		pw.Close()
-		if !h.waited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	line, err := h.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("svcprog ready line: %v (stderr %q)", err, h.stderr.String())
-	}
-	if _, err := fmt.Sscanf(line, "ready tid=%d nr=%d a1=%v svc=%v", &h.tid, &h.nr, &h.arg0, &h.svc); err != nil {
-		t.Fatalf("svcprog ready line %q: %v", line, err)
-	}
-	if h.tid != cmd.Process.Pid {
-		t.Fatalf("helper blocks on tid %d, want its main thread %d", h.tid, cmd.Process.Pid)
+	h := &arm64Helper{guestHelper: startGuestHelper(t, "CRASHTUI_SVCPROG", "svcprog", "-call", call, "-sleep", sleep.String())}
+	h.scan(t, "ready", "ready tid=%d nr=%d a1=%v svc=%v", &h.tid, &h.nr, &h.arg0, &h.svc)
+	if h.tid != h.cmd.Process.Pid {
+		t.Fatalf("helper blocks on tid %d, want its main thread %d", h.tid, h.cmd.Process.Pid)
 	}
 	return h
 }
@@ -108,18 +70,8 @@ func startARM64Helper(t *testing.T, call string, sleep time.Duration) *arm64Help
 // result reads the helper's "result x0=R byte=B" line and waits for it to exit 0.
 func (h *arm64Helper) result(t *testing.T) (x0 int64, b int) {
 	t.Helper()
-	line, err := h.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("svcprog result line: %v (stderr %q)", err, h.stderr.String())
-	}
-	if _, err := fmt.Sscanf(line, "result x0=%d byte=%d", &x0, &b); err != nil {
-		t.Fatalf("svcprog result line %q: %v", line, err)
-	}
-	io.Copy(io.Discard, h.out)
-	h.waited = true
-	if err := h.cmd.Wait(); err != nil {
-		t.Fatalf("svcprog: %v (stderr %q)", err, h.stderr.String())
-	}
+	h.scan(t, "result", "result x0=%d byte=%d", &x0, &b)
+	h.wait(t, false)
 	return x0, b
 }
 

@@ -7,14 +7,12 @@ package tracer
 // makes the program observe (seed 002: the CRIU scv bug).
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -77,76 +75,31 @@ func TestPPC64LEHWCap2SCV(t *testing.T) {
 
 // ppcHelper is one running scvprog.
 type ppcHelper struct {
-	cmd    *exec.Cmd
-	out    *bufio.Reader
-	stderr *bytes.Buffer
-	pipeW  *os.File // write end of the pipe the helper reads (fd 3)
-	tid    int
-	nr     int
-	arg0   uint64
-	waited bool
+	*guestHelper
+	tid  int
+	nr   int
+	arg0 uint64
 }
 
 func startPPCHelper(t *testing.T, insn, call string, sleep time.Duration, extra ...string) *ppcHelper {
 	t.Helper()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("pipe: %v", err)
-	}
-	cmd := exec.Command(guestProgram(t, "CRASHTUI_SCVPROG", "scvprog"), append([]string{"-insn", insn, "-call", call, "-sleep", sleep.String()}, extra...)...)
-	cmd.ExtraFiles = []*os.File{pr}
-	// No async-preemption signals: the helper sits in a raw syscall the Go
-	// runtime does not know about, and SIGURG would add signal stops.
-	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatalf("stdout pipe: %v", err)
-	}
-	h := &ppcHelper{cmd: cmd, out: bufio.NewReader(stdout), stderr: &bytes.Buffer{}, pipeW: pw}
-	cmd.Stderr = h.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start scvprog: %v", err)
-	}
-	pr.Close()
-	t.Cleanup(func() {
-		pw.Close()
-		if !h.waited {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return h
+	args := append([]string{"-insn", insn, "-call", call, "-sleep", sleep.String()}, extra...)
+	return &ppcHelper{guestHelper: startGuestHelper(t, "CRASHTUI_SCVPROG", "scvprog", args...)}
 }
 
 // ready reads the helper's "ready tid=T nr=N a1=A" line.
 func (h *ppcHelper) ready(t *testing.T) {
 	t.Helper()
-	line, err := h.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("scvprog ready line: %v (stderr %q)", err, h.stderr.String())
-	}
-	if _, err := fmt.Sscanf(line, "ready tid=%d nr=%d a1=%v", &h.tid, &h.nr, &h.arg0); err != nil {
-		t.Fatalf("scvprog ready line %q: %v", line, err)
-	}
+	h.scan(t, "ready", "ready tid=%d nr=%d a1=%v", &h.tid, &h.nr, &h.arg0)
 }
 
-// result reads the helper's "result r3=R so=S cr=C byte=B" line and waits
-// for it to exit 0.
-func (h *ppcHelper) result(t *testing.T) (r3 int64, so int, b int) {
+// result reads the helper's "result r3=R so=S cr=C byte=B" line and waits for it to exit 0
+// (with maybeReaped, see guestHelper.wait).
+func (h *ppcHelper) result(t *testing.T, maybeReaped bool) (r3 int64, so int, b int) {
 	t.Helper()
-	line, err := h.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("scvprog result line: %v (stderr %q)", err, h.stderr.String())
-	}
 	var cr uint64
-	if _, err := fmt.Sscanf(line, "result r3=%d so=%d cr=%v byte=%d", &r3, &so, &cr, &b); err != nil {
-		t.Fatalf("scvprog result line %q: %v", line, err)
-	}
-	io.Copy(io.Discard, h.out)
-	h.waited = true
-	if err := h.cmd.Wait(); err != nil {
-		t.Fatalf("scvprog: %v (stderr %q)", err, h.stderr.String())
-	}
+	h.scan(t, "result", "result r3=%d so=%d cr=%v byte=%d", &r3, &so, &cr, &b)
+	h.wait(t, maybeReaped)
 	return r3, so, b
 }
 
@@ -394,7 +347,7 @@ func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
 			t.Fatalf("write to helper pipe: %v", err)
 		}
 	}
-	r3, gotSO, b := h.result(t)
+	r3, gotSO, b := h.result(t, false)
 	t.Logf("policy %s: program saw r3=%d so=%d byte=%d", p, r3, gotSO, b)
 
 	wantR3, wantSO := ppcWantResult(c, p)
@@ -588,7 +541,7 @@ func testPPCAlreadyRestarted(t *testing.T, c ppcRestartCase) {
 	if _, err := h.pipeW.Write([]byte{'x'}); err != nil && !errors.Is(err, unix.EPIPE) {
 		t.Fatalf("write to helper pipe: %v", err)
 	}
-	r3, so, b := h.result(t)
+	r3, so, b := h.result(t, false)
 	if r3 != 1 || so != 0 || b != 'x' {
 		t.Errorf("after the SA_RESTART handler the program saw r3=%d so=%d byte=%d, want the restarted read's 1, 0, 'x'", r3, so, b)
 	}
