@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +151,74 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	}
 	if c.call == "read" && wantR3 == 1 && b != 'x' {
 		t.Errorf("read returned 1 but the byte is %d, want 'x'", b)
+	}
+}
+
+// TestPPC64LECheckpointHeldSignal: the helper's thread, blocked in read via sc, is held at a
+// caught SIGUSR1 (Go's handler: SA_RESTART) when the checkpoint runs. The checkpoint reads the
+// handler's flags by injecting rt_sigaction into one of the Go runtime's other threads (the
+// kernel sigaction's layout on ppc64le), says the read restarts, and, once the signal is
+// delivered, the read does restart and returns the byte written afterwards.
+func TestPPC64LECheckpointHeldSignal(t *testing.T) {
+	h := startPPCHelper(t, "sc", "read", time.Second, "-sigusr1")
+	h.ready(t)
+	pid := h.cmd.Process.Pid
+	waitInSyscall(t, pid, h.tid, h.nr, h.arg0)
+	tr := New(Options{})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			tr.Close()
+		}
+	})
+	job, _ := ParseJob("pid:" + strconv.Itoa(pid))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatalf("attach %d: %v", pid, err)
+	}
+	var got []sessions.Thread
+	err := tr.do(func() error {
+		held, err := holdAtSignals(tr, pid, map[int]unix.Signal{h.tid: unix.SIGUSR1})
+		if err != nil {
+			return err
+		}
+		if got, err = tr.checkpoint(arch.PolicyNone, nil); err != nil {
+			return err
+		}
+		for _, tk := range held {
+			if err := tr.resume(tk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	var th *sessions.Thread
+	for i := range got {
+		if got[i].TID == h.tid {
+			th = &got[i]
+		}
+	}
+	if th == nil {
+		t.Fatalf("thread %d not among the %d captured", h.tid, len(got))
+	}
+	t.Logf("held thread: code %s on_resume %s: %s", th.Code, th.OnResume, th.Explain)
+	if th.Code != "ERESTARTSYS" || th.OnResume != string(arch.ActRestart) ||
+		!strings.Contains(th.Explain, "SIGUSR1 is caught by a handler with SA_RESTART") {
+		t.Errorf("held thread: code %s on_resume %s explain %q; want ERESTARTSYS restarted by an SA_RESTART handler", th.Code, th.OnResume, th.Explain)
+	}
+	if ran := sigTID(th.Explain); ran == 0 || ran == h.tid {
+		t.Errorf("rt_sigaction ran in thread %d, want one of the Go runtime's other threads", ran)
+	}
+	if _, err := h.pipeW.Write([]byte{'x'}); err != nil {
+		t.Fatalf("write to helper pipe: %v", err)
+	}
+	if r3, so, b := h.result(t, true); r3 != 1 || so != 0 || b != 'x' {
+		t.Errorf("after the handler: r3=%d so=%d byte=%d, want the read restarted: 1, 0, 'x'", r3, so, b)
 	}
 }

@@ -452,7 +452,7 @@ func TestCheckpointHeldSignal(t *testing.T) {
 	var got []sessions.Thread
 	var img bytes.Buffer
 	err := tr.do(func() error {
-		held, err := holdAtSignals(tr, p, sigs)
+		held, err := holdAtSignals(tr, p.PID, sigs)
 		if err != nil {
 			return err
 		}
@@ -534,14 +534,14 @@ func TestCheckpointHeldSignal(t *testing.T) {
 
 // holdAtSignals sends each thread its signal and holds it at the signal-delivery-stop. It runs
 // on the tracer thread (inside tr.do).
-func holdAtSignals(tr *Tracer, p *restarttest.Proc, sigs map[int]unix.Signal) (map[int]*task, error) {
+func holdAtSignals(tr *Tracer, pid int, sigs map[int]unix.Signal) (map[int]*task, error) {
 	held := map[int]*task{}
 	for tid, sig := range sigs {
 		tk := tr.tasks[tid]
 		if err := tr.stopTask(tk, 5*time.Second); err != nil {
 			return nil, err
 		}
-		if err := unix.Tgkill(p.PID, tid, sig); err != nil {
+		if err := unix.Tgkill(pid, tid, sig); err != nil {
 			return nil, fmt.Errorf("tgkill %d: %w", tid, err)
 		}
 		// Let it run into the signal's delivery stop and hold it there.
@@ -583,7 +583,7 @@ func TestCheckpointSigactionInHeldThread(t *testing.T) {
 	}
 	var got []sessions.Thread
 	err := tr.do(func() error {
-		held, err := holdAtSignals(tr, p, sigs)
+		held, err := holdAtSignals(tr, p.PID, sigs)
 		if err != nil {
 			return err
 		}
