@@ -125,6 +125,52 @@ func (t *Tracer) injectSyscall(tk *task, site uint64, nr int, args ...uint64) (r
 	return ret, errno, errors.Join(err, s.end())
 }
 
+// injectWithScratch runs the syscall called name inside the held task tk with n bytes of
+// scratch memory below its red zone, filled with init (zeros if shorter), the arguments made
+// by args from the scratch's address. It returns what the scratch holds after the call; the
+// scratch is put back. A failed call (negative result) is an error. If tk was held at a
+// signal-delivery-stop, that signal stays the one to deliver even when another stop came
+// first (injectSyscall keeps that stop held as it is).
+func (t *Tracer) injectWithScratch(tk *task, name string, n int, init []byte, args func(addr uint64) []uint64) ([]byte, error) {
+	regs, err := getRegs(tk.tid)
+	if err != nil {
+		return nil, err
+	}
+	nr, ok := arch.SyscallNumber(regs.Arch, name)
+	if !ok {
+		return nil, fmt.Errorf("no %s on %s", name, regs.Arch)
+	}
+	site, err := t.syscallSite(tk.pid, regs.Arch)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := newScratch(tk, regs, n)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.restore()
+	buf := make([]byte, n)
+	copy(buf, init)
+	if err := sc.write(0, buf); err != nil {
+		return nil, err
+	}
+	sig, atSignal := tk.sig, tk.stopped == stopSignal
+	ret, errno, err := t.injectSyscall(tk, site, nr, args(sc.addr)...)
+	if atSignal && tk.stopped == stopSignal && tk.sig != sig {
+		tk.sig = sig
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ret < 0 || errno != 0 {
+		return nil, fmt.Errorf("%s in %d: %s", name, tk.tid, arch.ErrnoName(errno))
+	}
+	if err := peekBytes(tk.tid, sc.addr, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // injectSession holds one thread for a batch of injected syscalls (the matrix runs two per
 // other process): the registers and the signal mask are saved, and every signal blocked,
 // once at the start and put back once at the end, instead of around every call.

@@ -41,42 +41,10 @@ func (t *Tracer) readSigaction(held *task, sig int) sigactionResult {
 		tk = held
 	}
 	r := sigactionResult{tid: tk.tid}
-	regs, err := getRegs(tk.tid)
+	b, err := t.injectWithScratch(tk, "rt_sigaction", 32, nil, func(addr uint64) []uint64 {
+		return []uint64{uint64(sig), 0, addr, 8}
+	})
 	if err != nil {
-		r.err = err
-		return r
-	}
-	nr, ok := arch.SyscallNumber(regs.Arch, "rt_sigaction")
-	if !ok {
-		r.err = fmt.Errorf("no rt_sigaction on %s", regs.Arch)
-		return r
-	}
-	site, err := t.syscallSite(tk.pid, regs.Arch)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	sc, err := newScratch(tk, regs, 32)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	defer sc.restore()
-	origSig := tk.sig
-	ret, errno, err := t.injectSyscall(tk, site, nr, uint64(sig), 0, sc.addr, 8)
-	if tk == held && tk.stopped == stopSignal && tk.sig != origSig {
-		tk.sig = origSig // another stop came first: the held signal is still the one to deliver
-	}
-	if err != nil {
-		r.err = err
-		return r
-	}
-	if ret < 0 || errno != 0 {
-		r.err = fmt.Errorf("rt_sigaction in %d: %s", tk.tid, arch.ErrnoName(errno))
-		return r
-	}
-	var b [16]byte
-	if err := peekBytes(tk.tid, sc.addr, b[:]); err != nil {
 		r.err = err
 		return r
 	}
