@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,23 +37,6 @@ func guestCPU(t *testing.T) string {
 	return ""
 }
 
-// guestProgram returns the guest helper tracer/qemu/guest/NAME: the one the guest image
-// carries (its path in env), or one built now when a Go toolchain is present.
-func guestProgram(t *testing.T, env, name string) string {
-	t.Helper()
-	if p := os.Getenv(env); p != "" {
-		return p
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no %s and no go toolchain to build tracer/qemu/guest/%s", env, name)
-	}
-	out := filepath.Join(t.TempDir(), name)
-	if b, err := exec.Command(gobin, "build", "-o", out, "./qemu/guest/"+name).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	return out
-}
 
 // waitInSyscall polls /proc/PID/task/TID/syscall (a blocked syscall cannot be waited on
 // otherwise) until the thread is inside syscall nr with first argument arg0.

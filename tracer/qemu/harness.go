@@ -59,8 +59,9 @@ type Arch struct {
 var PPC64LE = &Arch{
 	GOARCH: "ppc64le", DebArch: "ppc64el", Flavour: "powerpc64le", Image: "vmlinux",
 	QEMU: "qemu-system-ppc64", QEMUPkg: "qemu-system-ppc",
-	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel.
-	CPUs: DefaultCPUs, Run: "PPC64LE|Yama", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer"},
+	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel;
+	// TestCrashGo groups crashes and follows a handled fault there.
+	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	// x-vof=on skips SLOF, the cap-* settings only silence TCG warnings.
 	machine: func(cpu string, smp int) []string {
 		return []string{
@@ -79,8 +80,9 @@ var PPC64LE = &Arch{
 var ARM64 = &Arch{
 	GOARCH: "arm64", DebArch: "arm64", Flavour: "arm64", Image: "vmlinuz",
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
-	// TestYama runs here because Debian's kernel has Yama and this machine's may not.
-	CPUs: []string{"max"}, Run: "ARM64|Yama", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer"},
+	// TestYama runs here because Debian's kernel has Yama and this machine's may not;
+	// TestCrashGo groups crashes and follows a handled fault on arm64.
+	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	machine: func(cpu string, smp int) []string {
 		model := cpu
 		if cpu == "max" {

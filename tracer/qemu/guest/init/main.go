@@ -29,9 +29,10 @@ const VerdictPrefix = "CRASHTUI-VERDICT:"
 
 const (
 	testBinary = "/bin/tracer.test"
-	scvProg    = "/bin/scvprog" // ppc64le sc/scv helper
-	svcProg    = "/bin/svcprog" // arm64 svc helper
-	peerProg   = "/bin/peer"    // demo/access/peer (arm64: the Yama matrix test)
+	scvProg    = "/bin/scvprog"   // ppc64le sc/scv helper
+	svcProg    = "/bin/svcprog"   // arm64 svc helper
+	peerProg   = "/bin/peer"      // demo/access/peer (the Yama matrix test)
+	crashProg  = "/bin/crashprog" // the crash test's Go helper
 )
 
 var powerOnce sync.Once
@@ -82,6 +83,7 @@ func main() {
 		"CRASHTUI_SCVPROG=" + scvProg,
 		"CRASHTUI_SVCPROG=" + svcProg,
 		"CRASHTUI_PEER=" + peerProg,
+		"CRASHTUI_CRASHPROG=" + crashProg,
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw

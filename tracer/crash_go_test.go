@@ -1,0 +1,206 @@
+package tracer
+
+import (
+	"bufio"
+	"debug/elf"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// guestProgram returns the guest helper tracer/qemu/guest/NAME: the one the guest image
+// carries (its path in env), or one built now with this test's Go toolchain.
+func guestProgram(t *testing.T, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skipf("no %s and no go toolchain to build tracer/qemu/guest/%s", env, name)
+	}
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command(gobin, "build", "-o", out, "./qemu/guest/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// TestCrashGo: crash sites and handled faults on whichever architecture runs it. The QEMU
+// stages run it on real arm64 and ppc64le kernels, which have no C compiler for the crash
+// suite, with a Go helper: two processes fault at one site with SIGSEGV back at SIG_DFL,
+// one faults inside Go's own SIGSEGV handler's reach and recovers (a handled fault, as a
+// JVM safepoint is), and one is killed with SIGSEGV from outside. crashtui writes one core per
+// group, for the architecture it runs on.
+func TestCrashGo(t *testing.T) {
+	bin := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
+	type proc struct {
+		mode string
+		pid  int
+		in   io.WriteCloser
+		out  *bufio.Scanner
+	}
+	var procs []*proc
+	pgid := 0
+	for _, mode := range []string{"segv", "segv", "recover", "wait"} {
+		cmd := exec.Command(bin, mode)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The tracer in this test may reap them (it is in their parent's thread group):
+		// Wait's ECHILD is expected.
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if pgid == 0 {
+			pgid = cmd.Process.Pid
+		}
+		p := &proc{mode: mode, pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
+		if !p.out.Scan() || p.out.Text() != "ready "+strconv.Itoa(p.pid) {
+			t.Fatalf("crashprog %s: ready line %q", mode, p.out.Text())
+		}
+		procs = append(procs, p)
+	}
+	log := &eventLog{}
+	cores := t.TempDir()
+	tr := New(Options{Emit: log.emit, Crash: &CrashOptions{CoresDir: cores}})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pgid:" + strconv.Itoa(pgid))
+	if res, err := tr.Attach(job); err != nil || res.Processes != len(procs) {
+		t.Fatalf("attach: %+v %v", res, err)
+	}
+	for _, p := range procs {
+		if p.mode == "wait" {
+			if err := unix.Kill(p.pid, unix.SIGSEGV); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := io.WriteString(p.in, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range procs {
+		if p.mode == "recover" {
+			if !p.out.Scan() || p.out.Text() != "recovered" {
+				t.Errorf("recover: %q, want \"recovered\": the handled fault did not let it go on", p.out.Text())
+			}
+			p.in.Close() // it exits 0 at EOF
+		}
+	}
+	select {
+	case <-tr.JobDone():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job did not end")
+	}
+
+	mode := map[int]string{}
+	for _, p := range procs {
+		mode[p.pid] = p.mode
+	}
+	crashes := map[string][]sessions.Crash{}
+	handled := map[string]int{}
+	exits := map[string][]string{}
+	for _, e := range log.events() {
+		switch b := e.Body.(type) {
+		case sessions.Crash:
+			crashes[mode[b.PID]] = append(crashes[mode[b.PID]], b)
+		case sessions.Handled:
+			handled[mode[b.PID]]++
+		case sessions.Exit:
+			how := b.Signal
+			if b.Code != nil {
+				how = "exit " + strconv.Itoa(*b.Code)
+			}
+			exits[mode[b.PID]] = append(exits[mode[b.PID]], how)
+		case sessions.Error:
+			t.Errorf("tracer error: %+v", b)
+		}
+	}
+	for m, cs := range crashes {
+		for _, c := range cs {
+			t.Logf("%s: pid %d %s %s key %s group %d representative %v", m, c.PID, c.Signal, c.Code, c.Key, c.Group, c.Representative)
+		}
+	}
+	t.Logf("handled %v exits %v", handled, exits)
+	segv := crashes["segv"]
+	if len(segv) != 2 || segv[0].Key != segv[1].Key || segv[0].Group != segv[1].Group ||
+		segv[0].Representative == segv[1].Representative {
+		t.Fatalf("segv crashes %+v: want two at one key and group, one representative", segv)
+	}
+	for _, c := range segv {
+		if c.Signal != "SIGSEGV" || c.Code != "SEGV_MAPERR" || c.Addr != 0 || c.UserSent ||
+			c.Module != bin || !strings.Contains(c.Key, bin) {
+			t.Errorf("segv crash %+v: want SIGSEGV SEGV_MAPERR at address 0 in %s", c, bin)
+		}
+	}
+	if w := crashes["wait"]; len(w) != 1 || !w[0].UserSent || w[0].Signal != "SIGSEGV" || w[0].Group == segv[0].Group {
+		t.Errorf("killed from outside: %+v, want one user-sent SIGSEGV in a group of its own", w)
+	}
+	if len(crashes["recover"]) != 0 || handled["recover"] == 0 {
+		t.Errorf("recover: %d crashes and %d handled faults, want 0 and at least 1", len(crashes["recover"]), handled["recover"])
+	}
+	// One core per group, written by crashtui for its representative, for this architecture.
+	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "ppc64le": elf.EM_PPC64}[runtime.GOARCH]
+	for _, c := range append(segv, crashes["wait"]...) {
+		if !c.Representative {
+			if c.Core != nil {
+				t.Errorf("pid %d is no representative but has core %s", c.PID, *c.Core)
+			}
+			continue
+		}
+		if c.Core == nil {
+			t.Errorf("representative %d has no core", c.PID)
+			continue
+		}
+		f, err := elf.Open(*c.Core)
+		if err != nil {
+			t.Errorf("core of %d: %v", c.PID, err)
+			continue
+		}
+		notes, loads := 0, 0
+		for _, p := range f.Progs {
+			switch p.Type {
+			case elf.PT_NOTE:
+				notes++
+			case elf.PT_LOAD:
+				loads++
+			}
+		}
+		if f.Type != elf.ET_CORE || f.Machine != machine || notes != 1 || loads == 0 {
+			t.Errorf("core of %d: type %v machine %v, %d notes, %d loads; want an %v core", c.PID, f.Type, f.Machine, notes, loads, machine)
+		}
+		f.Close()
+	}
+	if ents, _ := os.ReadDir(cores); len(ents) != 2 {
+		t.Errorf("%d files in the cores directory, want one per group (2)", len(ents))
+	}
+
+	want := map[string]string{"segv": "SIGSEGV SIGSEGV", "wait": "SIGSEGV", "recover": "exit 0"}
+	for m, w := range want {
+		if got := strings.Join(exits[m], " "); got != w {
+			t.Errorf("%s exits: %q, want %q", m, got, w)
+		}
+	}
+}
