@@ -37,7 +37,6 @@ func guestCPU(t *testing.T) string {
 	return ""
 }
 
-
 // waitInSyscall polls /proc/PID/task/TID/syscall (a blocked syscall cannot be waited on
 // otherwise) until the thread is inside syscall nr with first argument arg0.
 func waitInSyscall(t *testing.T, pid, tid, nr int, arg0 uint64) {
