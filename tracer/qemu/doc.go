@@ -3,13 +3,14 @@
 // (TCG software emulation), so that restart state after an interrupted `sc`,
 // `scv 0` or `svc #0` syscall is checked against what the kernel really does,
 // not only against fixtures (docs/ppc64le-qemu.md; kernel.md §B). Both guests
-// also run TestYamaMeasured: Debian's kernels have Yama, the host's may not, and
-// it measures the access matrix by syscall injection on each architecture.
+// also run TestYamaMeasured (Debian's kernels have Yama, the host's may not; it
+// measures the access matrix by syscall injection) and TestCrashGo (crash sites,
+// a handled fault and cores, with a Go helper: the guests have no C compiler).
 //
 // For each Arch (PPC64LE, ARM64) it installs QEMU when it is missing (apt-get,
 // as root), fetches Debian's kernel with a private apt state into a cache
 // directory, cross-builds a static Go /init, the tracer package's test binary
-// and the helper programs (scvprog, svcprog, demo/access/peer), packs them into a newc
+// and the helper programs (scvprog, svcprog, crashprog, demo/access/peer), packs them into a newc
 // initramfs, boots one guest per CPU model and parses the verdict line that
 // /init prints before it powers the guest off.
 //

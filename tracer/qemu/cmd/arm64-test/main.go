@@ -2,7 +2,8 @@
 // virt board, -cpu max by default) and runs the tracer package's TestARM64*
 // tests inside it on a real arm64 kernel: syscall restart state after an
 // interrupted `svc #0` and what each checkpoint policy makes the program see;
-// and TestYamaMeasured, the access matrix under Yama's ptrace_scope 0-3.
+// TestYamaMeasured, the access matrix under Yama's ptrace_scope 0-3; and
+// TestCrashGo, crash sites, a handled fault and cores.
 //
 //	go run ./tracer/qemu/cmd/arm64-test [-cpus max] [-record tracer/qemu/testdata]
 //

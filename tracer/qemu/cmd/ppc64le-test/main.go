@@ -1,7 +1,7 @@
 // Command ppc64le-test is the `make test-ppc64le` stage: it boots ppc64le
 // Linux guests under QEMU (power8, power9, power10) and runs the tracer
-// package's TestPPC64LE* tests, and TestYamaMeasured (the access matrix
-// measured by syscall injection), inside them on a real ppc64le kernel.
+// package's TestPPC64LE* tests, TestYamaMeasured (the access matrix measured
+// by syscall injection) and TestCrashGo inside them on a real ppc64le kernel.
 //
 //	go run ./tracer/qemu/cmd/ppc64le-test [-cpus power8,power9,power10] [-record tracer/qemu/testdata]
 //
