@@ -82,6 +82,32 @@ func TestCrashGo(t *testing.T) {
 		}
 		procs = append(procs, p)
 	}
+	// In a QEMU guest (throw-away: core_pattern may be changed) one more crashprog, not
+	// traced, lets the kernel write its own core at the same site, to compare with ours.
+	var kcore string
+	var untraced *proc
+	if os.Getenv("CRASHTUI_GUEST_CPU") != "" {
+		if err := os.WriteFile("/proc/sys/kernel/core_pattern", []byte("/tmp/kcore.%p"), 0); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "segv")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		untraced = &proc{mode: "segv", pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
+		untraced.out.Scan()
+		if err := unix.Prlimit(untraced.pid, unix.RLIMIT_CORE, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(untraced.in, "go\n")
+		cmd.Wait()
+		kcore = "/tmp/kcore." + strconv.Itoa(untraced.pid)
+	}
+
 	log := &eventLog{}
 	cores := t.TempDir()
 	tr := New(Options{Emit: log.emit, Crash: &CrashOptions{CoresDir: cores}})
@@ -193,6 +219,23 @@ func TestCrashGo(t *testing.T) {
 		}
 		f.Close()
 	}
+	if kcore != "" {
+		// The kernel's core of the same crash site: the crashing thread's NT_PRSTATUS has the
+		// size of ours and the pc at the same place (pr_reg at 112; rip, pc or nip).
+		pcIndex := map[string]int{"amd64": 16, "arm64": 32, "ppc64le": 32}[runtime.GOARCH]
+		var rep sessions.Crash
+		for _, c := range segv {
+			if c.Representative {
+				rep = c
+			}
+		}
+		kn, kpc := prstatusPC(t, kcore, pcIndex)
+		on, opc := prstatusPC(t, *rep.Core, pcIndex)
+		t.Logf("NT_PRSTATUS: kernel %d bytes pc %#x, crashtui %d bytes pc %#x (crash pc %#x)", kn, kpc, on, opc, uint64(rep.PC))
+		if kn != on || kpc != uint64(rep.PC) || opc != uint64(rep.PC) {
+			t.Errorf("crashtui's core disagrees with the kernel's: NT_PRSTATUS %d vs %d bytes, pc %#x vs %#x (crash pc %#x)", on, kn, opc, kpc, uint64(rep.PC))
+		}
+	}
 	if ents, _ := os.ReadDir(cores); len(ents) != 2 {
 		t.Errorf("%d files in the cores directory, want one per group (2)", len(ents))
 	}
@@ -203,4 +246,43 @@ func TestCrashGo(t *testing.T) {
 			t.Errorf("%s exits: %q, want %q", m, got, w)
 		}
 	}
+}
+
+// prstatusPC returns the size of the first NT_PRSTATUS note of an ELF core (the crashing
+// thread) and the register at pcIndex of its pr_reg (offset 112 in elf_prstatus on the
+// 64-bit architectures).
+func prstatusPC(t *testing.T, path string, pcIndex int) (int, uint64) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("core %s: %v", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		b, err := io.ReadAll(p.Open())
+		if err != nil {
+			t.Fatalf("core %s notes: %v", path, err)
+		}
+		for len(b) >= 12 {
+			namesz, descsz, typ := le32(b), le32(b[4:]), le32(b[8:])
+			off := 12 + (namesz+3)&^3
+			if off+descsz > len(b) {
+				break
+			}
+			desc := b[off : off+descsz]
+			if typ == 1 && 112+8*pcIndex+8 <= len(desc) { // NT_PRSTATUS
+				return descsz, uint64(le32(desc[112+8*pcIndex:])) | uint64(le32(desc[116+8*pcIndex:]))<<32
+			}
+			b = b[off+(descsz+3)&^3:]
+		}
+	}
+	t.Fatalf("core %s: no NT_PRSTATUS", path)
+	return 0, 0
+}
+
+func le32(b []byte) int {
+	return int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
 }
