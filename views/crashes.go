@@ -94,8 +94,8 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		return CrashDetail(st, s, s.Groups[cur], o)
 	}
 	var b strings.Builder
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%d crashes in %d groups · %d handled faults · enter: detail · e: explain",
-		s.Crashes, len(s.Groups), s.NHandled)) + "\n")
+	b.WriteString(st.Dim.Render(fmt.Sprintf("%s in %s · %s · enter: detail · e: explain",
+		Count(s.Crashes, "crash", "crashes"), Count(len(s.Groups), "group", "groups"), Count(s.NHandled, "handled fault", "handled faults"))) + "\n")
 	head := fmt.Sprintf("%3s %5s %-8s %-12s %-8s %-8s %-7s %s", "#", "COUNT", "SIGNAL", "RANKS", "FIRST", "LAST", "REP", "SITE / CORE")
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	h := o.Height - 2

@@ -75,7 +75,7 @@ func Header(st *Styles, s *sessions.State, h sessions.Header, status Status, wid
 		fmt.Sprintf("procs %d/%d", procs, len(s.Procs)),
 		fmt.Sprintf("threads %d", threads),
 	}
-	crash := fmt.Sprintf("crashes %d in %d groups", s.Crashes, len(s.Groups))
+	crash := fmt.Sprintf("crashes %d in %s", s.Crashes, Count(len(s.Groups), "group", "groups"))
 	if s.Crashes > 0 {
 		crash = st.Bad.Render(crash)
 	}
@@ -145,4 +145,12 @@ func Tabs(st *Styles, s *sessions.State, active, width int) (string, []TabSpan) 
 		b.WriteString(r)
 	}
 	return cut(b.String(), width), spans
+}
+
+// Count is n with the singular or plural noun: "1 group", "2 groups".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -73,7 +73,8 @@ func EventLine(e sessions.Event) string {
 			what += " → " + b.Outcome
 		}
 	case sessions.Summary:
-		what = fmt.Sprintf("summary: %d processes, %d crashes in %d groups, %d exits, %d handled", b.Processes, b.Crashes, len(b.Groups), b.Exits, b.Handled)
+		what = fmt.Sprintf("summary: %s, %s in %s, %s, %d handled", Count(b.Processes, "process", "processes"),
+			Count(b.Crashes, "crash", "crashes"), Count(len(b.Groups), "group", "groups"), Count(b.Exits, "exit", "exits"), b.Handled)
 	case sessions.Error:
 		what = fmt.Sprintf("error %s pid %d: %s", b.Op, b.PID, b.Message)
 	default:
