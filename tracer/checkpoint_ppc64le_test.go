@@ -82,15 +82,7 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 		t.Fatalf("close: %v", err)
 	}
 
-	var th *sessions.Thread
-	for i := range threads {
-		if threads[i].TID == h.tid {
-			th = &threads[i]
-		}
-	}
-	if th == nil {
-		t.Fatalf("thread %d not among the %d captured", h.tid, len(threads))
-	}
+	th := threadByTID(t, threads, h.tid)
 	t.Logf("thread %d: insn %s trap %v ret %d code %s on_resume %s restore %s applied %s (%d threads frozen)",
 		th.TID, th.Insn, th.Trap, th.Ret, th.Code, th.OnResume, th.Restore, th.Applied, len(threads))
 	wantRet := int64(c.errno)
@@ -198,15 +190,7 @@ func TestPPC64LECheckpointHeldSignal(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	var th *sessions.Thread
-	for i := range got {
-		if got[i].TID == h.tid {
-			th = &got[i]
-		}
-	}
-	if th == nil {
-		t.Fatalf("thread %d not among the %d captured", h.tid, len(got))
-	}
+	th := threadByTID(t, got, h.tid)
 	t.Logf("held thread: code %s on_resume %s: %s", th.Code, th.OnResume, th.Explain)
 	if th.Code != "ERESTARTSYS" || th.OnResume != string(arch.ActRestart) ||
 		!strings.Contains(th.Explain, "SIGUSR1 is caught by a handler with SA_RESTART") {
@@ -221,4 +205,16 @@ func TestPPC64LECheckpointHeldSignal(t *testing.T) {
 	if r3, so, b := h.result(t, true); r3 != 1 || so != 0 || b != 'x' {
 		t.Errorf("after the handler: r3=%d so=%d byte=%d, want the read restarted: 1, 0, 'x'", r3, so, b)
 	}
+}
+
+// threadByTID is the checkpoint's event for tid.
+func threadByTID(t *testing.T, threads []sessions.Thread, tid int) *sessions.Thread {
+	t.Helper()
+	for i := range threads {
+		if threads[i].TID == tid {
+			return &threads[i]
+		}
+	}
+	t.Fatalf("thread %d not among the %d captured", tid, len(threads))
+	return nil
 }

@@ -19,6 +19,56 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
+// piped is a program the test started in a process group, stdin and stdout on pipes, that
+// said "ready PID". Cleanup closes its stdin, kills it by pid and waits for it (ECHILD is
+// fine: a Tracer in the test, in its parent's thread group, may have reaped it).
+type piped struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	pid int
+}
+
+// startPiped starts bin with args in process group pgid (0: a new one it leads) and waits
+// for its "ready PID" line.
+func startPiped(t *testing.T, pgid int, bin string, args ...string) *piped {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &piped{cmd: cmd, in: in, out: bufio.NewReader(out), pid: cmd.Process.Pid}
+	t.Cleanup(func() {
+		in.Close()
+		syscall.Kill(p.pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	if line := p.line(t); line != "ready "+strconv.Itoa(p.pid) {
+		t.Fatalf("%s %v: ready line %q", bin, args, line)
+	}
+	return p
+}
+
+// line reads the program's next line.
+func (p *piped) line(t *testing.T) string {
+	t.Helper()
+	l, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s %d: %v", p.cmd.Path, p.pid, err)
+	}
+	return strings.TrimSpace(l)
+}
+
 // guestProgram returns the guest helper tracer/qemu/guest/NAME: the one the guest image
 // carries (its path in env), or one built now with this test's Go toolchain.
 func guestProgram(t *testing.T, env, name string) string {
@@ -48,37 +98,15 @@ func guestProgram(t *testing.T, env, name string) string {
 func TestCrashGo(t *testing.T) {
 	bin := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
 	type proc struct {
+		*piped
 		mode string
-		pid  int
-		in   io.WriteCloser
-		out  *bufio.Scanner
 	}
 	var procs []*proc
 	pgid := 0
 	for _, mode := range []string{"segv", "segv", "recover", "wait"} {
-		cmd := exec.Command(bin, mode)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-		cmd.Stderr = os.Stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// The tracer in this test may reap them (it is in their parent's thread group):
-		// Wait's ECHILD is expected.
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		p := &proc{startPiped(t, pgid, bin, mode), mode}
 		if pgid == 0 {
-			pgid = cmd.Process.Pid
-		}
-		p := &proc{mode: mode, pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
-		if !p.out.Scan() || p.out.Text() != "ready "+strconv.Itoa(p.pid) {
-			t.Fatalf("crashprog %s: ready line %q", mode, p.out.Text())
+			pgid = p.pid
 		}
 		procs = append(procs, p)
 	}
@@ -90,21 +118,12 @@ func TestCrashGo(t *testing.T) {
 		if err := os.WriteFile("/proc/sys/kernel/core_pattern", []byte("/tmp/kcore.%p"), 0); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "segv")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		untraced = &proc{mode: "segv", pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
-		untraced.out.Scan()
+		untraced = &proc{startPiped(t, 0, bin, "segv"), "segv"}
 		if err := unix.Prlimit(untraced.pid, unix.RLIMIT_CORE, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil); err != nil {
 			t.Fatal(err)
 		}
 		io.WriteString(untraced.in, "go\n")
-		cmd.Wait()
+		untraced.cmd.Wait()
 		kcore = "/tmp/kcore." + strconv.Itoa(untraced.pid)
 	}
 
@@ -129,8 +148,8 @@ func TestCrashGo(t *testing.T) {
 	}
 	for _, p := range procs {
 		if p.mode == "recover" {
-			if !p.out.Scan() || p.out.Text() != "recovered" {
-				t.Errorf("recover: %q, want \"recovered\": the handled fault did not let it go on", p.out.Text())
+			if l := p.line(t); l != "recovered" {
+				t.Errorf("recover: %q, want \"recovered\": the handled fault did not let it go on", l)
 			}
 			p.in.Close() // it exits 0 at EOF
 		}

@@ -3,7 +3,6 @@ package tracer
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -342,49 +341,13 @@ func TestMatrixNeverKills(t *testing.T) {
 // ---- injection leaves no trace ----
 
 // measureQuiet is a running demo/access/quiet/quiet.c.
-type measureQuiet struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	pid int
-}
+type measureQuiet struct{ *piped }
 
 func measureStartQuiet(t *testing.T, bin string, pgid int) *measureQuiet {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	q := &measureQuiet{cmd: cmd, in: in, out: bufio.NewReader(out), pid: cmd.Process.Pid}
-	t.Cleanup(func() {
-		in.Close()
-		syscall.Kill(q.pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	if line := q.line(t); line != fmt.Sprintf("ready %d", q.pid) {
-		t.Fatalf("quiet: %q", line)
-	}
+	q := &measureQuiet{startPiped(t, pgid, bin)}
 	q.waitInRead(t)
 	return q
-}
-
-func (q *measureQuiet) line(t *testing.T) string {
-	t.Helper()
-	l, err := q.out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("quiet %d: %v", q.pid, err)
-	}
-	return strings.TrimSpace(l)
 }
 
 func (q *measureQuiet) ask(t *testing.T, cmd string) string {
