@@ -5,6 +5,9 @@ package tracer
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
 // Helpers shared by the tests that run inside the QEMU guests (tracer/qemu): the guest's CPU
@@ -127,4 +132,45 @@ func (h *guestHelper) wait(t *testing.T, maybeReaped bool) {
 	if err := h.cmd.Wait(); err != nil && !(maybeReaped && errors.Is(err, unix.ECHILD)) {
 		t.Fatalf("%s: %v (stderr %q)", h.name, err, h.stderr.String())
 	}
+}
+
+// auxvHWCap2 is this process's AT_HWCAP2 (0 if absent).
+func auxvHWCap2(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		t.Fatalf("read /proc/self/auxv: %v", err)
+	}
+	for i := 0; i+16 <= len(b); i += 16 {
+		if binary.LittleEndian.Uint64(b[i:]) == 26 { // AT_HWCAP2
+			return binary.LittleEndian.Uint64(b[i+8:])
+		}
+	}
+	return 0
+}
+
+// emitRegsRecord completes rec with this guest's CPU, kernel and AT_HWCAP2, the instruction
+// word and bytes and the register words, and prints it on one stdout line (outside t.Log's
+// wrapping) for the host harness to collect into tracer/qemu/testdata.
+func emitRegsRecord(t *testing.T, rec qemu.RegRecord, insn []byte, w []uint64) {
+	t.Helper()
+	var u unix.Utsname
+	unix.Uname(&u)
+	rec.CPU, rec.Kernel = guestCPU(t), unix.ByteSliceToString(u.Release[:])
+	if rec.CPU == "" {
+		rec.CPU = "hw"
+	}
+	rec.HWCap2 = fmt.Sprintf("%#x", auxvHWCap2(t))
+	rec.InsnBytes = hex.EncodeToString(insn)
+	if len(insn) >= 4 {
+		rec.InsnWord = fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(insn))
+	}
+	for _, v := range w {
+		rec.Words = append(rec.Words, fmt.Sprintf("%#x", v))
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatalf("regs record: %v", err)
+	}
+	fmt.Printf("%s %s\n", qemu.RegsPrefix, b)
 }

@@ -12,10 +12,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
 const (
@@ -107,62 +106,16 @@ func arm64GetSyscallInfo(t *testing.T, tid int) arm64SyscallInfo {
 	return arm64SyscallInfo{raw: bytes.Clone(buf[:k]), n: int(n)}
 }
 
-// arm64RegsRecord is one line the host harness collects into
-// tracer/qemu/testdata/arm64_<cpu>_svc_<call>[_<stop>].json (qemu.RegRecord, same tags).
-type arm64RegsRecord struct {
-	Arch           string   `json:"arch"`
-	CPU            string   `json:"cpu"`
-	Kernel         string   `json:"kernel"`
-	HWCap2         string   `json:"hwcap2"`
-	Insn           string   `json:"insn"`
-	Call           string   `json:"call"`
-	Stop           string   `json:"stop,omitempty"`
-	WaitStatus     string   `json:"wait_status"`
-	InsnWord       string   `json:"insn_word"`
-	InsnBytes      string   `json:"insn_bytes"`
-	Arg0           string   `json:"arg0"`
-	Words          []string `json:"words"`
-	Layout         string   `json:"layout"`
-	SyscallInfo    string   `json:"syscall_info,omitempty"`
-	SyscallInfoLen int      `json:"syscall_info_len,omitempty"`
-	Errno          int      `json:"errno,omitempty"`
-}
-
-const arm64RegsPrefix = "CRASHTUI-REGS:" // qemu.RegsPrefix
-
+// arm64Record prints one register record for tracer/qemu/testdata/arm64_<cpu>_svc_<call>[_<stop>].json.
 func arm64Record(t *testing.T, call, stop string, ws unix.WaitStatus, insn []byte, arg0 uint64, w []uint64, info arm64SyscallInfo, errno int) {
-	var u unix.Utsname
-	unix.Uname(&u)
-	rec := arm64RegsRecord{
-		Arch: "arm64", CPU: guestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
-		Insn: "svc", Call: call, Stop: stop, WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
-		InsnBytes: hex.EncodeToString(insn), Arg0: fmt.Sprintf("%#x", arg0),
+	t.Helper()
+	emitRegsRecord(t, qemu.RegRecord{
+		Arch: "arm64", Insn: "svc", Call: call, Stop: stop, WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
+		Arg0: fmt.Sprintf("%#x", arg0),
 		Layout: "unix.PtraceRegs on arm64 (PTRACE_GETREGSET NT_PRSTATUS user_pt_regs): x0-x30, sp, pc, pstate; insn is the word at pc; stop " +
 			stop + " of a thread blocked in the call",
 		SyscallInfo: hex.EncodeToString(info.raw), SyscallInfoLen: info.n, Errno: errno,
-	}
-	if len(insn) >= 4 {
-		rec.InsnWord = fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(insn))
-	}
-	if rec.CPU == "" {
-		rec.CPU = "hw"
-	}
-	if b, err := os.ReadFile("/proc/self/auxv"); err == nil {
-		for i := 0; i+16 <= len(b); i += 16 {
-			if binary.LittleEndian.Uint64(b[i:]) == 26 { // AT_HWCAP2
-				rec.HWCap2 = fmt.Sprintf("%#x", binary.LittleEndian.Uint64(b[i+8:]))
-			}
-		}
-	}
-	for _, v := range w {
-		rec.Words = append(rec.Words, fmt.Sprintf("%#x", v))
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatalf("regs record: %v", err)
-	}
-	// One line on stdout, outside t.Log's wrapping, for the host to collect.
-	fmt.Printf("%s %s\n", arm64RegsPrefix, b)
+	}, insn, w)
 }
 
 // arm64SeizeInterrupt seizes tid (with opts) and PTRACE_INTERRUPTs it; it returns the

@@ -9,8 +9,6 @@ package tracer
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,26 +22,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
 const (
 	ppcFeature2SCV = 0x00100000 // PPC_FEATURE2_SCV in AT_HWCAP2 (arch/powerpc/include/uapi/asm/cputable.h)
-	ppcAtHWCap2    = 26         // AT_HWCAP2
 )
-
-func ppcHWCap2(t *testing.T) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/auxv")
-	if err != nil {
-		t.Fatalf("read /proc/self/auxv: %v", err)
-	}
-	for i := 0; i+16 <= len(b); i += 16 {
-		if binary.LittleEndian.Uint64(b[i:]) == ppcAtHWCap2 {
-			return binary.LittleEndian.Uint64(b[i+8:])
-		}
-	}
-	return 0
-}
 
 // ppcExpectSCV says whether scv must work here: decided by the CPU model the
 // guest was booted with (POWER9 and later have it), or on hardware by
@@ -52,7 +36,7 @@ func ppcExpectSCV(t *testing.T) bool {
 	t.Helper()
 	switch cpu := guestCPU(t); cpu {
 	case "":
-		return ppcHWCap2(t)&ppcFeature2SCV != 0
+		return auxvHWCap2(t)&ppcFeature2SCV != 0
 	case "power8", "power7":
 		return false
 	default:
@@ -66,7 +50,7 @@ func TestPPC64LEHWCap2SCV(t *testing.T) {
 	if cpu == "" {
 		t.Skip("not in the QEMU guest (no crashtui.cpu= on the kernel command line): nothing to compare AT_HWCAP2 with")
 	}
-	hw2 := ppcHWCap2(t)
+	hw2 := auxvHWCap2(t)
 	t.Logf("cpu=%s AT_HWCAP2=%#x", cpu, hw2)
 	if got, want := hw2&ppcFeature2SCV != 0, ppcExpectSCV(t); got != want {
 		t.Fatalf("cpu %s: AT_HWCAP2 %#x has PPC_FEATURE2_SCV = %v, want %v", cpu, hw2, got, want)
@@ -149,26 +133,6 @@ func head(s string, n int) string {
 	}
 	return s
 }
-
-// ppcRegsRecord is one line the host harness collects into
-// tracer/qemu/testdata/<cpu>_<insn>_<call>.json (qemu.RegRecord, same tags):
-// the raw words a real kernel gave, so decoding is tested on every host.
-type ppcRegsRecord struct {
-	CPU        string   `json:"cpu"`
-	Kernel     string   `json:"kernel"`
-	HWCap2     string   `json:"hwcap2"`
-	Insn       string   `json:"insn"`
-	Call       string   `json:"call"`
-	Stop       string   `json:"stop,omitempty"`
-	WaitStatus string   `json:"wait_status"`
-	InsnWord   string   `json:"insn_word"`
-	InsnBytes  string   `json:"insn_bytes"`
-	Arg0       string   `json:"arg0"`
-	Words      []string `json:"words"`
-	Layout     string   `json:"layout"`
-}
-
-const ppcRegsPrefix = "CRASHTUI-REGS:" // qemu.RegsPrefix
 
 // Word indices of unix.PtraceRegs on ppc64le (struct user_pt_regs), checked
 // here independently of package arch so that a disagreement shows which side
@@ -382,28 +346,11 @@ func ppcWantResult(c ppcRestartCase, p arch.Policy) (r3 int64, so int) {
 }
 
 func ppcRecord(t *testing.T, c ppcRestartCase, stop string, ws unix.WaitStatus, insn []byte, arg0 uint64, w []uint64) {
-	var u unix.Utsname
-	unix.Uname(&u)
-	rec := ppcRegsRecord{
-		CPU: guestCPU(t), Kernel: unix.ByteSliceToString(u.Release[:]),
-		HWCap2: fmt.Sprintf("%#x", ppcHWCap2(t)), Insn: c.insn, Call: c.call, Stop: stop,
-		WaitStatus: fmt.Sprintf("%#x", uint32(ws)),
-		InsnWord:   fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(insn)),
-		InsnBytes:  hex.EncodeToString(insn), Arg0: fmt.Sprintf("%#x", arg0),
+	t.Helper()
+	emitRegsRecord(t, qemu.RegRecord{
+		Insn: c.insn, Call: c.call, Stop: stop, WaitStatus: fmt.Sprintf("%#x", uint32(ws)), Arg0: fmt.Sprintf("%#x", arg0),
 		Layout: "unix.PtraceRegs on ppc64le (PTRACE_GETREGS user_pt_regs): gpr0-31, nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap, dar, dsisr, result; stop " + stop + " of a thread blocked in the call",
-	}
-	if rec.CPU == "" {
-		rec.CPU = "hw"
-	}
-	for _, v := range w {
-		rec.Words = append(rec.Words, fmt.Sprintf("%#x", v))
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatalf("regs record: %v", err)
-	}
-	// One line on stdout, outside t.Log's wrapping, for the host to collect.
-	fmt.Printf("%s %s\n", ppcRegsPrefix, b)
+	}, insn, w)
 }
 
 // TestPPC64LEAlreadyRestarted: the kernel's norestart flag (trap bit 0x1
