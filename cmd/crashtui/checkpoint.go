@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,24 +21,19 @@ const checkpointSynopsis = "checkpoint [--restore=correct|naive|none] [--image F
 func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext() // held for the whole command: see signalContext
 	defer stop()
-	var c common
-	fs := newFlagSet("checkpoint", checkpointSynopsis, stderr)
-	c.register(fs)
-	restore := fs.String("restore", "none", "what to write back before resuming: `correct` (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, seed 002) or none (untouched: the kernel restarts as usual)")
-	imagePath := fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
-	pos, _, err := parseArgs(fs, args)
+	var restore, imagePath *string
+	c, spec, err := parseJobCommand("checkpoint", checkpointSynopsis, args, stderr, func(fs *flag.FlagSet) {
+		restore = fs.String("restore", "none", "what to write back before resuming: `correct` (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, seed 002) or none (untouched: the kernel restarts as usual)")
+		imagePath = fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("checkpoint needs exactly one JOB")
 	}
 	if !oneOf(*restore, "correct", "naive", "none") {
 		return usageErr("--restore=%s: want correct, naive or none", *restore)
 	}
 	policy := arch.Policy(strings.ToLower(*restore))
-	job, err := tracer.ParseJob(pos[0])
+	job, err := tracer.ParseJob(spec)
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -55,7 +51,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	// A signal during the attach skips the checkpoint; one during it lets it finish (every
 	// thread written back and resumed).
 	var threads []sessions.Thread
-	err = attachOnce(ctx, &c, stdout, "checkpoint", job,
+	err = attachOnce(ctx, c, stdout, "checkpoint", job,
 		func(t *tracer.Tracer) (err error) { threads, err = t.Checkpoint(policy, image); return err },
 		func(st *sessions.State) {
 			printCheckpoint(stdout, threads, policy, st)

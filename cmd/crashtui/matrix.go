@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -16,25 +17,20 @@ const matrixSynopsis = "matrix [--json] [--measure=false] JOB"
 func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext() // held for the whole command: see signalContext
 	defer stop()
-	var c common
-	fs := newFlagSet("matrix", matrixSynopsis, stderr)
-	c.register(fs)
-	measure := fs.Bool("measure", true, "also run kcmp and process_vm_readv inside each process (stops one process at a time, briefly)")
-	pos, _, err := parseArgs(fs, args)
+	var measure *bool
+	c, spec, err := parseJobCommand("matrix", matrixSynopsis, args, stderr, func(fs *flag.FlagSet) {
+		measure = fs.Bool("measure", true, "also run kcmp and process_vm_readv inside each process (stops one process at a time, briefly)")
+	})
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErr("matrix needs exactly one JOB")
-	}
-	job, err := tracer.ParseJob(pos[0])
+	job, err := tracer.ParseJob(spec)
 	if err != nil {
 		return &exitError{2, err}
 	}
 	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix
-	return attachOnce(ctx, &c, stdout, "matrix", job,
+	return attachOnce(ctx, c, stdout, "matrix", job,
 		func(t *tracer.Tracer) (err error) { m, _, err = t.Matrix(*measure); return err },
 		func(st *sessions.State) { printMatrix(stdout, m, st) })
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,18 +18,22 @@ import (
 const attachSynopsis = "attach [flags] JOB"
 
 func cmdAttach(args []string, stdout, stderr io.Writer) error {
-	c, spec, err := parseJobCommand("attach", attachSynopsis, args, stderr)
+	c, spec, err := parseJobCommand("attach", attachSynopsis, args, stderr, nil)
 	if err != nil {
 		return err
 	}
 	return attachJob(c, stdout, stderr, "attach", spec)
 }
 
-// parseJobCommand parses the common flags and the one JOB of a command that takes a JOB.
-func parseJobCommand(name, synopsis string, args []string, stderr io.Writer) (*common, string, error) {
+// parseJobCommand parses the common flags, the command's own (extra registers them, if
+// not nil) and the one JOB of a command that takes a JOB.
+func parseJobCommand(name, synopsis string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*common, string, error) {
 	c := &common{}
 	fs := newFlagSet(name, synopsis, stderr)
 	c.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, "", err

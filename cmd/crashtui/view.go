@@ -29,7 +29,7 @@ const agentSynopsis = "agent [flags] JOB"
 // host name (--host, default this machine's), and the access matrix is measured as in the
 // TUI (--matrix auto), since the view has no tracer to ask.
 func cmdAgent(args []string, stdout, stderr io.Writer) error {
-	c, spec, err := parseJobCommand("agent", agentSynopsis, args, stderr)
+	c, spec, err := parseJobCommand("agent", agentSynopsis, args, stderr, nil)
 	if err != nil {
 		return err
 	}
