@@ -567,7 +567,9 @@ func holdAtSignals(tr *Tracer, pid int, sigs map[int]unix.Signal) (map[int]*task
 }
 
 // TestCheckpointSigactionInHeldThread: when every thread of the process is held at a signal,
-// rt_sigaction runs in one of them; its signal and siginfo survive, and the program goes on.
+// no code is run in any of them (a guard cannot deliver a held signal in its own context if
+// crashtui died): SA_RESTART stays unknown and says why; the signals survive, and the
+// program goes on.
 func TestCheckpointSigactionInHeldThread(t *testing.T) {
 	needAMD64(t)
 	p := restarttest.Start(t, restarttest.Build(t), "sem")
@@ -603,18 +605,16 @@ func TestCheckpointSigactionInHeldThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := map[int]bool{}
 	for _, th := range got {
-		if !strings.Contains(th.Explain, "SIGUSR1 is caught by a handler with SA_RESTART") {
-			t.Errorf("thread %d: %q", th.TID, th.Explain)
+		if !strings.Contains(th.Explain, "every thread of") || !strings.Contains(th.Explain, "held at a signal") {
+			t.Errorf("thread %d: %q, want why rt_sigaction was not run", th.TID, th.Explain)
 		}
-		ran[sigTID(th.Explain)] = true
-		if th.Code == "ERESTARTSYS" && th.OnResume != "restart" {
-			t.Errorf("thread %d: %s with an SA_RESTART handler: on_resume %q, want restart", th.TID, th.Code, th.OnResume)
+		if sigTID(th.Explain) != 0 {
+			t.Errorf("thread %d: rt_sigaction ran: %q", th.TID, th.Explain)
 		}
-	}
-	if len(ran) != 1 || sigs[firstKey(ran)] == 0 {
-		t.Errorf("rt_sigaction ran in %v, want one of the held threads %v", ran, sigs)
+		if th.Code == "ERESTARTSYS" && th.OnResume != "unknown" {
+			t.Errorf("thread %d: %s with a handler whose flags are unread: on_resume %q, want unknown", th.TID, th.Code, th.OnResume)
+		}
 	}
 	// The handlers ran and the calls restarted: sem_wait still waits and completes on Go.
 	p.Go(t)

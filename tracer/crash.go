@@ -49,6 +49,10 @@ type CrashOptions struct {
 	// CoresDir, when set, makes crashtui write each group representative's core itself as
 	// CoresDir/core.<group>.<pid> and suppress the kernel's cores for every crashing process.
 	CoresDir string
+	// DedupKernelCores sets RLIMIT_CORE to 0 for every crashing process but each group's
+	// representative, so the kernel writes one core per site. Without it (and without
+	// CoresDir) crashtui never touches a process's core limit.
+	DedupKernelCores bool
 	// CrashLog receives one CSV record per crash: rank,pid,group,representative,signal,site.
 	// The caller writes the header and closes it.
 	CrashLog io.Writer
@@ -86,13 +90,11 @@ type crashState struct {
 	faults   map[int]*fault  // tid: a caught fault being judged
 	sysgood  map[int]bool    // tid: PTRACE_O_TRACESYSGOOD is set (syscall-stops are SIGTRAP|0x80)
 	busy     bool            // a crash is being decided (injecting, writing a core)
-	// forceInjectLimit makes limitCore inject prlimit64 as if prlimit were refused (tests).
-	forceInjectLimit bool
-	deferred         []*task // fatal stops held while busy
-	log              *csv.Writer
-	stats            CrashStats
-	arch             arch.Arch
-	sigret           int // rt_sigreturn's number on this arch
+	deferred []*task         // fatal stops held while busy
+	log      *csv.Writer
+	stats    CrashStats
+	arch     arch.Arch
+	sigret   int // rt_sigreturn's number on this arch
 }
 
 func newCrashState(o *CrashOptions) *crashState {
@@ -425,8 +427,14 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	g := c.groups[cr.Key]
 	if g == nil {
 		c.ngroups++
-		g = &crashGroup{id: c.ngroups, rep: tk.pid}
+		g = &crashGroup{id: c.ngroups}
 		c.groups[cr.Key] = g
+	}
+	// The representative is the first member whose core can be had: when cores are
+	// crashtui's or deduplicated, a process that set its own RLIMIT_CORE to 0 never gets one.
+	limiting := c.opts.CoresDir != "" || c.opts.DedupKernelCores
+	if g.rep == 0 && (!limiting || coreAllowed(tk.pid)) {
+		g.rep = tk.pid
 		cr.Representative = true
 	}
 	g.count++
@@ -435,9 +443,11 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	// afterwards, so events, group ids and the crash log keep decision order.
 	c.busy = true
 	defer t.runDeferred()
-	if c.opts.CoresDir != "" || !cr.Representative {
-		// Spindle: before a non-representative's fatal signal proceeds, RLIMIT_CORE = 0, so
-		// the kernel writes at most one core per site; with --cores, none at all.
+	if c.opts.CoresDir != "" || (c.opts.DedupKernelCores && !cr.Representative) {
+		// Spindle, asked for: before a non-representative's fatal signal proceeds,
+		// RLIMIT_CORE = 0, so the kernel writes at most one core per site; with --cores,
+		// none at all (crashtui writes the representative's). Otherwise the job's own
+		// core behaviour is left exactly as it was.
 		if err := t.limitCore(tk); err != nil {
 			t.emitErr(tk.pid, "limit core", err)
 		}

@@ -345,11 +345,11 @@ func coreLimit(pid int) string {
 	return "?"
 }
 
-// TestCrashCoreLimitBeforeSignalProceeds checks Spindle's loser rule at the moment it matters:
+// TestCrashCoreLimitBeforeSignalProceeds checks the core policy at the moment it matters:
 // while each crashing rank still sits in its signal-delivery-stop (the crash event is emitted
-// there, before the signal is re-injected), a non-representative's RLIMIT_CORE is already 0 and
-// a representative's is untouched; by prlimit from outside, and by prlimit64 injected into the
-// crashing thread (the path for ranks prlimit may not touch).
+// there, before the signal is re-injected). By default no rank's RLIMIT_CORE is touched (the
+// job's own core behaviour); with DedupKernelCores (Spindle's loser rule) a
+// non-representative's is already 0 and a representative's is untouched.
 func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 	s := crashSuite(t)
 	var lim unix.Rlimit
@@ -365,17 +365,17 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 	}
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_CORE, &old) })
 	t.Chdir(t.TempDir())
-	for _, inject := range []bool{false, true} {
-		name := "prlimit"
-		if inject {
-			name = "injected prlimit64"
+	for _, dedup := range []bool{false, true} {
+		name := "default"
+		if dedup {
+			name = "dedup"
 		}
 		t.Run(name, func(t *testing.T) {
 			var mu sync.Mutex
 			limits := map[int]string{}
 			reps := map[int]bool{}
 			var errs []sessions.Error
-			tr := New(Options{Emit: func(e sessions.Event) {
+			tr := New(Options{Crash: &CrashOptions{DedupKernelCores: dedup}, Emit: func(e sessions.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				switch b := e.Body.(type) {
@@ -387,7 +387,6 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 				}
 			}})
 			defer tr.Close()
-			tr.do(func() error { tr.crash.forceInjectLimit = inject; return nil })
 			if _, err := tr.Launch(LaunchSpec{N: 6, Argv: []string{s.PIE, "two"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -408,10 +407,11 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 			for pid, l := range limits {
 				if reps[pid] {
 					nrep++
-					if l == "0" {
-						t.Errorf("representative %d lost its core limit", pid)
-					}
-				} else if l != "0" {
+				}
+				switch {
+				case (reps[pid] || !dedup) && l == "0":
+					t.Errorf("%d (representative %v) lost its core limit", pid, reps[pid])
+				case dedup && !reps[pid] && l != "0":
 					t.Errorf("non-representative %d: core limit %s at its crash, want 0", pid, l)
 				}
 			}

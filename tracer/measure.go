@@ -158,13 +158,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 			a.Filters = f
 		}
 	}
-	ar := arch.Host()
-	site, err := t.syscallSite(a.PID, ar)
-	if err != nil {
-		t.emitErr(a.PID, "measure", err)
-		return
-	}
-	ai, err := access.Arch(string(ar))
+	ai, err := access.Arch(string(arch.Host()))
 	if err != nil {
 		return
 	}
@@ -216,7 +210,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		}
 		var m access.Measurement
 		if safe(kcmpAct) {
-			ret, _, err := sess.call(site, ai.Kcmp, uint64(self), uint64(bpid), access.KCMPVM, 0, 0)
+			ret, _, err := sess.call(ai.Kcmp, uint64(self), uint64(bpid), access.KCMPVM, 0, 0)
 			if err == nil {
 				m.KcmpRet, m.KcmpRan = ret, true
 				st.Injections++
@@ -226,7 +220,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 		}
 		if safe(vmAct) && b.ReadableAddr != 0 && iovOK {
 			if err := sc.poke(16, b.ReadableAddr); err == nil { // remote: B's readable byte
-				ret, _, err := sess.call(site, ai.VMReadv, uint64(bpid), sc.addr, 1, sc.addr+16, 1, 0)
+				ret, _, err := sess.call(ai.VMReadv, uint64(bpid), sc.addr, 1, sc.addr+16, 1, 0)
 				if err == nil {
 					m.VMRet, m.VMRan = ret, true
 					st.Injections++
@@ -266,19 +260,4 @@ func measureThread(p *proc) *task {
 		}
 	}
 	return best
-}
-
-// syscallSite is findSyscallSite cached per process until it execs or exits.
-func (t *Tracer) syscallSite(pid int, a arch.Arch) (uint64, error) {
-	if site, ok := t.sites[pid]; ok {
-		return site, nil
-	}
-	site, err := findSyscallSite(pid, a)
-	if err == nil {
-		if t.sites == nil {
-			t.sites = map[int]uint64{}
-		}
-		t.sites[pid] = site
-	}
-	return site, err
 }

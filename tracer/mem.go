@@ -125,3 +125,21 @@ func peekBytes(tid int, addr uint64, buf []byte) error {
 	}
 	return nil
 }
+
+// writeMem writes b at addr of pid through /proc/PID/mem, which writes read-only text too
+// (FOLL_FORCE breaks COW: the process gets a private copy of the page; the file and other
+// processes are untouched). The caller must be pid's tracer.
+func writeMem(pid int, addr uint64, b []byte) error {
+	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if addr > 1<<63-1 {
+		return unix.EIO
+	}
+	if n, err := f.WriteAt(b, int64(addr)); err != nil || n != len(b) {
+		return fmt.Errorf("write memory of %d at %#x: %d of %d bytes: %v", pid, addr, n, len(b), err)
+	}
+	return nil
+}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
@@ -374,35 +373,5 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 	}
 	if exit == nil || exit.Signal != "SIGTERM" {
 		t.Fatalf("exit event %+v, want the process's end by SIGTERM", exit)
-	}
-}
-
-// TestSteppablePPC64LE: on ppc64le a single-step over sc also runs the next instruction, so a
-// syscall site must be followed by one that changes only the pc, CTR or LR. The words are
-// from Debian's 6.1 ppc64el vDSO (its signal trampoline's sc is followed by a zero word,
-// which raised SIGILL) and from Go's and glibc's syscall wrappers.
-func TestSteppablePPC64LE(t *testing.T) {
-	le := func(w uint32) []byte { return []byte{byte(w), byte(w >> 8), byte(w >> 16), byte(w >> 24)} }
-	for _, c := range []struct {
-		name string
-		next []byte
-		ok   bool
-	}{
-		{"illegal zero word (vDSO sigtramp)", le(0), false},
-		{"bns+ (vDSO fallback)", le(0x40e30008), true},
-		{"bnslr+ (glibc)", le(0x4ca30020), true},
-		{"b", le(0x48000010), true},
-		{"bctr", le(0x4e800420), true},
-		{"nop", le(0x60000000), true},
-		{"neg r3,r3", le(0x7c6300d0), false},
-		{"std r3,0(r1)", le(0xf8610000), false},
-		{"at the end of a chunk", nil, false},
-	} {
-		if got := steppable(arch.PPC64LE, c.next); got != c.ok {
-			t.Errorf("%s: steppable %v, want %v", c.name, got, c.ok)
-		}
-	}
-	if !steppable(arch.AMD64, nil) || !steppable(arch.ARM64, le(0)) {
-		t.Error("amd64 and arm64 report a step at the syscall's exit: every site is steppable")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/crashtui/crashtui/arch"
-	"golang.org/x/sys/unix"
 )
 
 // saRestart is SA_RESTART on amd64, arm64 and ppc64le alike.
@@ -31,14 +30,12 @@ func (t *Tracer) readSigaction(held *task, sig int) sigactionResult {
 	}
 	var tk *task
 	for _, c := range p.tasks {
-		if c.stopped == stopEvent && c.cause == unix.PTRACE_EVENT_STOP && c.inject == nil && c.abandoned == nil {
-			if tk == nil || c.tid < tk.tid {
-				tk = c
-			}
+		if canInject(c) && (tk == nil || c.tid < tk.tid) {
+			tk = c
 		}
 	}
 	if tk == nil {
-		tk = held
+		return sigactionResult{err: fmt.Errorf("every thread of %d is held at a signal; code is run only in a thread held at an interrupt stop, which a crashtui that died could leave exactly as it was", held.pid)}
 	}
 	r := sigactionResult{tid: tk.tid}
 	b, err := t.injectWithScratch(tk, "rt_sigaction", 32, nil, func(addr uint64) []uint64 {

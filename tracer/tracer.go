@@ -107,8 +107,11 @@ type Tracer struct {
 	lastMatrixKey *matrixKey
 	// filtersUnreadable are processes whose seccomp filters could not be read (said once).
 	filtersUnreadable map[int]bool
-	// sites caches a syscall instruction per process for injections, until exec or exit.
-	sites map[int]uint64
+	// caves caches where each process's injection guards can go, until exec or exit.
+	caves map[int][]cave
+	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
+	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
+	injectCut string
 	// live is RefreshMatrix's own state (it runs on its caller's goroutine).
 	live liveState
 	self int
@@ -498,7 +501,7 @@ func (t *Tracer) onExec(tk *task) {
 		}
 	}
 	// Other threads' exit statuses arrive on their own (gone).
-	delete(t.sites, p.pid) // a new image: new mappings
+	delete(t.caves, p.pid) // a new image: new mappings
 	t.refreshProc(p)
 	if !p.announced {
 		t.announce(p)
@@ -534,7 +537,7 @@ func (t *Tracer) gone(tid int, tk *task, ws unix.WaitStatus) {
 
 // procGone reports the end of a process and forgets it.
 func (t *Tracer) procGone(p *proc, ws unix.WaitStatus) {
-	delete(t.sites, p.pid)
+	delete(t.caves, p.pid)
 	delete(t.filtersUnreadable, p.pid)
 	ex := sessions.Exit{PID: p.pid}
 	if ws.Exited() {

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// victimJob is demo/c/victim.c: N processes in their own group that report any harm.
+type victimJob struct {
+	cmd   *exec.Cmd
+	pgid  int
+	pids  []int
+	lines chan string
+}
+
+func startVictims(t *testing.T, n int) *victimJob {
+	t.Helper()
+	bin := buildC(t, "victim")
+	v := &victimJob{cmd: exec.Command(bin, strconv.Itoa(n)), lines: make(chan string, 1<<16)}
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := v.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	v.pgid = v.cmd.Process.Pid
+	t.Cleanup(func() {
+		for _, pid := range pgroupPIDs(v.pgid) {
+			syscall.Kill(pid, syscall.SIGCONT)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		v.cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			v.lines <- sc.Text()
+		}
+		close(v.lines)
+	}()
+	deadline := time.After(20 * time.Second)
+	for len(v.pids) < n {
+		select {
+		case l := <-v.lines:
+			var pid int
+			if _, err := fmt.Sscanf(l, "ready %d", &pid); err == nil {
+				v.pids = append(v.pids, pid)
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d victims ready", len(v.pids), n)
+		}
+	}
+	return v
+}
+
+// dead lists the victims that are gone or zombies.
+func (v *victimJob) dead() []int {
+	var out []int
+	for _, pid := range v.pids {
+		if st := procState(pid); st == "" || st == "Z" || st == "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// check asks every process to raise SIGTRAP and report, and fails on any harm: a process
+// gone, stopped or traced, a bad line, a SIGTRAP handler that did not run.
+func (v *victimJob) check(t *testing.T) (harmed int) {
+	t.Helper()
+	bad := map[int]bool{}
+	for _, pid := range v.pids {
+		switch st := procState(pid); st {
+		case "", "Z", "X":
+			t.Errorf("victim %d died (state %q)", pid, st)
+			bad[pid] = true
+		case "t", "T":
+			t.Errorf("victim %d left stopped (state %s)", pid, st)
+			bad[pid] = true
+		}
+		if tp := tracerPID(pid); tp != 0 {
+			t.Errorf("victim %d still traced by %d", pid, tp)
+			bad[pid] = true
+		}
+		syscall.Kill(pid, syscall.SIGUSR2)
+	}
+	reported := map[int]bool{}
+	deadline := time.After(10 * time.Second)
+	for len(reported) < len(v.pids)-len(bad) {
+		select {
+		case l, ok := <-v.lines:
+			if !ok {
+				t.Fatal("victims' output ended")
+			}
+			var pid, traps int
+			var nbad, loops int64
+			switch {
+			case strings.HasPrefix(l, "bad "):
+				t.Errorf("victim: %s", l)
+				fmt.Sscanf(l, "bad %d", &pid)
+				bad[pid] = true
+			case strings.HasPrefix(l, "report "):
+				if _, err := fmt.Sscanf(l, "report %d traps=%d bad=%d loops=%d", &pid, &traps, &nbad, &loops); err != nil {
+					t.Errorf("victim line %q: %v", l, err)
+					continue
+				}
+				reported[pid] = true
+				if nbad != 0 || traps < 1 {
+					t.Errorf("victim: %s", l)
+					bad[pid] = true
+				}
+			}
+		case <-deadline:
+			t.Errorf("%d of %d victims reported", len(reported), len(v.pids)-len(bad))
+			return len(v.pids) - len(reported)
+		}
+	}
+	return len(bad)
+}
+
+// TestKill9DuringInjection is issue 9's first promise: crashtui SIGKILLed at a random moment
+// of `matrix`, `checkpoint` and a live measured `attach` (all of which run syscalls inside
+// the job's threads) leaves every thread of a 20-process job with its own registers, signal
+// mask and SIGTRAP handler. CRASHTUI_KILL9_TRIALS sets the count (make soak runs 200).
+func TestKill9DuringInjection(t *testing.T) {
+	needRoot(t)
+	trials := 40
+	if s := os.Getenv("CRASHTUI_KILL9_TRIALS"); s != "" {
+		trials, _ = strconv.Atoi(s)
+	}
+	v := startVictims(t, 20)
+	job := "pgid:" + strconv.Itoa(v.pgid)
+	modes := [][]string{
+		{"matrix", "--json", job},
+		{"checkpoint", "--json", "--restore=none", job},
+		{"attach", "--json", "--matrix=measure", job},
+	}
+	// Each kill lands at a uniformly random moment of the command's own run, measured here
+	// once: the live attach measures its first matrix a second after it starts.
+	span := map[string]time.Duration{}
+	for _, args := range modes[:2] {
+		t0 := time.Now()
+		if out, err := exec.Command(crashtuiBin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		span[args[0]] = time.Since(t0)
+	}
+	span["attach"] = time.Second + span["matrix"]
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	start := time.Now()
+	for i := 0; i < trials; i++ {
+		args := modes[i%len(modes)]
+		c := exec.Command(crashtuiBin, args...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.Int63n(int64(span[args[0]]))))
+		c.Process.Kill()
+		c.Wait()
+		// The kernel detaches in the dead tracer's exit_ptrace.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			traced := false
+			for _, pid := range v.pids {
+				if tracerPID(pid) > 0 {
+					traced = true
+					break
+				}
+			}
+			if !traced {
+				break
+			}
+		}
+		if dead := v.dead(); len(dead) > 0 {
+			t.Errorf("after trial %d (%v): victims %v died", i+1, args, dead)
+			break
+		}
+	}
+	harmed := v.check(t)
+	t.Logf("kill -9 trials %d (seed %d, %v, windows %v): harmed %d of %d processes", trials, seed, time.Since(start).Round(time.Millisecond), span, harmed, len(v.pids))
+	if os.Getenv("CRASHTUI_KILL9_REPORT") != "" {
+		fmt.Printf("kill9: trials=%d harmed=%d processes=%d\n", trials, harmed, len(v.pids))
+	}
+}

@@ -1,0 +1,200 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/arch"
+)
+
+const guardVictimEnv = "CRASHTUI_GUARD_VICTIM"
+
+// TestGuardVictimProcess is the tracee of TestInjectionDeathAtEveryPoint, not a test. One
+// locked thread sleeps 1 ms at a time and checks every result; a SIGTRAP handler (Go's,
+// through signal.Notify) must still catch SIGTRAP at the end. "check" on stdin asks for the
+// verdict: "ok LOOPS" or "bad WHAT".
+func TestGuardVictimProcess(t *testing.T) {
+	if os.Getenv(guardVictimEnv) != "1" {
+		return
+	}
+	traps := make(chan os.Signal, 1)
+	signal.Notify(traps, unix.SIGTRAP)
+	bad := make(chan string, 16)
+	loops := make(chan int, 1)
+	ready := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		ready <- unix.Gettid()
+		n := 0
+		for {
+			err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, 0, &unix.Timespec{Nsec: 1e6}, nil)
+			if err != nil && err != unix.EINTR {
+				bad <- "clock_nanosleep " + err.Error()
+			}
+			n++
+			select {
+			case <-loops:
+			default:
+			}
+			loops <- n
+		}
+	}()
+	fmt.Printf("tid %d\n", <-ready)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		select {
+		case b := <-bad:
+			fmt.Printf("bad %s\n", b)
+			continue
+		default:
+		}
+		unix.Kill(os.Getpid(), unix.SIGTRAP)
+		select {
+		case <-traps:
+		case <-time.After(5 * time.Second):
+			fmt.Println("bad SIGTRAP not caught")
+			continue
+		}
+		fmt.Printf("ok %d\n", <-loops)
+	}
+	os.Exit(0)
+}
+
+// guardVictim runs TestGuardVictimProcess and returns its pid, its sleeping thread, and a
+// function that asks for its verdict.
+func guardVictim(t *testing.T) (pid, tid int, verdict func() string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("cannot re-execute the test binary: %v", err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestGuardVictimProcess$")
+	cmd.Env = append(os.Environ(), guardVictimEnv+"=1")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "victim exited"
+			}
+			return l
+		case <-time.After(10 * time.Second):
+			return "victim did not answer"
+		}
+	}
+	if _, err := fmt.Sscanf(next(), "tid %d", &tid); err != nil {
+		t.Fatalf("victim: %v", err)
+	}
+	return cmd.Process.Pid, tid, func() string {
+		fmt.Fprintln(in, "check")
+		return next()
+	}
+}
+
+// taskStatusField reads one field of /proc/PID/task/TID/status.
+func taskStatusField(pid, tid int, name string) string {
+	return statusField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), name)
+}
+
+// TestInjectionDeathAtEveryPoint lets the injected thread go, as the kernel does when
+// crashtui dies, at every point of an injection: after its registers point into the guard,
+// after every signal is blocked, at the call's entry and exit stops, at the end's interrupt
+// stop and between the restored mask and the restored registers. Each time the thread must
+// go on with its own registers, mask and SIGTRAP handler: its sleeps keep returning 0 and its
+// handler still catches SIGTRAP. Run in the arm64 and ppc64le guests too, it checks each
+// architecture's guard code by executing it.
+func TestInjectionDeathAtEveryPoint(t *testing.T) {
+	if arch.NumWords(arch.Host()) == 0 {
+		t.Skipf("no register glue for %s", arch.Host())
+	}
+	for _, point := range []string{"", "regs", "mask", "entry", "exit", "end", "restore"} {
+		name := point
+		if name == "" {
+			name = "none"
+		}
+		t.Run(name, func(t *testing.T) {
+			pid, tid, verdict := guardVictim(t)
+			if v := verdict(); !strings.HasPrefix(v, "ok") {
+				t.Fatalf("victim before: %s", v)
+			}
+			blocked, caught := taskStatusField(pid, tid, "SigBlk"), taskStatusField(pid, tid, "SigCgt")
+			tr := New(Options{})
+			t.Cleanup(func() { tr.Close() })
+			job, _ := ParseJob("pid:" + strconv.Itoa(pid))
+			if _, err := tr.Attach(job); err != nil {
+				t.Fatal(err)
+			}
+			getpid, _ := arch.SyscallNumber(arch.Host(), "getpid")
+			var ret int64
+			err := tr.do(func() error {
+				tk := tr.tasks[tid]
+				if tk == nil {
+					return fmt.Errorf("thread %d not traced", tid)
+				}
+				if err := tr.stopTask(tk, 2*time.Second); err != nil {
+					return err
+				}
+				tr.injectCut = point
+				defer func() { tr.injectCut = "" }()
+				r, _, err := tr.injectSyscall(tk, getpid)
+				ret = r
+				if tr.tasks[tid] != nil {
+					tr.resume(tk)
+				}
+				return err
+			})
+			if point == "" && (err != nil || ret != int64(pid)) {
+				t.Fatalf("injected getpid = %d, %v; want %d", ret, err, pid)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // a few more sleeps
+			if tp := taskStatusField(pid, tid, "TracerPid"); tp != "0" {
+				t.Errorf("TracerPid %s after detach", tp)
+			}
+			if b := taskStatusField(pid, tid, "SigBlk"); b != blocked {
+				t.Errorf("SigBlk %s after, %s before", b, blocked)
+			}
+			if c := taskStatusField(pid, tid, "SigCgt"); c != caught {
+				t.Errorf("SigCgt %s after, %s before", c, caught)
+			}
+			if v := verdict(); !strings.HasPrefix(v, "ok") {
+				t.Errorf("victim after: %s", v)
+			}
+		})
+	}
+}
