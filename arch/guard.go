@@ -224,31 +224,37 @@ func guardARM64(r Regs, mask, base uint64) []byte {
 // ---- ppc64le ----
 
 // guardPPC64LE: sc; bcl 20,31,$+4 and mflr r12 give a base for the literals; rt_sigprocmask
-// with r4 = mask; lr, ctr, xer and cr through r0; r0..r11 and r13..r31 by ld; r12 last (ld
-// r12,d(r12)); b nip.
+// with r4 = mask; the base again (the kernel zeroes r9-r12 on the way out of a syscall); lr,
+// ctr, xer and cr through r0; r0..r11 and r13..r31 by ld; r12 last (ld r12,d(r12)); b nip.
 func guardPPC64LE(r Regs, mask, base uint64) []byte {
 	var code []uint32
-	type lit struct{ insn, k int }
+	type lit struct{ insn, k, base int }
 	var lits []lit
+	baseInsn := 0
+	// setBase: r12 = the address of the mflr (bcl 20,31,$+4 sets lr to it).
+	setBase := func() {
+		code = append(code, 0x429f0005) // bcl 20,31,$+4
+		baseInsn = len(code)
+		code = append(code, 0x7d8802a6) // mflr r12
+	}
 	// ld rt, lit(r12): the displacement is patched once the literals' place is known.
 	ld := func(rt uint32, k int) {
-		lits = append(lits, lit{len(code), k})
+		lits = append(lits, lit{len(code), k, baseInsn})
 		code = append(code, 0xe8000000|rt<<21|12<<16)
 	}
 	li := func(rt, imm uint32) { code = append(code, 0x38000000|rt<<21|imm&0xffff) }
 	mtspr := func(spr uint32) { code = append(code, 0x7c0003a6|(spr&0x1f)<<16|(spr>>5)<<11) }
 	// Literal slots: 0 mask, 1 lr, 2 ctr, 3 xer, 4 ccr, 5+i ri.
-	code = append(code, insnPPCSc)  // the injected call
-	code = append(code, 0x429f0005) // bcl 20,31,$+4
-	baseInsn := len(code)           // lr = the address of this instruction
-	code = append(code, 0x7d8802a6) // mflr r12
-	li(0, 174)                      // rt_sigprocmask
-	li(3, 2)                        // SIG_SETMASK
-	lits = append(lits, lit{len(code), 0})
+	code = append(code, insnPPCSc) // the injected call
+	setBase()
+	li(0, 174) // rt_sigprocmask
+	li(3, 2)   // SIG_SETMASK
+	lits = append(lits, lit{len(code), 0, baseInsn})
 	code = append(code, 0x38000000|4<<21|12<<16) // addi r4, r12, mask
 	li(5, 0)
 	li(6, 8)
 	code = append(code, insnPPCSc)
+	setBase()
 	ld(0, 1)
 	mtspr(8) // mtlr r0
 	ld(0, 2)
@@ -274,7 +280,7 @@ func guardPPC64LE(r Regs, mask, base uint64) []byte {
 		vals = append(vals, r.word(ppcR0+i))
 	}
 	for _, l := range lits {
-		code[l.insn] |= uint32(litAt+8*l.k-4*baseInsn) & 0xffff
+		code[l.insn] |= uint32(litAt+8*l.k-4*l.base) & 0xffff
 	}
 	code[bAt] |= uint32(int64(r.word(ppcNIP))-int64(base+uint64(4*bAt))) & 0x03fffffc
 	out := make([]byte, 0, litAt+8*len(vals))

@@ -42,13 +42,20 @@ func (t *Tracer) Attach(job Job) (AttachResult, error) {
 func (t *Tracer) attach(job Job) (AttachResult, error) {
 	var res AttachResult
 	refused := map[int]error{}
+	skipped := map[int]bool{}
 	for round := 0; ; round++ {
-		pids, err := job.Resolve()
+		pids, pipeline, err := job.resolve()
 		if err != nil {
 			if round == 0 {
 				return res, fmt.Errorf("%w: %v", ErrNoJob, err)
 			}
 			break
+		}
+		for pid, why := range pipeline {
+			if !skipped[pid] {
+				skipped[pid] = true
+				t.emitErr(pid, "attach", fmt.Errorf("not traced: %s (crashtui's own pipeline)", why))
+			}
 		}
 		added := 0
 		for _, pid := range pids {

@@ -101,6 +101,17 @@ func TestCrashGo(t *testing.T) {
 		*piped
 		mode string
 	}
+	// crashtui honours each process's own RLIMIT_CORE: the ranks inherit one that allows a
+	// core (the guest's default soft limit is 0).
+	var lim, old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &old); err != nil || old.Max == 0 {
+		t.Skip("hard RLIMIT_CORE is 0: the ranks cannot be given a core")
+	}
+	lim = unix.Rlimit{Cur: old.Max, Max: old.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_CORE, &old) })
 	var procs []*proc
 	pgid := 0
 	for _, mode := range []string{"segv", "segv", "recover", "wait"} {

@@ -23,8 +23,10 @@ type cave struct {
 	module     string
 }
 
-// findCaves lists the unused tails of pid's executable mappings, the vDSO first.
-func findCaves(pid int) ([]cave, error) {
+// findCaves lists the unused tails of pid's executable mappings, the vDSO first. Memory is
+// read with PTRACE_PEEKDATA through tid, a held thread of pid: under Yama's ptrace_scope 3
+// even the tracer may not open /proc/PID/mem or use process_vm_readv.
+func findCaves(pid, tid int) ([]cave, error) {
 	maps, err := elfinfo.ReadMaps(pid)
 	if err != nil {
 		return nil, err
@@ -38,7 +40,7 @@ func findCaves(pid int) ([]cave, error) {
 		if !ok {
 			continue
 		}
-		used, ok := elfUsedEnd(pid, head, m)
+		used, ok := elfUsedEnd(tid, head, m)
 		if !ok || used >= m.End || m.End-used < arch.GuardSize {
 			continue
 		}
@@ -67,9 +69,9 @@ func moduleHead(maps []elfinfo.Mapping, m elfinfo.Mapping) (elfinfo.Mapping, boo
 // elfUsedEnd reads the module's ELF header and program headers from memory and returns the
 // highest address inside m that any segment (or the in-memory section headers) covers. It
 // refuses anything it cannot read or that does not look like a 64-bit little-endian ELF.
-func elfUsedEnd(pid int, head, m elfinfo.Mapping) (uint64, bool) {
+func elfUsedEnd(tid int, head, m elfinfo.Mapping) (uint64, bool) {
 	var eh [64]byte
-	if err := readMem(pid, head.Start, eh[:]); err != nil || string(eh[:4]) != elf.ELFMAG ||
+	if err := peekBytes(tid, head.Start, eh[:]); err != nil || string(eh[:4]) != elf.ELFMAG ||
 		eh[elf.EI_CLASS] != byte(elf.ELFCLASS64) || eh[elf.EI_DATA] != byte(elf.ELFDATA2LSB) {
 		return 0, false
 	}
@@ -80,7 +82,7 @@ func elfUsedEnd(pid int, head, m elfinfo.Mapping) (uint64, bool) {
 		return 0, false
 	}
 	ph := make([]byte, phentsize*phnum)
-	if err := readMem(pid, head.Start+phoff, ph); err != nil {
+	if err := peekBytes(tid, head.Start+phoff, ph); err != nil {
 		return 0, false
 	}
 	// The load bias: the segment at file offset 0 starts at head.Start.
@@ -117,11 +119,11 @@ func elfUsedEnd(pid int, head, m elfinfo.Mapping) (uint64, bool) {
 
 // guardSite returns where to write a guard whose final jump goes to pc: a cave of pid within
 // the branch's reach, the one holding pc's module first. Caves are cached until exec or exit.
-func (t *Tracer) guardSite(pid int, a arch.Arch, pc uint64) (uint64, error) {
+func (t *Tracer) guardSite(pid, tid int, a arch.Arch, pc uint64) (uint64, error) {
 	cs, ok := t.caves[pid]
 	if !ok {
 		var err error
-		if cs, err = findCaves(pid); err != nil {
+		if cs, err = findCaves(pid, tid); err != nil {
 			return 0, fmt.Errorf("guard site in %d: %w", pid, err)
 		}
 		if t.caves == nil {

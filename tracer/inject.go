@@ -123,7 +123,7 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 		return nil, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
 	}
 	resume := arch.ResumeRegs(orig, restartInsn(tk.tid, orig))
-	if s.base, err = t.guardSite(tk.pid, orig.Arch, resume.PC()); err != nil {
+	if s.base, err = t.guardSite(tk.pid, tk.tid, orig.Arch, resume.PC()); err != nil {
 		return nil, err
 	}
 	g, err := arch.Guard(resume, s.mask, s.base)
@@ -131,16 +131,16 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 		return nil, err
 	}
 	s.saved = make([]byte, len(g))
-	if err := readMem(tk.pid, s.base, s.saved); err != nil {
+	if err := peekBytes(tk.tid, s.base, s.saved); err != nil {
 		return nil, err
 	}
-	if err := writeMem(tk.pid, s.base, g); err != nil {
+	if err := pokeBytes(tk.tid, s.base, g); err != nil {
 		return nil, err
 	}
 	// Syscall-stops must be told from SIGTRAPs.
 	if !t.crash.sysgood[tk.tid] {
 		if err := ptrace(unix.PTRACE_SETOPTIONS, tk.tid, 0, uintptr(seizeOptions|unix.PTRACE_O_TRACESYSGOOD)); err != nil {
-			writeMem(tk.pid, s.base, s.saved)
+			pokeBytes(tk.tid, s.base, s.saved)
 			return nil, fmt.Errorf("setoptions %d: %w", tk.tid, err)
 		}
 		t.crash.sysgood[tk.tid] = true
@@ -329,7 +329,7 @@ func (s *injectSession) restore() error {
 	}
 	var e3 error
 	if !s.inGuard && s.saved != nil {
-		e3 = writeMem(tk.pid, s.base, s.saved)
+		e3 = pokeBytes(tk.tid, s.base, s.saved)
 		s.saved = nil
 	}
 	return errors.Join(e1, e2, e3)

@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // JobKind is how a JOB names its processes.
@@ -31,7 +34,13 @@ type Job struct {
 	ID   int    // pgid, sid, pid or Slurm job id
 	Path string // cgroup path
 	Spec string // as the user wrote it
+	// WholeNamespace lets the job contain init (pid 1 of crashtui's pid namespace): every
+	// process of the machine or container. Without it such a job is refused.
+	WholeNamespace bool
 }
+
+// ErrWholeNamespace means the job contains init and WholeNamespace was not given.
+var ErrWholeNamespace = errors.New("contains init")
 
 func (j Job) String() string { return j.Spec }
 
@@ -85,7 +94,9 @@ type procStat struct {
 
 const pfKthread = 0x00200000 // PF_KTHREAD, include/linux/sched.h
 
-func (s procStat) kernelThread() bool { return s.flags&pfKthread != 0 || s.pid == 2 || s.ppid == 2 }
+// kernelThread is PF_KTHREAD alone: in a pid namespace of its own, pid 2 and its children are
+// ordinary processes.
+func (s procStat) kernelThread() bool { return s.flags&pfKthread != 0 }
 
 // parseStat parses /proc/PID/stat. comm may contain spaces and parentheses: it runs from the
 // first '(' to the last ')'.
@@ -160,11 +171,17 @@ func excluded() map[int]bool {
 }
 
 // Resolve returns the pids the job names now, without kernel threads, crashtui and its
-// ancestors, sorted.
+// ancestors, and the processes of crashtui's own pipeline, sorted.
 func (j Job) Resolve() ([]int, error) {
+	pids, _, err := j.resolve()
+	return pids, err
+}
+
+// resolve is Resolve that also returns the processes it left out because they hold the other
+// end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with tail in
+// the job: tracing it would stop the reader crashtui writes to).
+func (j Job) resolve() (pids []int, pipeline map[int]string, err error) {
 	ex := excluded()
-	var pids []int
-	var err error
 	switch j.Kind {
 	case JobPGID:
 		pids, err = scanStat(func(s procStat) bool { return s.pgrp == j.ID && !s.kernelThread() })
@@ -189,11 +206,15 @@ func (j Job) Resolve() ([]int, error) {
 			pids = append(pids, p...)
 		}
 	default:
-		return nil, fmt.Errorf("job %q: unknown kind", j.Spec)
+		return nil, nil, fmt.Errorf("job %q: unknown kind", j.Spec)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", j.Spec, err)
+		return nil, nil, fmt.Errorf("job %s: %w", j.Spec, err)
 	}
+	if !j.WholeNamespace && slices.Contains(pids, 1) {
+		return nil, nil, wholeNamespaceErr(j, pids)
+	}
+	pipes := ownPipes()
 	out := pids[:0]
 	seen := map[int]bool{}
 	for _, p := range pids {
@@ -210,10 +231,90 @@ func (j Job) Resolve() ([]int, error) {
 		if (s.state == 'Z' || s.state == 'X') && len(listTasks(p)) <= 1 {
 			continue
 		}
+		if why := holdsPipe(p, pipes); why != "" {
+			if pipeline == nil {
+				pipeline = map[int]string{}
+			}
+			pipeline[p] = why
+			continue
+		}
 		out = append(out, p)
 	}
 	sort.Ints(out)
-	return out, nil
+	return out, pipeline, nil
+}
+
+// wholeNamespaceErr says what a job that contains init would have attached.
+func wholeNamespaceErr(j Job, pids []int) error {
+	var names []string
+	n := 0
+	for _, p := range pids {
+		s, err := readStat(p)
+		if err != nil || s.kernelThread() {
+			continue
+		}
+		n++
+		if len(names) < 5 && !slices.Contains(names, s.comm) {
+			names = append(names, s.comm)
+		}
+	}
+	return fmt.Errorf("job %s %w (pid 1 of crashtui's pid namespace): it would attach all %d processes of this machine or container (%s, ...); name the job's own process group, session or cgroup, or pass --whole-namespace to take them all on purpose",
+		j.Spec, ErrWholeNamespace, n, strings.Join(names, ", "))
+}
+
+// streamPipe is one of crashtui's standard streams that is a pipe, and the access mode
+// (O_RDONLY or O_WRONLY) with which a process holds its other end.
+type streamPipe struct {
+	name  string
+	other int
+}
+
+// ownPipes returns the pipes of crashtui's standard streams, by inode.
+func ownPipes() map[uint64]streamPipe {
+	var out map[uint64]streamPipe
+	for fd, name := range []string{"stdin", "stdout", "stderr"} {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+			if out == nil {
+				out = map[uint64]streamPipe{}
+			}
+			other := unix.O_RDONLY // who reads what crashtui writes
+			if fd == 0 {
+				other = unix.O_WRONLY // who writes what crashtui reads
+			}
+			out[st.Ino] = streamPipe{name, other}
+		}
+	}
+	return out
+}
+
+// holdsPipe says which of crashtui's stream pipes pid holds the other end of ("" if none):
+// a writer that shares crashtui's stderr is not its reader.
+func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
+	if len(pipes) == 0 {
+		return ""
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	ents, err := os.ReadDir(dir + "/fd")
+	if err != nil {
+		return ""
+	}
+	for _, e := range ents {
+		l, err := os.Readlink(dir + "/fd/" + e.Name())
+		if err != nil || !strings.HasPrefix(l, "pipe:[") {
+			continue
+		}
+		ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "pipe:["), "]"), 10, 64)
+		sp, ok := pipes[ino]
+		if err != nil || !ok {
+			continue
+		}
+		flags := statusField(dir+"/fdinfo/"+e.Name(), "flags")
+		if mode, err := strconv.ParseUint(flags, 8, 64); err == nil && int(mode)&unix.O_ACCMODE == sp.other {
+			return "holds the other end of crashtui's " + sp.name + " pipe"
+		}
+	}
+	return ""
 }
 
 func descendants(root int) ([]int, error) {

@@ -126,20 +126,24 @@ func peekBytes(tid int, addr uint64, buf []byte) error {
 	return nil
 }
 
-// writeMem writes b at addr of pid through /proc/PID/mem, which writes read-only text too
-// (FOLL_FORCE breaks COW: the process gets a private copy of the page; the file and other
-// processes are untouched). The caller must be pid's tracer.
-func writeMem(pid int, addr uint64, b []byte) error {
-	f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/mem", os.O_WRONLY, 0)
-	if err != nil {
-		return err
+// pokeBytes writes b at addr of tid with PTRACE_POKEDATA, whole words (the bytes around b in
+// its first and last word are read first and written back as they were). PTRACE_POKEDATA
+// writes read-only text too (FOLL_FORCE: the process gets a private copy of the page) and,
+// unlike /proc/PID/mem, is allowed to the tracer under any Yama ptrace_scope. tid must be in
+// a ptrace-stop of the calling thread.
+func pokeBytes(tid int, addr uint64, b []byte) error {
+	start, end := addr&^7, (addr+uint64(len(b))+7)&^7
+	buf := make([]byte, end-start)
+	if start != addr || end != addr+uint64(len(b)) {
+		if err := peekBytes(tid, start, buf); err != nil {
+			return err
+		}
 	}
-	defer f.Close()
-	if addr > 1<<63-1 {
-		return unix.EIO
-	}
-	if n, err := f.WriteAt(b, int64(addr)); err != nil || n != len(b) {
-		return fmt.Errorf("write memory of %d at %#x: %d of %d bytes: %v", pid, addr, n, len(b), err)
+	copy(buf[addr-start:], b)
+	for i := 0; i < len(buf); i += 8 {
+		if err := pokeWord(tid, start+uint64(i), binary.LittleEndian.Uint64(buf[i:])); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -33,9 +33,9 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--restore=%s: want correct, naive or none", *restore)
 	}
 	policy := arch.Policy(strings.ToLower(*restore))
-	job, err := tracer.ParseJob(spec)
+	job, err := c.parseJob(spec)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	var image io.Writer
 	var imageFile *os.File

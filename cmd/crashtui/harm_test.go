@@ -192,3 +192,64 @@ func TestKill9DuringInjection(t *testing.T) {
 		fmt.Printf("kill9: trials=%d harmed=%d processes=%d\n", trials, harmed, len(v.pids))
 	}
 }
+
+// TestRefuseWholeNamespace: inside a pid namespace of its own (as in a container), a JOB that
+// contains init (pid:1, a bare 1, cgroup:/) is refused with exit 2 before anything is
+// attached, saying how many processes it would have taken; --whole-namespace takes them.
+func TestRefuseWholeNamespace(t *testing.T) {
+	needRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare (util-linux) is missing")
+	}
+	// In the namespace: init is sh, with two sleeps; crashtui is sh's child.
+	script := `sleep 30 & sleep 30 & "$0" "$@"; st=$?; kill $(jobs -p) 2>/dev/null; exit $st`
+	ns := func(args ...string) (string, int) {
+		cmd := exec.Command(unshare, append([]string{"-pf", "--mount-proc", "sh", "-c", script, crashtuiBin}, args...)...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	for _, job := range []string{"pid:1", "1", "cgroup:/"} {
+		out, code := ns("matrix", "--json", job)
+		if code != 2 || !strings.Contains(out, "contains init") || !strings.Contains(out, "--whole-namespace") || strings.Contains(out, `"event":"process"`) {
+			t.Errorf("matrix %s in a pid namespace: exit %d, output %q; want exit 2 refusing init, nothing attached", job, code, out)
+		}
+	}
+	out, code := ns("matrix", "--json", "--whole-namespace", "pid:1")
+	if code != 0 || strings.Count(out, `"event":"process"`) != 2 || !strings.Contains(out, `"comm":"sleep"`) {
+		t.Errorf("matrix --whole-namespace pid:1: exit %d, output %q; want the two sleeps attached", code, out)
+	}
+}
+
+// TestOwnPipelineNotTraced: `crashtui matrix --json sid:S | cat` with cat in the session:
+// cat holds the other end of crashtui's stdout, so it is never traced (tracing the reader
+// crashtui writes to can deadlock both), and the log says why.
+func TestOwnPipelineNotTraced(t *testing.T) {
+	needRoot(t)
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("setsid (util-linux) is missing")
+	}
+	out := t.TempDir() + "/out"
+	script := `sleep 30 & "$0" matrix --json --measure=false "sid:$$" | cat > "$1"; kill $!`
+	if b, err := exec.Command(setsid, "-w", "sh", "-c", script, crashtuiBin, out).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if strings.Count(s, `"event":"process"`) != 1 || !strings.Contains(s, `"comm":"sleep"`) || strings.Contains(s, `"comm":"cat"`) {
+		t.Errorf("want only sleep attached, not cat:\n%s", s)
+	}
+	if !strings.Contains(s, "holds the other end of crashtui's stdout pipe") {
+		t.Errorf("no log line saying why cat was not traced:\n%s", s)
+	}
+}

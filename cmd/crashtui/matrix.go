@@ -24,9 +24,9 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	job, err := tracer.ParseJob(spec)
+	job, err := c.parseJob(spec)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer"
 )
 
 // common are the flags every tracing command takes.
@@ -31,6 +32,7 @@ type common struct {
 	groupBy  string
 	host     string
 	matrix   string        // auto, off, predict, measure
+	wholeNS  bool          // the JOB may contain init (--whole-namespace)
 	duration time.Duration // demo: end after this long (0: never)
 }
 
@@ -53,7 +55,24 @@ func (c *common) register(fs *flag.FlagSet) {
 	})
 	registerCrashFlags(c, fs)
 	fs.StringVar(&c.host, "host", "", "stamp events with this host name (for merging agents)")
-	fs.StringVar(&c.matrix, "matrix", "auto", "live access matrix: `off`, predict (from /proc), measure (syscalls inside each process) or auto (measure in the TUI, off with --json)")
+	fs.Func("matrix", "live access matrix: `auto|off|predict|measure` (predict: from /proc; measure: syscalls inside each process; auto, the default: measure in the TUI, off with --json)", func(s string) error {
+		if !oneOf(s, "auto", "off", "predict", "measure") {
+			return fmt.Errorf("want auto, off, predict or measure")
+		}
+		c.matrix = s
+		return nil
+	})
+	fs.BoolVar(&c.wholeNS, "whole-namespace", false, "let the JOB contain init (pid 1 of this pid namespace): every process of the machine or container")
+}
+
+// parseJob parses a JOB argument with the session's flags applied; a bad one is exit 2.
+func (c *common) parseJob(spec string) (tracer.Job, error) {
+	job, err := tracer.ParseJob(spec)
+	if err != nil {
+		return job, &exitError{2, err}
+	}
+	job.WholeNamespace = c.wholeNS
+	return job, nil
 }
 
 // newFlagSet makes a flag set whose errors and help go to stderr with the command's usage.

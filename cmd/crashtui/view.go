@@ -176,9 +176,9 @@ func viewTUI(ctx context.Context, c *common, s *session, tty *os.File) error {
 // attachJob attaches to the job named spec and traces it until it ends or crashtui is told to
 // stop (attach and agent).
 func attachJob(c *common, stdout, stderr io.Writer, mode, spec string) error {
-	job, err := tracer.ParseJob(spec)
+	job, err := c.parseJob(spec)
 	if err != nil {
-		return &exitError{2, err}
+		return err
 	}
 	return traceJob(c, stdout, stderr, mode, job.Spec, func(t *tracer.Tracer) error {
 		_, err := t.Attach(job)
