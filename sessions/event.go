@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind names an event on the wire (the "event" field of a JSON line).
@@ -335,7 +336,36 @@ func marshalRaw(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return escapeTerminal(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// escapeTerminal rewrites, inside encoding/json's output, what it leaves raw but a terminal
+// would obey or reorder: DEL, the C1 controls U+0080..U+009F (U+009B is a CSI) and the
+// bidirectional embeddings, overrides and isolates, as \uXXXX escapes, so `cat` of a JSON
+// Lines stream cannot drive the terminal. They only occur inside strings (the JSON syntax is
+// ASCII), and the output still decodes to the same text.
+func escapeTerminal(b []byte) []byte {
+	clean := true
+	for _, c := range b {
+		if c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
 
 // UnmarshalJSON reads the flat wire form. Unknown kinds are an error naming the kind.

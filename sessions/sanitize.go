@@ -75,3 +75,34 @@ func escapeLen(s string) int {
 	_, size := utf8.DecodeRuneInString(s)
 	return size
 }
+
+// CSVCell makes untrusted text safe as one cell of a CSV file that a spreadsheet may open
+// (the CSV writer quotes it per RFC 4180): every C0 and C1 control, DEL and bidirectional
+// override becomes a visible \uXXXX escape, invalid UTF-8 a \xNN, and a cell that would start
+// with = + - or @ (a formula to a spreadsheet) gets a leading apostrophe.
+func CSVCell(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 || (r >= 0x7f && r <= 0x9f) || isBidiControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	out := b.String()
+	if out != "" && strings.ContainsRune("=+-@", rune(out[0])) {
+		out = "'" + out
+	}
+	return out
+}
+
+// isBidiControl reports the embedding, override and isolate controls (U+202A..U+202E,
+// U+2066..U+2069), which reorder what a terminal or spreadsheet shows.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}

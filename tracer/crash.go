@@ -464,12 +464,10 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 		}
 	}
 	if c.log != nil {
-		site := cr.Key
-		if _, s, ok := strings.Cut(site, "|"); ok && strings.HasPrefix(site, cr.Exe+"|") {
-			site = s
-		}
+		// The key is "EXE|SITE": the exe may itself contain '|', so cut it off whole.
+		site := strings.TrimPrefix(cr.Key, cr.Exe+"|")
 		c.log.Write([]string{cr.Rank.String(), strconv.Itoa(cr.PID), strconv.Itoa(cr.Group),
-			strconv.FormatBool(cr.Representative), cr.Signal, site})
+			strconv.FormatBool(cr.Representative), cr.Signal, sessions.CSVCell(site)})
 		c.log.Flush()
 	}
 	c.stats.Crashes++

@@ -16,7 +16,8 @@ import (
 var crashFlags = struct {
 	sync.Mutex
 	stackDepth map[*common]int
-}{stackDepth: map[*common]int{}}
+	dedup      map[*common]bool
+}{stackDepth: map[*common]int{}, dedup: map[*common]bool{}}
 
 // crashLogHeader is the first line of --crash-log (Spindle's crash log, PR #197, plus pid and
 // group).
@@ -26,6 +27,7 @@ var crashLogHeader = []string{"rank", "pid", "group", "representative", "signal"
 // while flags are parsed, so a bad value is a usage error (exit 2) before anything is traced.
 func registerCrashFlags(c *common, fs interface {
 	Func(name, usage string, fn func(string) error)
+	BoolFunc(name, usage string, fn func(string) error)
 }) {
 	fs.Func("stack-depth", "frames of the call path that --group-by stack keys on (default 3)", func(s string) error {
 		n, err := strconv.Atoi(s)
@@ -34,6 +36,16 @@ func registerCrashFlags(c *common, fs interface {
 		}
 		crashFlags.Lock()
 		crashFlags.stackDepth[c] = n
+		crashFlags.Unlock()
+		return nil
+	})
+	fs.BoolFunc("dedup-kernel-cores", "let the kernel write one core per crash site: RLIMIT_CORE 0 for every crashing process but its group's representative (without it, and without --cores, the job's core limits are never touched)", func(s string) error {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		crashFlags.Lock()
+		crashFlags.dedup[c] = v
 		crashFlags.Unlock()
 		return nil
 	})
@@ -72,6 +84,7 @@ func crashOptions(c *common) *tracer.CrashOptions {
 	}
 	crashFlags.Lock()
 	o.StackKeyFrames = crashFlags.stackDepth[c]
+	o.DedupKernelCores = crashFlags.dedup[c]
 	crashFlags.Unlock()
 	if c.crashLog != "" {
 		f, err := os.OpenFile(c.crashLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -253,3 +253,59 @@ func TestOwnPipelineNotTraced(t *testing.T) {
 		t.Errorf("no log line saying why cat was not traced:\n%s", s)
 	}
 }
+
+// TestCrashLogHostileNames: a crashing program whose path holds '|', a spreadsheet formula,
+// ESC, BEL and a tab still gives a crash log that Python's csv module reads as one header and
+// one six-field record per crash, with no control byte in the file and no cell a spreadsheet
+// would run.
+func TestCrashLogHostileNames(t *testing.T) {
+	needRoot(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is missing: cannot check the log with Python's csv module")
+	}
+	src, err := os.ReadFile(buildC(t, "segv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir() + "/=HYPERLINK(\"x\")|a\x1b]0;pwn\x07b"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := dir + "/@segv\tx|y"
+	if err := os.WriteFile(exe, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := t.TempDir() + "/crash.csv"
+	if out, err := exec.Command(crashtuiBin, "run", "--json", "-n", "2", "--crash-log", log, "--", exe).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range b {
+		if (c < 0x20 && c != '\n' && c != '\r') || c == 0x7f {
+			t.Errorf("control byte %#x in the crash log:\n%q", c, b)
+			break
+		}
+	}
+	out, err := exec.Command(py, "-c", `import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+print(len(rows), *sorted({len(r) for r in rows}))
+for r in rows[1:]:
+    print("site", r[5])`, log).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python csv: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if lines[0] != "3 6" {
+		t.Errorf("python csv: %q, want 3 rows of 6 fields\n%s", lines[0], b)
+	}
+	for _, l := range lines[1:] {
+		site := strings.TrimPrefix(l, "site ")
+		if site == "" || strings.ContainsAny(site[:1], "=+-@\t") || !strings.Contains(site, "segv") || !strings.Contains(site, "+0x") {
+			t.Errorf("site cell %q: empty, a formula, or not the crash site", site)
+		}
+	}
+}
