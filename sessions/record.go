@@ -79,12 +79,27 @@ var ErrFutureVersion = errors.New("recording format is newer than this crashtui"
 // MaxLine bounds one line of a recording (a matrix of a large job is the longest event).
 const MaxLine = 64 << 20
 
-// ReadRecording reads a recording. It returns every event it could read; err describes the
-// first problem (a *LineError naming the line) and reading stops there, so a truncated or
-// corrupt file replays up to the damage.
+// Damaged lists the lines of a recording that were not events and were skipped.
+type Damaged []*LineError
+
+func (d Damaged) Error() string {
+	if len(d) == 1 {
+		return d[0].Error() + " (skipped)"
+	}
+	return fmt.Sprintf("%d damaged lines skipped, the first %v", len(d), d[0])
+}
+
+// MaxDamaged bounds how many damaged lines are listed; more still only count as skipped.
+const MaxDamaged = 100
+
+// ReadRecording reads a recording. A line that is not an event is skipped, as crashtui view
+// does, and err is then a Damaged naming those lines (up to MaxDamaged); a missing or foreign
+// header, a recording of a future version or a read error stop reading and are a *LineError
+// (or the read error), with every event read before.
 func ReadRecording(r io.Reader) (Header, []Event, error) {
 	var h Header
 	var evs []Event
+	var damaged Damaged
 	seen := false
 	err := eachLine(r, func(line int, b []byte) error {
 		if !seen {
@@ -97,13 +112,19 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 		}
 		var e Event
 		if err := json.Unmarshal(b, &e); err != nil {
-			return &LineError{line, err}
+			if len(damaged) < MaxDamaged {
+				damaged = append(damaged, &LineError{line, err})
+			}
+			return nil
 		}
 		evs = append(evs, e)
 		return nil
 	})
 	if err == nil && !seen {
 		err = &LineError{1, errors.New("empty file")}
+	}
+	if err == nil && len(damaged) > 0 {
+		err = damaged
 	}
 	return h, evs, err
 }

@@ -96,9 +96,16 @@ func TestRecordingRoundTripAndDamage(t *testing.T) {
 	// Truncate in the middle of the last line: two events replay, the error names line 4.
 	cut := buf.Bytes()[:buf.Len()-5]
 	_, evs, err = ReadRecording(bytes.NewReader(cut))
-	var le *LineError
-	if !errors.As(err, &le) || le.Line != 4 || len(evs) != 2 {
+	var d Damaged
+	if !errors.As(err, &d) || len(d) != 1 || d[0].Line != 4 || len(evs) != 2 {
 		t.Fatalf("truncated: err %v, %d events", err, len(evs))
+	}
+	// A damaged line in the middle is skipped: the events after it replay too.
+	lines := strings.Split(buf.String(), "\n")
+	lines[2] = lines[2][:10]
+	_, evs, err = ReadRecording(strings.NewReader(strings.Join(lines, "\n")))
+	if !errors.As(err, &d) || len(d) != 1 || d[0].Line != 3 || len(evs) != 2 || evs[1].Body.(Process).PID != 12 {
+		t.Fatalf("damaged line 3: err %v, %d events", err, len(evs))
 	}
 	future := strings.Replace(buf.String(), `"version":1`, `"version":99`, 1)
 	if _, _, err = ReadRecording(strings.NewReader(future)); !errors.Is(err, ErrFutureVersion) {

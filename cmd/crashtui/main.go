@@ -59,6 +59,9 @@ func usageErr(format string, a ...any) error {
 	return &exitError{2, fmt.Errorf(format, a...)}
 }
 
+// init installs the signal handlers before anything else runs (see quit).
+func init() { catchSignals() }
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -34,11 +34,15 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	h, evs, rerr := sessions.ReadRecording(f)
-	if rerr != nil {
-		var le *sessions.LineError
-		if !errors.As(rerr, &le) || len(evs) == 0 {
-			return &exitError{2, fmt.Errorf("replay %s: %w", pos[0], rerr)}
+	var damaged sessions.Damaged
+	switch {
+	case errors.As(rerr, &damaged):
+		for _, le := range damaged {
+			fmt.Fprintf(stderr, "crashtui: replay %s: %s (skipped)\n", sessions.Sanitize(pos[0]), sessions.Sanitize(le.Error()))
 		}
+	case rerr != nil && len(evs) == 0:
+		return &exitError{2, fmt.Errorf("replay %s: %w", pos[0], rerr)}
+	case rerr != nil:
 		fmt.Fprintf(stderr, "crashtui: replay %s: %s; replaying the %d events before it\n",
 			sessions.Sanitize(pos[0]), sessions.Sanitize(rerr.Error()), len(evs))
 	}

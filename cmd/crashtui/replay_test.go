@@ -123,3 +123,35 @@ func TestCommittedDemoRecording(t *testing.T) {
 		t.Errorf("demo/session.jsonl: events %v, summary %v, seccomp cell %v, restart outcome %v", kinds, sum, seccomp, outcome)
 	}
 }
+
+// TestReplaySkipsDamagedLine: a damaged line in the middle of a recording is skipped with a
+// line-numbered warning (as crashtui view does), and the events after it still replay.
+func TestReplaySkipsDamagedLine(t *testing.T) {
+	b, err := os.ReadFile("../../demo/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	whole := len(lines) - 1 // events, the header aside
+	lines[3] = `{"event":"crash","pid":` // damaged: line 4
+	path := filepath.Join(t.TempDir(), "damaged.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(crashtuiBin, "replay", "--json", path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "line 4:") || !strings.Contains(stderr.String(), "(skipped)") {
+		t.Errorf("stderr %q: want a warning naming line 4", stderr.String())
+	}
+	// Every event but the damaged one, and the summary (the recording's own summary, if any,
+	// is replaced by one made from the replayed events).
+	got := strings.Count(string(out), "\n")
+	if got < whole-2 {
+		t.Errorf("%d events replayed of %d: replay stopped at the damaged line", got, whole)
+	}
+}

@@ -278,7 +278,13 @@ func (s *session) finish(host string) sessions.Summary {
 	}
 	s.writes.close()
 	s.mu.Unlock()
-	<-s.written
+	// Told to stop, crashtui has detached by now: a reader that does not take the rest
+	// within two seconds (or a second signal) does not keep it from exiting.
+	select {
+	case <-s.written:
+	case <-quit.second:
+	case <-afterQuit(2 * time.Second):
+	}
 	if s.recF != nil {
 		s.recF.Close()
 	}
@@ -347,14 +353,48 @@ func (q *eventQueue) run() {
 // then fails a write to a closed stdout with EPIPE instead of exiting with SIGPIPE, and the
 // session turns that into a detach (withStdout).
 func signalContext() (context.Context, func()) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	return ctx, func() {
-		stop()
-		// SIGPIPE stays caught: a write to a closed stdout after this (the summary, an
-		// error message) must fail with EPIPE, not kill crashtui.
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-quit.first:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// quit is how crashtui is told to stop: the first SIGINT, SIGTERM or SIGHUP closes first
+// (the command detaches and exits 0 with its summary), a second one closes second (the
+// summary is not waited for: a --json reader that never reads cannot hold crashtui). The
+// handlers are installed by catchSignals, the first thing main does, so no signal in the
+// first milliseconds takes the default action, and nothing is attached before.
+var quit = struct {
+	first, second chan struct{}
+}{make(chan struct{}), make(chan struct{})}
+
+// catchSignals installs crashtui's handlers. SIGPIPE stays caught for the whole run: a write
+// to a closed stdout (the summary, an error message) must fail with EPIPE, not kill crashtui.
+func catchSignals() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	go func() {
+		<-sigs
+		close(quit.first)
+		<-sigs
+		close(quit.second)
+	}()
+}
+
+// afterQuit fires d after the first quit signal (never, if none comes).
+func afterQuit(d time.Duration) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	go func() {
+		<-quit.first
+		c <- <-time.After(d)
+	}()
+	return c
 }
 
 // splitList helps flags like --restore.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -316,4 +317,97 @@ func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 		last = at
 	}
 	checkJobIntact(t, j, pgroupPIDs(j.pgid))
+}
+
+// TestSignalWithStuckReader: `crashtui attach --json` whose reader never reads (its pipe
+// full) still detaches and exits when told to: SIGINT gives the reader two seconds, a second
+// SIGINT ends it at once; both times the job is left intact.
+func TestSignalWithStuckReader(t *testing.T) {
+	needRoot(t)
+	for _, signals := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d SIGINT", signals), func(t *testing.T) {
+			j := startJob(t, 40)
+			pids := pgroupPIDs(j.pgid)
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096) // full after a few events
+			cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+			cmd.Stdout = w
+			proc := startWaited(t, cmd, 0)
+			w.Close()
+			// Never read: 40 processes' events are more than the pipe holds. Wait until
+			// every process is traced (the attach is over, crashtui blocked on its output).
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				all := true
+				for _, pid := range pids {
+					all = all && tracerPID(pid) > 0
+				}
+				if all {
+					break
+				}
+			}
+			// Full: crashtui's next write (its 4 kB buffer) does not fit, so nothing more comes.
+			last, since := -1, time.Now()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				n, _ := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+				if n != last {
+					last, since = n, time.Now()
+				}
+				if n > 0 && time.Since(since) > 300*time.Millisecond {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d bytes in the pipe after 10 s: not full", n)
+				}
+			}
+			start := time.Now()
+			for i := 0; i < signals; i++ {
+				cmd.Process.Signal(os.Interrupt)
+				time.Sleep(50 * time.Millisecond)
+			}
+			select {
+			case <-proc.exited:
+			case <-time.After(20 * time.Second):
+				t.Fatal("crashtui still running 20 s after SIGINT, its reader stuck")
+			}
+			if signals == 2 && time.Since(start) > 1500*time.Millisecond {
+				t.Errorf("a second SIGINT took %v to end crashtui", time.Since(start))
+			}
+			if ee, ok := proc.err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
+				t.Errorf("crashtui died of %v", ee.Sys().(syscall.WaitStatus).Signal())
+			}
+			checkJobIntact(t, j, pids)
+		})
+	}
+}
+
+// TestSignalAtStartup: SIGINT in crashtui's first milliseconds (before, the default action
+// killed it for its first ~50 ms) makes it exit on its own, leaving nothing traced. Each
+// trial signals 10..48 ms after crashtui's exec (the Go runtime's own start-up, ~2 ms, comes
+// before any handler a program can install).
+func TestSignalAtStartup(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 3)
+	pids := pgroupPIDs(j.pgid)
+	for i := 10; i < 50; i += 2 {
+		cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); exe == crashtuiBin {
+				break
+			}
+		}
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
+			t.Fatalf("trial %d: crashtui died of %v %d ms after its exec", i, ee.Sys().(syscall.WaitStatus).Signal(), i)
+		}
+	}
+	checkJobIntact(t, j, pids)
 }
