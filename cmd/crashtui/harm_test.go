@@ -309,3 +309,47 @@ for r in rows[1:]:
 		}
 	}
 }
+
+// TestValidatedBeforeAttach: a bad flag value, or a TUI without a terminal, is refused with
+// exit 2 before anything is seized: the job's processes were never traced (TracerPid stays
+// 0 throughout) and nothing was written to stdout.
+func TestValidatedBeforeAttach(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 2)
+	pids := pgroupPIDs(j.pgid)
+	job := "pgid:" + strconv.Itoa(j.pgid)
+	for _, args := range [][]string{
+		{"attach", "--matrix=xyz", job},
+		{"attach", job}, // stdin and stdout are not terminals
+		{"run", "--", "true"},
+		{"demo"},
+		{"matrix", "--json", "--group-by=nothing", job},
+		{"checkpoint", "--json", "--restore=sometimes", job},
+	} {
+		cmd := exec.Command(crashtuiBin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		done := make(chan struct{})
+		traced := false
+		go func() {
+			defer close(done)
+			for i := 0; i < 200; i++ {
+				for _, pid := range pids {
+					traced = traced || tracerPID(pid) > 0
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		out, err := cmd.Output()
+		<-done
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+			t.Errorf("crashtui %v: %v, want exit status 2 (%s)", args, err, stderr.String())
+		}
+		if traced || len(out) > 0 {
+			t.Errorf("crashtui %v: traced the job %v, wrote %q", args, traced, out)
+		}
+		if args[0] == "attach" && len(args) == 2 && !strings.Contains(stderr.String(), "--json") {
+			t.Errorf("crashtui attach without a terminal: %q, want a hint to use --json", stderr.String())
+		}
+	}
+}

@@ -61,6 +61,9 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		return enc.Encode(sessions.Event{Time: st.Last, Body: st.Summary()})
 	}
+	if err := needTerminal("replay"); err != nil {
+		return err
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	return runTUI(ctx, &c, tui.Options{Replay: evs, Header: h, Mode: "replay"})

@@ -132,7 +132,7 @@ func TestReplaySkipsDamagedLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	whole := len(lines) - 1 // events, the header aside
+	whole := len(lines) - 1              // events, the header aside
 	lines[3] = `{"event":"crash","pid":` // damaged: line 4
 	path := filepath.Join(t.TempDir(), "damaged.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {

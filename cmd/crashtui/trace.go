@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"strconv"
@@ -89,6 +90,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // detaches everything and writes the summary. run and demo end the ranks they started
 // before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
 func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
+	if !c.json {
+		if err := needTerminal(mode); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	s, err := newSession(c, stdout, jobName, mode)
@@ -191,6 +197,17 @@ func waitJob(ctx context.Context, t *tracer.Tracer) error {
 	select {
 	case <-t.JobDone():
 	case <-ctx.Done():
+	}
+	return nil
+}
+
+// needTerminal refuses a TUI without a terminal on stdin and stdout, before anything is
+// attached: the screen would be escape codes in a file, the keys unreadable.
+func needTerminal(mode string) error {
+	for _, f := range []*os.File{os.Stdin, os.Stdout} {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+			return usageErr("%s shows a TUI, which needs a terminal on stdin and stdout (%s is not one): use --json for scripts and pipes", mode, f.Name())
+		}
 	}
 	return nil
 }
