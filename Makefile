@@ -12,7 +12,7 @@ DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
 # programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
 APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
 
-.PHONY: all build demo test test-go test-ppc64le test-arm64 bench cross deps apt-deps go-deps clean vet fmt
+.PHONY: all build demo test test-go test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
 
 all: build
 
@@ -59,6 +59,11 @@ test-arm64:
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...
+
+# 200 SIGKILLs of crashtui at random moments of matrix, checkpoint and a measured attach,
+# against a 20-process job that checks its own registers, results and SIGTRAP handler.
+soak: deps
+	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^TestKill9DuringInjection$$' -v -timeout 30m ./cmd/crashtui
 
 cross:
 	GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...

@@ -101,17 +101,7 @@ func TestCrashGo(t *testing.T) {
 		*piped
 		mode string
 	}
-	// crashtui honours each process's own RLIMIT_CORE: the ranks inherit one that allows a
-	// core (the guest's default soft limit is 0).
-	var lim, old unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_CORE, &old); err != nil || old.Max == 0 {
-		t.Skip("hard RLIMIT_CORE is 0: the ranks cannot be given a core")
-	}
-	lim = unix.Rlimit{Cur: old.Max, Max: old.Max}
-	if err := unix.Setrlimit(unix.RLIMIT_CORE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_CORE, &old) })
+	allowCores(t)
 	var procs []*proc
 	pgid := 0
 	for _, mode := range []string{"segv", "segv", "recover", "wait"} {
@@ -315,4 +305,88 @@ func prstatusPC(t *testing.T, path string, pcIndex int) (int, uint64) {
 
 func le32(b []byte) int {
 	return int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+}
+
+// allowCores raises this test process's soft RLIMIT_CORE to its hard limit for the test, so
+// the ranks it starts inherit a limit that allows a core (crashtui honours each process's
+// own; a guest's or CI's default soft limit is often 0).
+func allowCores(t *testing.T) {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CORE, &old); err != nil || old.Max == 0 {
+		t.Skip("hard RLIMIT_CORE is 0: the ranks cannot be given a core")
+	}
+	lim := unix.Rlimit{Cur: old.Max, Max: old.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_CORE, &old) })
+}
+
+// TestCrashRepresentativeHonoursCoreLimit: with --cores, a process that set its own
+// RLIMIT_CORE to 0 never gets a core, even when it crashes first at its site: the group's
+// representative, and its only core, is the first member whose limit allows one. Without
+// --cores or dedup, no crashing process's limit is touched.
+func TestCrashRepresentativeHonoursCoreLimit(t *testing.T) {
+	bin := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
+	allowCores(t)
+	t.Chdir(t.TempDir())
+	var ps []*piped
+	pgid := 0
+	for range 3 {
+		p := startPiped(t, pgid, bin, "segv")
+		if pgid == 0 {
+			pgid = p.pid
+		}
+		ps = append(ps, p)
+	}
+	// The first to crash refused cores itself.
+	if err := unix.Prlimit(ps[0].pid, unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	log := &eventLog{}
+	cores := t.TempDir()
+	tr := New(Options{Emit: log.emit, Crash: &CrashOptions{CoresDir: cores}})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pgid:" + strconv.Itoa(pgid))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	crashed := func(pid int) bool {
+		for _, e := range log.events() {
+			if c, ok := e.Body.(sessions.Crash); ok && c.PID == pid {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range ps {
+		io.WriteString(p.in, "go\n")
+		for deadline := time.Now().Add(10 * time.Second); !crashed(p.pid) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	select {
+	case <-tr.JobDone():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not end")
+	}
+	rep := map[int]sessions.Crash{}
+	for _, e := range log.events() {
+		if c, ok := e.Body.(sessions.Crash); ok {
+			rep[c.PID] = c
+		}
+	}
+	if c := rep[ps[0].pid]; c.Representative || c.Core != nil {
+		t.Errorf("pid %d (RLIMIT_CORE 0, first to crash): representative %v, core %v; want neither", c.PID, c.Representative, c.Core)
+	}
+	if c := rep[ps[1].pid]; !c.Representative || c.Core == nil {
+		t.Errorf("pid %d (the first member that allows a core): representative %v, core %v; want both", c.PID, c.Representative, c.Core)
+	}
+	if c := rep[ps[2].pid]; c.Representative || c.Core != nil {
+		t.Errorf("pid %d: representative %v, core %v; want neither", c.PID, c.Representative, c.Core)
+	}
+	if ents, _ := os.ReadDir(cores); len(ents) != 1 {
+		t.Errorf("%d cores written, want 1", len(ents))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -13,7 +14,7 @@ import (
 // Handled faults (kernel.md §C, "Did the app handler fix it?"). Spindle asks from inside the
 // process after the application's handler returns; from outside, crashtui delivers the caught
 // signal and follows the thread with PTRACE_SYSCALL until the rt_sigreturn that balances it,
-// then single-steps the faulting instruction once: a step trap means the fault was repaired
+// then lets it run on: a syscall, or no fault within stepVerdict, means the fault was repaired
 // (a safepoint page made readable, a file extended under a SIGBUS), the same fault again means
 // it was not (and with the default action restored it is a crash at the ORIGINAL site). A
 // re-raise from inside the handler is a crash at the original site too.
@@ -25,16 +26,17 @@ const maxWatchedSyscalls = 256
 
 // fault is a caught fault being judged, keyed by thread.
 type fault struct {
-	pid, tid int
-	sig      int
-	pc, addr uint64
-	crash    sessions.Crash // the record at the original site, used if it turns into a crash
-	depth    int            // handler frames not yet returned through rt_sigreturn
-	sigret   bool           // the balancing rt_sigreturn was entered: its exit stop is next
-	stepping bool           // single-stepping the faulting instruction after the handler returned
-	returned bool           // the handler returned (or the watch ended): handled unless it faults again
-	masked   bool           // the signal was blocked at the handler's first syscall
-	syscalls int
+	pid, tid  int
+	sig       int
+	pc, addr  uint64
+	crash     sessions.Crash // the record at the original site, used if it turns into a crash
+	depth     int            // handler frames not yet returned through rt_sigreturn
+	sigret    bool           // the balancing rt_sigreturn was entered: its exit stop is next
+	stepping  bool           // running on after the handler returned: does the same fault come back?
+	steppedAt time.Time      // when it was let run on
+	returned  bool           // the handler returned (or the watch ended): handled unless it faults again
+	masked    bool           // the signal was blocked at the handler's first syscall
+	syscalls  int
 }
 
 // watched reports whether the thread is being followed stop by stop.
@@ -70,7 +72,7 @@ func decodeSyscallInfo(b []byte) syscallInfo {
 	return syscallInfo{op: b[0], ip: le.Uint64(b[8:]), sp: le.Uint64(b[16:]), nr: le.Uint64(b[24:])}
 }
 
-// resumeWatched resumes tk with req (PTRACE_SYSCALL, PTRACE_SINGLESTEP, PTRACE_CONT) and sig.
+// resumeWatched resumes tk with req (PTRACE_SYSCALL or PTRACE_CONT) and sig.
 // If someone else holds the thread (tk.want), it is left held for them with the signal to
 // re-inject, and following it ends (the caller's fault is then judged lazily).
 func (t *Tracer) resumeWatched(tk *task, req, sig int) bool {
@@ -132,6 +134,13 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 	c := t.crash
 	if info, err := getSyscallInfo(tk.tid); err == nil && (info.op == unix.PTRACE_SYSCALL_INFO_ENTRY || info.op == unix.PTRACE_SYSCALL_INFO_EXIT) {
 		tk.sig = 0 // a syscall-stop, not a signal
+		if f.stepping {
+			// Past the faulting instruction to a syscall without faulting again: repaired.
+			f.stepping = false
+			t.emitHandled(f)
+			t.resumeWatched(tk, unix.PTRACE_CONT, 0)
+			return true
+		}
 		if info.op == unix.PTRACE_SYSCALL_INFO_ENTRY {
 			f.syscalls++
 			if f.depth > 0 && !f.sigret {
@@ -179,17 +188,15 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 			t.resumeWatched(tk, unix.PTRACE_CONT, 0)
 			return true
 		}
-		f.stepping = t.resumeWatched(tk, unix.PTRACE_SINGLESTEP, 0)
+		// Run on with syscall-stops (never a single-step: the kernel does not clear a step
+		// flag when a dead tracer's tracees are let go, and the thread would take a SIGTRAP):
+		// the same fault again means not repaired; a syscall, or no fault within
+		// stepVerdict, means the faulting instruction went through.
+		f.stepping, f.steppedAt = t.resumeWatched(tk, unix.PTRACE_SYSCALL, 0), time.Now()
 		return true
 	}
 	if f.stepping {
 		f.stepping = false
-		if sig == int(unix.SIGTRAP) {
-			// The faulting instruction completed: the handler repaired the fault.
-			t.emitHandled(f)
-			t.resumeWatched(tk, unix.PTRACE_CONT, 0)
-			return true
-		}
 		return false // the fault is back, a re-raised signal, or another signal came first
 	}
 	if f.depth > 0 && !fatalSignals[sig] {
@@ -202,6 +209,22 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 		return true
 	}
 	return false
+}
+
+// stepVerdict is how long a thread let run on after its handler returned may go without
+// faulting again or making a syscall before its fault is called repaired.
+const stepVerdict = 50 * time.Millisecond
+
+// expireSteps calls repaired the faults whose thread ran on for stepVerdict without the same
+// fault coming back (a compute loop makes no syscall). The thread's next syscall-stop, if any,
+// resumes it untraced (onSignal).
+func (t *Tracer) expireSteps() {
+	for _, f := range t.crash.faults {
+		if f.stepping && time.Since(f.steppedAt) > stepVerdict {
+			f.stepping = false
+			t.emitHandled(f)
+		}
+	}
 }
 
 // emitHandled reports a repaired fault and forgets it.
@@ -217,15 +240,10 @@ func (t *Tracer) emitHandled(f *fault) {
 }
 
 // crashBeforeDetach is for handle() when the tracer is closing and holds a signal stop for
-// PTRACE_DETACH: a syscall-stop or step trap of a thread whose fault was being followed is not
-// a signal, and re-injecting it would fail (0x85: EIO, the thread stays stopped) or kill
-// (SIGTRAP). It clears tk.sig for those.
+// PTRACE_DETACH: a syscall-stop of a thread whose fault was being followed is not a signal,
+// and re-injecting it would fail (0x85: EIO, the thread stays stopped). It clears tk.sig.
 func (t *Tracer) crashBeforeDetach(tk *task, sig int) {
 	if sig == int(unix.SIGTRAP)|0x80 {
-		tk.sig = 0
-		return
-	}
-	if f := t.crash.faults[tk.tid]; f != nil && f.stepping && sig == int(unix.SIGTRAP) {
 		tk.sig = 0
 	}
 }

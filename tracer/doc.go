@@ -13,9 +13,44 @@
 // On top of the loop: crash sites grouped as they happen, with handled faults told apart and
 // one core per site (crash*.go, core.go); the access matrix, predicted from /proc
 // (tracer/access) and measured by running kcmp and process_vm_readv inside each process
-// without writing any code (inject.go, measure.go, live.go); and the simulated checkpoint,
-// which captures every thread's syscall restart state and applies a restore policy in place
-// (checkpoint*.go). tracer/qemu runs the ppc64le tests on a real kernel under QEMU.
+// (inject.go, guard.go, measure.go, live.go); and the simulated checkpoint, which captures
+// every thread's syscall restart state and applies a restore policy in place
+// (checkpoint*.go). tracer/qemu runs the ppc64le and arm64 tests on real kernels under QEMU.
+//
+// # What a SIGKILL of crashtui leaves behind
+//
+// When a tracer dies the kernel detaches its tracees (kernel/ptrace.c exit_ptrace): each
+// thread leaves its stop and runs with whatever registers and signal mask it has at that
+// instant. Syscall tracing is cleared; a pending single-step is not. So a thread that crashtui
+// is merely holding is safe (its own state; a held signal is still delivered), and the one
+// danger is a thread whose state crashtui has changed: an injected syscall.
+//
+// Three designs were weighed. A separate tracer process with a guardian cannot help: the
+// guardian cannot stop the kernel from resuming the tracees of a dead tracer, and may be
+// killed too. Stepping the injected call with PTRACE_SYSCALL alone still leaves the thread,
+// at its syscall-exit stop, with the injected registers. What crashtui does is make the
+// injected state itself harmless to resume: the thread's pc points at a guard (arch.Guard)
+// written into executable bytes of its own process that no code uses (the tail of a mapping
+// past its last ELF segment), whose first instruction is the injected call and whose rest
+// puts back the thread's own signal mask and every register, from literals in the guard, and
+// jumps to where the thread would have gone on. Whatever the moment of crashtui's death, the
+// thread either has its own state or runs the guard: registers are written before the mask
+// is blocked at the start, the mask restored before the registers at the end (inject.go), and
+// the call is stepped with PTRACE_SYSCALL, so no trap is ever queued or forced (a forced
+// SIGTRAP with signals blocked would reset the program's SIGTRAP handler). The guard is
+// written with PTRACE_POKEDATA (the process gets a private copy of that page; its bytes are
+// put back after each injection; left behind only if crashtui dies mid-injection, where no
+// code reads them). TestInjectionDeathAtEveryPoint lets go of the thread at each of those
+// points, on amd64 and in the arm64 and ppc64le guests; TestKill9DuringInjection (make soak)
+// SIGKILLs the real binary at random moments.
+//
+// Limits of that promise: nothing is injected into a thread held at a signal-delivery-stop (a
+// guard could only deliver the held signal in its own context), so a process whose every
+// thread is held at a signal has its handler's SA_RESTART reported unknown; a thread let go
+// between the two register writes at the start (two consecutive ptrace calls) runs the guard
+// with its own mask, so a signal arriving in those microseconds would run its handler over the
+// guard's frame. crashtui never single-steps (the step flag outlives the tracer): a caught
+// fault whose handler returned is followed with syscall-stops (crash_handled.go).
 //
 // The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread, woken by SIGCHLD: it
 // sees its tracees and the ranks it launched, never the other children of the program that

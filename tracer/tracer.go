@@ -240,6 +240,7 @@ func (t *Tracer) loop() {
 			r.done <- r.fn()
 		case <-t.sigch:
 		case <-tick.C:
+			t.expireSteps()
 		}
 		if t.started && len(t.tasks) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })

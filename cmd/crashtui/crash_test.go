@@ -408,7 +408,7 @@ func checkSite(t *testing.T, res crResult, module, fn string) {
 
 func TestCrashAllSameSitePIE(t *testing.T) {
 	s := crashSuite(t)
-	res := runCrashes(t, 6, nil, s.PIE, "same")
+	res := runCrashes(t, 6, []string{"--dedup-kernel-cores"}, s.PIE, "same")
 	checkGroups(t, res, 6)
 	checkSite(t, res, s.PIE, "crash_same")
 	checkKernelCores(t, res, false)
@@ -442,7 +442,7 @@ func TestCrashNonPIE(t *testing.T) {
 
 func TestCrashAllDifferentSites(t *testing.T) {
 	s := crashSuite(t)
-	res := runCrashes(t, 6, nil, s.PIE, "different")
+	res := runCrashes(t, 6, []string{"--dedup-kernel-cores"}, s.PIE, "different")
 	checkGroups(t, res, 1, 1, 1, 1, 1, 1)
 	checkKernelCores(t, res, false)
 	for _, c := range res.Crashes {
@@ -454,7 +454,7 @@ func TestCrashAllDifferentSites(t *testing.T) {
 
 func TestCrashTwoGroups(t *testing.T) {
 	s := crashSuite(t)
-	res := runCrashes(t, 6, nil, s.PIE, "two")
+	res := runCrashes(t, 6, []string{"--dedup-kernel-cores"}, s.PIE, "two")
 	checkGroups(t, res, 3, 3)
 	checkKernelCores(t, res, false)
 	for _, c := range res.Crashes {
