@@ -61,9 +61,10 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...
 
 # 200 SIGKILLs of crashtui at random moments of matrix, checkpoint and a measured attach,
-# against a 20-process job that checks its own registers, results and SIGTRAP handler.
+# against a 20-process job that checks its own registers, results and SIGTRAP handler; then
+# 50 matrix runs under a SIGSTOP/SIGCONT storm.
 soak: deps
-	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^TestKill9DuringInjection$$' -v -timeout 30m ./cmd/crashtui
+	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_STORM_RUNS=50 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^(TestKill9DuringInjection|TestStopStormDuringMatrix)$$' -v -timeout 30m ./cmd/crashtui
 
 cross:
 	GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...

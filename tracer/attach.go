@@ -261,6 +261,9 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 	if tk.exited {
 		return fmt.Errorf("thread %d has exited and will not stop again", tk.tid)
 	}
+	if inVfork(tk.pid, tk.tid) {
+		return fmt.Errorf("thread %d is a vfork parent: it cannot stop before its child execs or exits", tk.tid)
+	}
 	tk.want = true
 	if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil {
 		tk.want = false
@@ -324,6 +327,15 @@ func (t *Tracer) detachAll() error {
 				}
 			}
 			return true
+		}
+		// A vfork parent cannot stop before its child execs or exits, which may be never:
+		// it is left to the kernel's exit_ptrace at once, not waited for.
+		if t.pump(allHeld, 100*time.Millisecond, "") != nil {
+			for _, tk := range t.tasks {
+				if tk.stopped == running && !tk.exited && inVfork(tk.pid, tk.tid) {
+					t.forgetDetached(tk)
+				}
+			}
 		}
 		if err := t.pump(allHeld, 2*time.Second, "some threads did not stop for detach"); err != nil {
 			for _, tk := range t.tasks {

@@ -2,10 +2,12 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -130,4 +132,40 @@ func taskStatus(tid int) (tgid, tracer int) {
 	tgid, _ = strconv.Atoi(v[0])
 	tracer, _ = strconv.Atoi(v[1])
 	return tgid, tracer
+}
+
+// cloneVFork is CLONE_VFORK (include/uapi/linux/sched.h).
+const cloneVFork = 0x4000
+
+// inVfork says whether thread tid of pid is a vfork parent waiting for its child to exec or
+// exit: in a vfork, or a clone/clone3 with CLONE_VFORK (posix_spawn), per /proc's syscall
+// file. Such a thread cannot stop for ptrace until then, so nothing should wait for it.
+func inVfork(pid, tid int) bool {
+	b, err := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return false // "running", or "-1 sp pc" (not in a syscall)
+	}
+	nr, err1 := strconv.Atoi(f[0])
+	arg, err2 := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	a := arch.Host()
+	if n, ok := arch.SyscallNumber(a, "vfork"); ok && nr == n {
+		return true
+	}
+	if n, ok := arch.SyscallNumber(a, "clone"); ok && nr == n {
+		return arg&cloneVFork != 0 // the flags are the first argument on every supported arch
+	}
+	if n, ok := arch.SyscallNumber(a, "clone3"); ok && nr == n {
+		var flags [8]byte // struct clone_args starts with the flags
+		if _, err := vmRead(pid, arg, flags[:]); err == nil {
+			return binary.LittleEndian.Uint64(flags[:])&cloneVFork != 0
+		}
+	}
+	return false
 }

@@ -375,3 +375,36 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 		t.Fatalf("exit event %+v, want the process's end by SIGTERM", exit)
 	}
 }
+
+// TestDetachVforkParentPromptly: Close while a process waits in vfork for a child that sleeps
+// 4 s returns at once (before, ~7 s of rounds), the child is detached, and the parent, once its
+// child exits, runs on untraced.
+func TestDetachVforkParentPromptly(t *testing.T) {
+	cmd, in, lines := startProgram(t, "vforker")
+	pid := cmd.Process.Pid
+	tr := New(Options{})
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte("x"))
+	waitProc(t, "the vfork child", func() bool {
+		b, _ := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(pid)+"/children"))
+		return len(strings.TrimSpace(string(b))) > 0
+	})
+	if !inVfork(pid, pid) {
+		t.Fatalf("inVfork(%d) is false for a vfork parent (syscall %q)", pid, readFileString(procPath(pid, "syscall")))
+	}
+	start := time.Now()
+	if err := tr.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("detach took %v with a vfork parent", d)
+	}
+	lines.expect(t, "beat", 10*time.Second)
+	if _, tp := taskStatus(pid); tp != 0 {
+		t.Errorf("the vfork parent is still traced by %d", tp)
+	}
+}
+
+func readFileString(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }

@@ -63,7 +63,14 @@ type MatrixIndex struct {
 	Classes   []Class
 	classOf   []int
 	classCode []uint8 // K*K: the code shared by all pairs of two classes, 254 when mixed
+	// Omitted is how many of the matrix's processes were left out (MaxMatrixPIDs).
+	Omitted int
 }
+
+// MaxMatrixPIDs bounds the processes one host's matrix index holds: the index is dense (N*N
+// codes), and a recording or an agent's stream is untrusted input that may name any number of
+// pids. 4096 processes take 84 MB; the rest are left out and the header says so.
+const MaxMatrixPIDs = 4096
 
 // Class is a set of processes (indices into PIDs) with identical rows and columns.
 type Class struct {
@@ -79,6 +86,10 @@ func IndexMatrix(host string, m *sessions.Matrix) *MatrixIndex {
 	}
 	for _, p := range m.PIDs {
 		if _, dup := ix.pos[p]; !dup {
+			if len(ix.PIDs) == MaxMatrixPIDs {
+				ix.Omitted++
+				continue
+			}
 			ix.pos[p] = len(ix.PIDs)
 			ix.PIDs = append(ix.PIDs, p)
 		}
@@ -433,8 +444,12 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 		}
 		b.WriteString(st.Bold.Render(sessions.Sanitize(h)) + st.Dim.Render(" (H: next host) "))
 	}
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%d processes%s · %s · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
-		len(ix.PIDs), grouped, what)) + "\n")
+	omitted := ""
+	if ix.Omitted > 0 {
+		omitted = fmt.Sprintf(" (the first of %d: %d left out, more than %d per host)", len(ix.PIDs)+ix.Omitted, ix.Omitted, MaxMatrixPIDs)
+	}
+	b.WriteString(st.Dim.Render(fmt.Sprintf("%d processes%s%s · %s · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
+		len(ix.PIDs), omitted, grouped, what)) + "\n")
 
 	gridH, detailH, cols := geometry(o)
 	row, col := clampI(o.Row, len(units)), clampI(o.Col, len(units))

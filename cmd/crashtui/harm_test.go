@@ -353,3 +353,62 @@ func TestValidatedBeforeAttach(t *testing.T) {
 		}
 	}
 }
+
+// TestStopStormDuringMatrix is issue 9's second case: a SIGSTOP/SIGCONT storm (200 µs
+// stopped, 3 ms running) against a 20-process job while `crashtui matrix` measures it again
+// and again. Injection never single-steps, so no trap can be queued behind a group-stop and
+// delivered later: no process dies, every one still checks out.
+func TestStopStormDuringMatrix(t *testing.T) {
+	needRoot(t)
+	v := startVictims(t, 20)
+	stop := make(chan struct{})
+	stormed := make(chan int)
+	go func() {
+		n := 0
+		defer func() { syscall.Kill(-v.pgid, syscall.SIGCONT); stormed <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			syscall.Kill(-v.pgid, syscall.SIGSTOP)
+			time.Sleep(200 * time.Microsecond)
+			syscall.Kill(-v.pgid, syscall.SIGCONT)
+			time.Sleep(3 * time.Millisecond)
+			n++
+		}
+	}()
+	runs := 8
+	if s := os.Getenv("CRASHTUI_STORM_RUNS"); s != "" {
+		runs, _ = strconv.Atoi(s)
+	}
+	for i := 0; i < runs; i++ {
+		c := exec.Command(crashtuiBin, "matrix", "--json", "pgid:"+strconv.Itoa(v.pgid))
+		done := make(chan error, 1)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- c.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("matrix run %d: %v", i, err)
+			}
+		case <-time.After(60 * time.Second):
+			c.Process.Kill()
+			t.Fatalf("matrix run %d did not finish in 60 s under the storm", i)
+		}
+		if dead := v.dead(); len(dead) > 0 {
+			t.Fatalf("after matrix run %d: victims %v died", i, dead)
+		}
+	}
+	close(stop)
+	n := <-stormed
+	time.Sleep(100 * time.Millisecond) // stray traps, if any, arrive now
+	harmed := v.check(t)
+	t.Logf("stop storm: %d SIGSTOP/SIGCONT rounds over %d matrix runs: harmed %d of %d", n, runs, harmed, len(v.pids))
+	if os.Getenv("CRASHTUI_KILL9_REPORT") != "" {
+		fmt.Printf("stopstorm: rounds=%d matrix_runs=%d harmed=%d processes=%d\n", n, runs, harmed, len(v.pids))
+	}
+}
