@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // CoreThread is one thread of a core: its TID, its registers as the raw words of the arch's
@@ -32,6 +33,58 @@ type CoreInput struct {
 	Maps       []Mapping
 	Auxv       []byte
 	Mem        MemReader // reads each dumped mapping
+	// Filter is the process's /proc/PID/coredump_filter (DefaultCoreFilter when unknown), and
+	// Anon names (by start address) the mappings that hold anonymous pages (smaps Anonymous
+	// above 0: the kernel's vma->anon_vma). Together they decide, as fs/coredump.c
+	// vma_dump_size does, how much of each mapping is written.
+	Filter uint32
+	Anon   map[uint64]bool
+}
+
+// DefaultCoreFilter is the kernel's default coredump_filter: anonymous private and shared
+// memory, ELF headers, private huge pages.
+const DefaultCoreFilter = 0x33
+
+// coredump_filter bits (core(5)).
+const (
+	filterAnonPrivate = 1 << iota
+	filterAnonShared
+	filterMappedPrivate
+	filterMappedShared
+	filterELFHeaders
+)
+
+// dumpSize is how many bytes of m, from its start, go into the core: the whole mapping, its
+// first page (an ELF header under filterELFHeaders), or none (its PT_LOAD then only says
+// where it was), following fs/coredump.c vma_dump_size.
+func dumpSize(m Mapping, in CoreInput, head func() bool) uint64 {
+	size := m.End - m.Start
+	filter := in.Filter
+	switch m.Path {
+	case "[vdso]", "[vsyscall]", "[sigpage]":
+		return size // always_dump_vma: special mappings the debugger needs
+	}
+	if len(m.Perms) >= 4 && m.Perms[3] == 's' {
+		anonShared := !m.IsFile() || m.Deleted || strings.HasPrefix(m.Path, "/SYSV") || m.Path == "/dev/zero"
+		if (anonShared && filter&filterAnonShared != 0) || (!anonShared && filter&filterMappedShared != 0) {
+			return size
+		}
+		return 0
+	}
+	anon := in.Anon[m.Start] || (in.Anon == nil && len(m.Perms) > 1 && m.Perms[1] == 'w')
+	if anon && filter&filterAnonPrivate != 0 {
+		return size
+	}
+	if !m.IsFile() {
+		return 0 // private anonymous memory never written holds only zeros
+	}
+	if filter&filterMappedPrivate != 0 {
+		return size
+	}
+	if filter&filterELFHeaders != 0 && m.Offset == 0 && head() {
+		return min(size, corePageSize)
+	}
+	return 0
 }
 
 // coreArch is the per-arch shape of a core (include/uapi/linux/elfcore.h, asm/elf.h ELF_NGREG).
@@ -182,10 +235,18 @@ func WriteCore(w io.Writer, in CoreInput) error {
 			appendNote(&notes, ntFILE, ntFile(in.Maps))
 		}
 	}
+	if in.Filter == 0 && in.Anon == nil {
+		in.Filter = 0x7f // no filter given: every readable mapping whole
+	}
 	var loads []Mapping
+	var filesz []uint64
 	for _, m := range in.Maps {
 		if dumped(m) {
 			loads = append(loads, m)
+			filesz = append(filesz, dumpSize(m, in, func() bool {
+				var magic [4]byte
+				return in.Mem != nil && in.Mem(m.Start, magic[:]) == nil && string(magic[:]) == elf.ELFMAG
+			}))
 		}
 	}
 	const ehsize, phentsize = 64, 56
@@ -211,7 +272,7 @@ func WriteCore(w io.Writer, in CoreInput) error {
 	binary.Write(bw, le, hdr)
 	binary.Write(bw, le, elf.Prog64{Type: uint32(elf.PT_NOTE), Off: noteOff, Filesz: uint64(notes.Len())})
 	off := dataOff
-	for _, m := range loads {
+	for i, m := range loads {
 		var flags elf.ProgFlag
 		if m.Perms[0] == 'r' {
 			flags |= elf.PF_R
@@ -222,17 +283,17 @@ func WriteCore(w io.Writer, in CoreInput) error {
 		if m.Perms[2] == 'x' {
 			flags |= elf.PF_X
 		}
-		size := m.End - m.Start
 		binary.Write(bw, le, elf.Prog64{Type: uint32(elf.PT_LOAD), Flags: uint32(flags), Off: off,
-			Vaddr: m.Start, Filesz: size, Memsz: size, Align: corePageSize})
-		off += size
+			Vaddr: m.Start, Filesz: filesz[i], Memsz: m.End - m.Start, Align: corePageSize})
+		off += filesz[i]
 	}
 	bw.Write(notes.Bytes())
 	bw.Write(make([]byte, dataOff-noteOff-uint64(notes.Len())))
 	buf := make([]byte, 256<<10)
-	for _, m := range loads {
-		for addr := m.Start; addr < m.End; {
-			n := min(uint64(len(buf)), m.End-addr)
+	for i, m := range loads {
+		end := m.Start + filesz[i]
+		for addr := m.Start; addr < end; {
+			n := min(uint64(len(buf)), end-addr)
 			chunk := buf[:n]
 			if in.Mem == nil || in.Mem(addr, chunk) != nil {
 				// Read page by page; holes (e.g. past the end of a mapped file) become zeros.

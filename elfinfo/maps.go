@@ -135,3 +135,44 @@ func FindMapping(ms []Mapping, addr uint64) (Mapping, bool) {
 	}
 	return Mapping{}, false
 }
+
+// ReadCoreFilter returns pid's /proc/PID/coredump_filter (DefaultCoreFilter if unreadable).
+func ReadCoreFilter(pid int) uint32 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/coredump_filter")
+	if err != nil {
+		return DefaultCoreFilter
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 16, 32)
+	if err != nil {
+		return DefaultCoreFilter
+	}
+	return uint32(v)
+}
+
+// ReadAnonMappings returns the start addresses of pid's mappings that hold anonymous pages
+// (a non-zero "Anonymous:" in /proc/PID/smaps): private memory written at least once.
+func ReadAnonMappings(pid int) (map[uint64]bool, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps")
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]bool{}
+	var start uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if c := line[0]; (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') {
+			if lo, _, ok := strings.Cut(strings.Fields(line)[0], "-"); ok {
+				start, _ = strconv.ParseUint(lo, 16, 64)
+			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Anonymous:"); ok {
+			if f := strings.Fields(v); len(f) > 0 && f[0] != "0" {
+				out[start] = true
+			}
+		}
+	}
+	return out, nil
+}

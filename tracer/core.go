@@ -73,6 +73,10 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
 	}
 	auxv, _ := os.ReadFile(procPath(tk.pid, "auxv"))
+	anon, err := elfinfo.ReadAnonMappings(tk.pid)
+	if err != nil {
+		anon = nil // unreadable: every writable private mapping is taken to hold anonymous pages
+	}
 	mem, err := os.Open(procPath(tk.pid, "mem"))
 	if err != nil {
 		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
@@ -81,6 +85,7 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 	in := elfinfo.CoreInput{Arch: string(c.arch), PID: tk.pid, PPID: p.ppid, UID: readUID(tk.pid),
 		GID: readGID(tk.pid), Comm: readComm(tk.pid), Args: strings.Join(p.argv, " "), Signal: sig,
 		SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
+		Filter: elfinfo.ReadCoreFilter(tk.pid), Anon: anon,
 		Mem: func(addr uint64, buf []byte) error {
 			// /proc/PID/mem reads with FOLL_FORCE, like the kernel's own dumper.
 			if addr > 1<<63-1 {

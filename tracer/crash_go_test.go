@@ -390,3 +390,54 @@ func TestCrashRepresentativeHonoursCoreLimit(t *testing.T) {
 		t.Errorf("%d cores written, want 1", len(ents))
 	}
 }
+
+// TestCoreNoLargerThanKernels: crashtui's core of a crashing C program is no larger than the
+// core the kernel writes for the same program under the same coredump_filter (before, file
+// mappings were written whole: 24% larger), and gdb still shows the crash site.
+func TestCoreNoLargerThanKernels(t *testing.T) {
+	if pat, err := os.ReadFile("/proc/sys/kernel/core_pattern"); err != nil || strings.TrimSpace(string(pat)) != "core" {
+		t.Skipf("core_pattern is %q, not \"core\": the kernel's core cannot be found to compare (this machine's setting, left alone)", pat)
+	}
+	if b, _ := os.ReadFile("/proc/sys/kernel/core_uses_pid"); strings.TrimSpace(string(b)) != "0" {
+		t.Skip("core_uses_pid is set: the kernel's core has another name")
+	}
+	allowCores(t)
+	segv := demoProgram(t, "segv")
+	dir := t.TempDir()
+	kernel := exec.Command(segv)
+	kernel.Dir = dir
+	if err := kernel.Run(); err == nil {
+		t.Fatal("segv did not crash")
+	}
+	kst, err := os.Stat(filepath.Join(dir, "core"))
+	if err != nil {
+		t.Fatalf("the kernel wrote no core: %v", err)
+	}
+	cores := t.TempDir()
+	tr := New(Options{Crash: &CrashOptions{CoresDir: cores}})
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.Launch(LaunchSpec{N: 1, Argv: []string{segv}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.JobDone():
+	case <-time.After(30 * time.Second):
+		t.Fatal("segv did not end")
+	}
+	ents, _ := os.ReadDir(cores)
+	if len(ents) != 1 {
+		t.Fatalf("%d cores from crashtui, want 1", len(ents))
+	}
+	ours := filepath.Join(cores, ents[0].Name())
+	ost, _ := os.Stat(ours)
+	t.Logf("core sizes: crashtui %d, kernel %d (ratio %.3f)", ost.Size(), kst.Size(), float64(ost.Size())/float64(kst.Size()))
+	if ost.Size() > kst.Size() {
+		t.Errorf("crashtui's core is %d bytes, the kernel's %d", ost.Size(), kst.Size())
+	}
+	if gdb, err := exec.LookPath("gdb"); err == nil {
+		out, _ := exec.Command(gdb, "-batch", "-ex", "bt 1", segv, ours).CombinedOutput()
+		if !strings.Contains(string(out), "crash_here") {
+			t.Errorf("gdb on crashtui's core does not show crash_here:\n%s", out)
+		}
+	}
+}
