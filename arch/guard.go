@@ -211,7 +211,13 @@ func guardARM64(r Regs, mask, base uint64) []byte {
 		}
 	}
 	code[bAt] |= uint32((int64(r.word(arm64PC))-int64(base+uint64(4*bAt)))>>2) & 0x3ffffff
-	out := make([]byte, 0, litAt+8*len(vals))
+	return assemble(code, vals)
+}
+
+// assemble lays out instruction words followed by 64-bit literals (8-byte aligned: the code
+// was padded to an even number of words).
+func assemble(code []uint32, vals []uint64) []byte {
+	out := make([]byte, 0, 4*len(code)+8*len(vals))
 	for _, w := range code {
 		out = binary.LittleEndian.AppendUint32(out, w)
 	}
@@ -283,12 +289,5 @@ func guardPPC64LE(r Regs, mask, base uint64) []byte {
 		code[l.insn] |= uint32(litAt+8*l.k-4*l.base) & 0xffff
 	}
 	code[bAt] |= uint32(int64(r.word(ppcNIP))-int64(base+uint64(4*bAt))) & 0x03fffffc
-	out := make([]byte, 0, litAt+8*len(vals))
-	for _, w := range code {
-		out = binary.LittleEndian.AppendUint32(out, w)
-	}
-	for _, v := range vals {
-		out = binary.LittleEndian.AppendUint64(out, v)
-	}
-	return out
+	return assemble(code, vals)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
@@ -49,7 +48,7 @@ func TestGuardVictimProcess(t *testing.T) {
 			loops <- n
 		}
 	}()
-	fmt.Printf("tid %d\n", <-ready)
+	fmt.Printf("ready %d\ntid %d\n", os.Getpid(), <-ready)
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		select {
@@ -78,49 +77,14 @@ func guardVictim(t *testing.T) (pid, tid int, verdict func() string) {
 	if err != nil {
 		t.Skipf("cannot re-execute the test binary: %v", err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestGuardVictimProcess$")
-	cmd.Env = append(os.Environ(), guardVictimEnv+"=1")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func() string {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return "victim exited"
-			}
-			return l
-		case <-time.After(10 * time.Second):
-			return "victim did not answer"
-		}
-	}
-	if _, err := fmt.Sscanf(next(), "tid %d", &tid); err != nil {
+	t.Setenv(guardVictimEnv, "1") // for the child only: this test's env is restored after it
+	p := startPiped(t, 0, exe, "-test.run=^TestGuardVictimProcess$")
+	if _, err := fmt.Sscanf(p.line(t), "tid %d", &tid); err != nil {
 		t.Fatalf("victim: %v", err)
 	}
-	return cmd.Process.Pid, tid, func() string {
-		fmt.Fprintln(in, "check")
-		return next()
+	return p.pid, tid, func() string {
+		fmt.Fprintln(p.in, "check")
+		return p.line(t)
 	}
 }
 

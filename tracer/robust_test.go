@@ -89,22 +89,12 @@ func waitProc(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A vfork parent cannot stop until its child leaves; a measurement gives up on it after 2 s,
+// A vfork parent cannot stop until its child leaves; a measurement gives up on it,
 // and when the child finally exits the parent must run on, not stay held.
 func TestMeasureGivesUpOnAVforkParentWithoutHoldingIt(t *testing.T) {
-	cmd, in, lines := startProgram(t, "vforker")
-	pid := cmd.Process.Pid
-	tr := New(Options{})
+	tr, pid, lines := tracedVforkParent(t)
 	t.Cleanup(func() { tr.Close() })
-	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
-		t.Fatal(err)
-	}
-	in.Write([]byte("x"))
-	waitProc(t, "the vfork child", func() bool {
-		b, _ := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(pid)+"/children"))
-		return len(strings.TrimSpace(string(b))) > 0
-	})
-	tr.Matrix(true) // gives up on the parent after 2 s (an error event), measures the child
+	tr.Matrix(true) // gives up on the parent at once (an error event), measures the child
 	lines.expect(t, "beat", 10*time.Second)
 	if st, _ := readStat(pid); st.state == 't' {
 		t.Errorf("the vfork parent is left in a tracing stop")
@@ -380,17 +370,7 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 // 4 s returns at once (before, ~7 s of rounds), the child is detached, and the parent, once its
 // child exits, runs on untraced.
 func TestDetachVforkParentPromptly(t *testing.T) {
-	cmd, in, lines := startProgram(t, "vforker")
-	pid := cmd.Process.Pid
-	tr := New(Options{})
-	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
-		t.Fatal(err)
-	}
-	in.Write([]byte("x"))
-	waitProc(t, "the vfork child", func() bool {
-		b, _ := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(pid)+"/children"))
-		return len(strings.TrimSpace(string(b))) > 0
-	})
+	tr, pid, lines := tracedVforkParent(t)
 	if !inVfork(pid, pid) {
 		t.Fatalf("inVfork(%d) is false for a vfork parent (syscall %q)", pid, readFileString(procPath(pid, "syscall")))
 	}
@@ -408,3 +388,21 @@ func TestDetachVforkParentPromptly(t *testing.T) {
 }
 
 func readFileString(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
+
+// tracedVforkParent starts demo/c/vforker, attaches to it and returns once it waits in vfork
+// for its child (which sleeps 4 s).
+func tracedVforkParent(t *testing.T) (*Tracer, int, lineReader) {
+	cmd, in, lines := startProgram(t, "vforker")
+	pid := cmd.Process.Pid
+	tr := New(Options{})
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	in.Write([]byte("x"))
+	waitProc(t, "the vfork child", func() bool {
+		b, _ := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(pid)+"/children"))
+		return len(strings.TrimSpace(string(b))) > 0
+	})
+	return tr, pid, lines
+}
