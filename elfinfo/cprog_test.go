@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -143,11 +142,4 @@ func defLine(tb testing.TB, file, needle string) int {
 	}
 	tb.Fatalf("%s has no %q", file, needle)
 	return 0
-}
-
-// killAndReap is for processes started outside exec.Cmd's Wait bookkeeping.
-func killAndReap(pid int) {
-	syscall.Kill(pid, syscall.SIGKILL)
-	var ws syscall.WaitStatus
-	syscall.Wait4(pid, &ws, syscall.WALL, nil)
 }

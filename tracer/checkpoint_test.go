@@ -623,13 +623,6 @@ func TestCheckpointSigactionInHeldThread(t *testing.T) {
 	}
 }
 
-func firstKey(m map[int]bool) int {
-	for k := range m {
-		return k
-	}
-	return 0
-}
-
 // sigTID is the thread an explanation says rt_sigaction ran in (0 if none).
 func sigTID(explain string) int {
 	_, rest, ok := strings.Cut(explain, "inside the process, thread ")

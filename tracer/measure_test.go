@@ -170,7 +170,6 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 		"pidns":   {"root": "pidns", "nobody": "pidns", "seccomp": "pidns", "nodump": "pidns", "userns": "pidns"},
 	}
 
-	var peers []*mpeer
 	byPID := map[int]*mpeer{}
 	pgid := 0
 	for _, r := range roles {
@@ -178,7 +177,6 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 		if pgid == 0 {
 			pgid = p.pid
 		}
-		peers = append(peers, p)
 		byPID[p.pid] = p
 	}
 	if s := byPID[pgid]; s.name != "pidns" || len(s.proc.NSpid) != 2 {

@@ -99,15 +99,6 @@ func pad(s string, w int) string {
 	return s + strings.Repeat(" ", w-n)
 }
 
-// rpad left-pads plain text to w cells.
-func rpad(s string, w int) string {
-	n := ansi.StringWidth(s)
-	if n >= w {
-		return s
-	}
-	return strings.Repeat(" ", w-n) + s
-}
-
 // Fit is fit for the tui's frame composition.
 func Fit(s string, w, h int) string { return fit(s, w, h) }
 
