@@ -12,7 +12,7 @@ DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
 # programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
 APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
 
-.PHONY: all build demo test test-go test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
+.PHONY: all build install demo test test-go test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
 
 all: build
 
@@ -38,6 +38,13 @@ $(BUILD)/demo/%: demo/c/%.c | apt-deps
 
 build: go-deps $(DEMO_BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui
+
+# crashtui on your PATH: PREFIX/bin/crashtui (PREFIX=/usr/local by default; DESTDIR for
+# staged installs). `go install ./cmd/crashtui` puts it in $(go env GOPATH)/bin instead.
+PREFIX ?= /usr/local
+install: build
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/crashtui"
 
 # The built-in demo job in the TUI (as root it shows everything; otherwise it says what it cannot).
 demo: build

@@ -31,6 +31,7 @@ const (
 	explainOverlay
 	checkpointOverlay
 	quitOverlay
+	naiveOverlay // confirm a naive restore of a job crashtui did not start
 )
 
 // Frame geometry: two header lines and the tab bar above the body, one footer line below.
@@ -327,9 +328,19 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
-			m.message = "checkpoint (" + policy + ") running…"
-			return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
+			if policy == "naive" && m.mode != "run" && m.mode != "demo" {
+				m.overlay = naiveOverlay // the job is not crashtui's to break without asking
+				return nil
+			}
+			return m.checkpoint(policy)
 		}
+		return nil
+	case naiveOverlay:
+		m.overlay = noOverlay
+		if msg.String() == "y" || msg.String() == "Y" {
+			return m.checkpoint("naive")
+		}
+		m.message = "naive restore cancelled"
 		return nil
 	}
 
@@ -370,6 +381,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.move(msg)
 	}
 	return nil
+}
+
+// checkpoint runs a simulated checkpoint with policy through the controller.
+func (m *Model) checkpoint(policy string) tea.Cmd {
+	m.message = "checkpoint (" + policy + ") running…"
+	return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
 }
 
 func (m *Model) askQuit() tea.Cmd {
@@ -675,6 +692,9 @@ func (m *Model) View() string {
 		body = views.Place(views.RenderExplanation(m.st, m.explanation, w, bh), w, bh)
 	case checkpointOverlay:
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
+	case naiveOverlay:
+		q := "A naive restore breaks this job: its threads interrupted in a syscall will see ERESTART* codes (glibc's sem_wait aborts). crashtui did not start it. Do it? (y / any key cancels)"
+		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	case quitOverlay:
 		n, _ := m.state.Live()
 		q := fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n)

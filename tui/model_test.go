@@ -276,7 +276,16 @@ func TestControllerRequests(t *testing.T) {
 	if m.overlay != checkpointOverlay || !strings.Contains(m.View(), "Simulated checkpoint") {
 		t.Fatalf("checkpoint dialog:\n%s", m.View())
 	}
+	// naive on a job crashtui did not start asks first: any key but y cancels.
 	press(t, m, "j", "enter")
+	if m.overlay != naiveOverlay || !strings.Contains(m.View(), "breaks this job") {
+		t.Fatalf("naive restore of an attached job: no confirmation\n%s", m.View())
+	}
+	press(t, m, "n")
+	if len(rec.Calls()) != 0 || m.overlay != noOverlay {
+		t.Fatalf("n did not cancel: calls %v", rec.Calls())
+	}
+	press(t, m, "c", "enter", "y") // the dialog remembers the last choice
 	press(t, m, "m")
 	if got, want := rec.Calls(), []string{"checkpoint naive", "measure"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("controller calls %v, want %v", got, want)

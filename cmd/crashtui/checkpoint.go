@@ -14,7 +14,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 )
 
-const checkpointSynopsis = "checkpoint [--restore=correct|naive|none] [--image FILE] [--json] JOB"
+const checkpointSynopsis = "checkpoint [--restore=correct|naive|none [--yes]] [--image FILE] [--json] JOB"
 
 // cmdCheckpoint is the simulated checkpoint (issue 5, seed 002): attach, freeze every thread,
 // show its restart state, write back what the chosen restorer would write, resume, detach.
@@ -22,9 +22,11 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext() // held for the whole command: see signalContext
 	defer stop()
 	var restore, imagePath *string
+	var yes *bool
 	c, spec, err := parseJobCommand("checkpoint", checkpointSynopsis, args, stderr, func(fs *flag.FlagSet) {
 		restore = fs.String("restore", "none", "what to write back before resuming: `correct` (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, seed 002) or none (untouched: the kernel restarts as usual)")
 		imagePath = fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
+		yes = fs.Bool("yes", false, "with --restore=naive: do it, knowing it breaks the job (see the error without it)")
 	})
 	if err != nil {
 		return err
@@ -33,6 +35,9 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--restore=%s: want correct, naive or none", *restore)
 	}
 	policy := arch.Policy(strings.ToLower(*restore))
+	if policy == arch.PolicyNaive && !*yes {
+		return usageErr("--restore=naive breaks the job by design: every thread interrupted in a syscall is resumed the way a restorer without CRIU's fix-up would, so its program sees ERESTART* codes it was never meant to see (glibc's sem_wait aborts). Pass --yes to do that to this job, or try it on the demo job: crashtui demo, then c")
+	}
 	job, err := c.parseJob(spec)
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ func TestCheckpointNaiveJSON(t *testing.T) {
 	needAMD64Restart(t)
 	p := restarttest.Start(t, restarttest.Build(t))
 	img := filepath.Join(t.TempDir(), "image.json")
-	cmd := exec.Command(crashtuiBin, "checkpoint", "pid:"+strconv.Itoa(p.PID), "--json", "--restore=naive", "--image", img)
+	cmd := exec.Command(crashtuiBin, "checkpoint", "pid:"+strconv.Itoa(p.PID), "--json", "--restore=naive", "--yes", "--image", img)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

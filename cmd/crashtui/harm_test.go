@@ -325,6 +325,7 @@ func TestValidatedBeforeAttach(t *testing.T) {
 		{"demo"},
 		{"matrix", "--json", "--group-by=nothing", job},
 		{"checkpoint", "--json", "--restore=sometimes", job},
+		{"checkpoint", "--json", "--restore=naive", job}, // breaks the job: needs --yes
 	} {
 		cmd := exec.Command(crashtuiBin, args...)
 		var stderr strings.Builder
@@ -410,5 +411,93 @@ func TestStopStormDuringMatrix(t *testing.T) {
 	t.Logf("stop storm: %d SIGSTOP/SIGCONT rounds over %d matrix runs: harmed %d of %d", n, runs, harmed, len(v.pids))
 	if os.Getenv("CRASHTUI_KILL9_REPORT") != "" {
 		fmt.Printf("stopstorm: rounds=%d matrix_runs=%d harmed=%d processes=%d\n", n, runs, harmed, len(v.pids))
+	}
+}
+
+// TestHandlersAndMasksUnchanged is issue 9's third case without any kill: after `matrix`,
+// `checkpoint --restore=none` and an attach that measures and detaches, every thread of the
+// job has the same caught-signal set and signal mask as before, and each process's own
+// SIGTRAP handler still runs (the step trap of the old injection, forced while every signal
+// was blocked, made the kernel reset it to SIG_DFL).
+func TestHandlersAndMasksUnchanged(t *testing.T) {
+	needRoot(t)
+	v := startVictims(t, 4)
+	job := "pgid:" + strconv.Itoa(v.pgid)
+	masks := func() map[string]string {
+		out := map[string]string{}
+		for _, pid := range v.pids {
+			tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+			for _, e := range tasks {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, "SigCgt:") || strings.HasPrefix(l, "SigBlk:") {
+						out[fmt.Sprintf("%d/%s %s", pid, e.Name(), l[:7])] = l
+					}
+				}
+			}
+		}
+		return out
+	}
+	before := masks()
+	for _, args := range [][]string{{"matrix", "--json", job}, {"checkpoint", "--json", "--restore=none", job}} {
+		if out, err := exec.Command(crashtuiBin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	c := exec.Command(crashtuiBin, "attach", "--json", "--matrix=measure", job)
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"event":"matrix"`) {
+	}
+	c.Process.Signal(os.Interrupt)
+	for sc.Scan() {
+	}
+	c.Wait()
+	after := masks()
+	for k, b := range before {
+		if a, ok := after[k]; ok && a != b {
+			t.Errorf("thread %s: %q after, %q before", k, a, b)
+		}
+	}
+	if harmed := v.check(t); harmed != 0 {
+		t.Errorf("%d of %d processes harmed", harmed, len(v.pids))
+	}
+}
+
+// TestMakeInstall: `make install PREFIX=DIR` gives a working DIR/bin/crashtui, as the README
+// says; DESTDIR is honoured.
+func TestMakeInstall(t *testing.T) {
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make is missing")
+	}
+	dest, prefix := t.TempDir(), "/opt/ct"
+	if out, err := exec.Command(mk, "-s", "-C", "../..", "install", "PREFIX="+prefix, "DESTDIR="+dest).CombinedOutput(); err != nil {
+		t.Fatalf("make install: %v\n%s", err, out)
+	}
+	out, err := exec.Command(dest+prefix+"/bin/crashtui", "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "crashtui ") {
+		t.Errorf("installed crashtui version: %v %q", err, out)
+	}
+}
+
+// TestSubcommandHelp: `crashtui CMD --help` prints the command's usage on stdout and exits 0
+// (a usage error still goes to stderr with exit 2).
+func TestSubcommandHelp(t *testing.T) {
+	for _, cmd := range []string{"attach", "run", "matrix", "checkpoint", "agent", "view", "replay", "demo"} {
+		c := exec.Command(crashtuiBin, cmd, "--help")
+		var stderr strings.Builder
+		c.Stderr = &stderr
+		out, err := c.Output()
+		if err != nil || !strings.HasPrefix(string(out), "Usage: crashtui "+cmd) || stderr.Len() != 0 {
+			t.Errorf("crashtui %s --help: %v, stdout %.60q, stderr %.60q", cmd, err, out, stderr.String())
+		}
+	}
+	out, err := exec.Command(crashtuiBin, "--help").Output()
+	if err != nil || !strings.Contains(string(out), "crashtui version") || !strings.Contains(string(out), "--host NAME") {
+		t.Errorf("crashtui --help: %v %q", err, out)
 	}
 }

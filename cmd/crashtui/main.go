@@ -29,7 +29,7 @@ Usage:
   crashtui agent JOB             one node of a multi-node session: attach, JSON Lines stamped with
                                  this host on stdout (srun ... crashtui agent slurm:ID | crashtui view)
   crashtui view [SOURCE...]      agents' merged streams (stdin) or JSON Lines files, as one session
-  crashtui version
+  crashtui version               print crashtui's version
 
 JOB is pgid:N, sid:N, pid:N (N and all its descendants), cgroup:PATH, slurm:ID, or a bare
 number (a process group if one has that id, else pid:N).
@@ -37,6 +37,8 @@ number (a process group if one has that id, else pid:N).
 Common flags:
   --json           no TUI: one JSON object per line on stdout, the last one a summary
   --record FILE    record the session as JSON Lines (replay it with crashtui replay FILE)
+  --host NAME      stamp every event with NAME (agent: this machine's name), for merging
+  --whole-namespace  let the JOB contain init: every process of the machine or container
   --cores DIR      write one core per crash site into DIR (and suppress the kernel's cores)
   -h, --help       help for a command (crashtui run --help)
 
@@ -67,6 +69,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	helpOut = stdout
 	err := dispatch(args, stdout, stderr)
 	if err == nil {
 		return 0

@@ -75,16 +75,20 @@ func (c *common) parseJob(spec string) (tracer.Job, error) {
 	return job, nil
 }
 
+// helpOut is where a command's -h goes: run's stdout.
+var helpOut io.Writer = os.Stdout
+
 // newFlagSet makes a flag set whose errors and help go to stderr with the command's usage.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: crashtui %s\n", synopsis)
+		w := fs.Output() // stderr after a usage error, stdout for -h (parseArgs)
+		fmt.Fprintf(w, "Usage: crashtui %s\n", synopsis)
 		if strings.Contains(synopsis, "JOB") {
-			fmt.Fprint(stderr, "\nJOB is pgid:N, sid:N, pid:N (N and its descendants), cgroup:PATH, slurm:ID,\nor a bare number (a process group if one has that id, else pid:N).\n")
+			fmt.Fprint(w, "\nJOB is pgid:N, sid:N, pid:N (N and its descendants), cgroup:PATH, slurm:ID,\nor a bare number (a process group if one has that id, else pid:N).\n")
 		}
-		fmt.Fprint(stderr, "\nFlags:\n")
+		fmt.Fprint(w, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -98,6 +102,11 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) 
 			tail = args[i+1:]
 			args = args[:i]
 			break
+		}
+	}
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(helpOut) // asked for: help is the output, exit 0
 		}
 	}
 	for {
