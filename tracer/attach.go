@@ -180,6 +180,9 @@ type LaunchSpec struct {
 // instruction: each rank is a /bin/sh that waits on a pipe, is seized, then execs the command,
 // so the exec itself is a traced event and a rank that crashes at once is still caught.
 // It returns the process group id.
+// gateName is the gate shell's $0: a process whose argv[3] it is has not reached its command.
+const gateName = "crashtui-rank"
+
 func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 	if spec.N <= 0 {
 		spec.N = 1
@@ -216,7 +219,7 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 			if err != nil {
 				return err
 			}
-			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, "crashtui-rank"}, spec.Argv...)
+			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, gateName}, spec.Argv...)
 			env := append(os.Environ(), spec.Env...)
 			env = append(env, "CRASHTUI_RANK="+strconv.Itoa(i), "CRASHTUI_SIZE="+strconv.Itoa(spec.N))
 			attr := &os.ProcAttr{Env: env, Files: []*os.File{null, out, errw, r},

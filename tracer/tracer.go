@@ -69,6 +69,9 @@ type proc struct {
 	uid       int
 	tasks     map[int]*task
 	launched  bool // started by crashtui run: we reap it
+	// execed: a launched rank has left crashtui's gate shell for its command; it is announced
+	// only then, so its process event never shows the gate (run --json is the same every time).
+	execed bool
 	announced bool // its process event has been emitted
 	exitCode  int  // leader's PTRACE_EVENT_EXIT status, -1 until known
 	// leader is true when crashtui traces the thread-group leader; a leader that was already
@@ -305,7 +308,7 @@ func (t *Tracer) addTask(tid, pid int) *task {
 
 // announce reads /proc and emits the process event once.
 func (t *Tracer) announce(p *proc) {
-	if p.announced {
+	if p.announced || (p.launched && !p.execed) {
 		return
 	}
 	p.announced = true
@@ -504,6 +507,14 @@ func (t *Tracer) onExec(tk *task) {
 	// Other threads' exit statuses arrive on their own (gone).
 	delete(t.caves, p.pid) // a new image: new mappings
 	t.refreshProc(p)
+	if p.launched && !p.execed {
+		// The seize may come before the exec of the gate shell itself: its exec is not the
+		// rank's.
+		if len(p.argv) > 3 && p.argv[3] == gateName {
+			return
+		}
+		p.execed = true
+	}
 	if !p.announced {
 		t.announce(p)
 		return
@@ -549,6 +560,11 @@ func (t *Tracer) procGone(p *proc, ws unix.WaitStatus) {
 		ex.CoreDumped = ws.CoreDump()
 	}
 	t.crash.onExit(t, p, ws)
+	if p.launched && !p.execed {
+		// A rank that died in crashtui's gate (its command could not be executed): say so.
+		p.execed = true
+		t.announce(p)
+	}
 	if p.announced {
 		t.emit(ex)
 	}

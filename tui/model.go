@@ -390,7 +390,7 @@ func (m *Model) checkpoint(policy string) tea.Cmd {
 }
 
 func (m *Model) askQuit() tea.Cmd {
-	if m.live() {
+	if n, _ := m.state.Live(); m.live() && n > 0 { // nothing left to detach from: no question
 		m.overlay = quitOverlay
 		return nil
 	}

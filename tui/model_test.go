@@ -507,3 +507,30 @@ func TestMatrixHosts(t *testing.T) {
 		t.Fatalf("H wraps: host %q", m.mx.ix.Host)
 	}
 }
+
+// TestQuitWithoutAskingWhenNothingIsLeft: a live session whose processes have all exited
+// quits on q without asking about detaching from 0 processes.
+func TestQuitWithoutAskingWhenNothingIsLeft(t *testing.T) {
+	rec := &recorder{}
+	ch := make(chan sessions.Event, 4)
+	ch <- sessions.Event{Body: sessions.Process{PID: 10, Rank: 0, Comm: "solver"}}
+	code := 0
+	ch <- sessions.Event{Body: sessions.Exit{PID: 10, Code: &code}}
+	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "run", Control: rec}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	_, cmd := m.Update(m.Init()())
+	_ = cmd
+	if n, _ := m.State().Live(); n != 0 {
+		t.Fatalf("%d live processes after their exit", n)
+	}
+	msgs := press(t, m, "q")
+	if m.overlay == quitOverlay {
+		t.Fatal("q asked about detaching from 0 processes")
+	}
+	if len(msgs) == 0 {
+		t.Fatal("q did not quit")
+	}
+	if _, ok := msgs[len(msgs)-1].(tea.QuitMsg); !ok {
+		t.Fatalf("q: %v, want a quit", msgs)
+	}
+}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -501,3 +503,51 @@ func TestSubcommandHelp(t *testing.T) {
 		t.Errorf("crashtui --help: %v %q", err, out)
 	}
 }
+
+// TestRunJSONDeterministic: `run --json` gives the same events every time: each rank's
+// process event already shows its command (never crashtui's gate shell), and no exec event
+// appears for the gate. A run whose command does not exist exits 2 and leaves no ranks' log.
+func TestRunJSONDeterministic(t *testing.T) {
+	needRoot(t)
+	var first string
+	for i := 0; i < 8; i++ {
+		out, err := exec.Command(crashtuiBin, "run", "--json", "-n", "3", "--", "/bin/true").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), gateShellName) || strings.Contains(string(out), "/bin/sh") {
+			t.Fatalf("run %d shows the gate shell:\n%s", i, out)
+		}
+		var kinds []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var e event
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatal(err)
+			}
+			k := e.kind()
+			if k == "process" || k == "exec" {
+				k += " " + e.str("exe")
+			}
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		if got := strings.Join(kinds, ","); i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("run %d: %s\nrun 0: %s", i, got, first)
+		}
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(crashtuiBin, "run", "--", "/no/such/program")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	if err := cmd.Run(); err == nil {
+		t.Fatal("run of a missing command succeeded")
+	} else if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("run of a missing command: %v, want exit 2", err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("run of a missing command left %v in TMPDIR", ents)
+	}
+}
+
+const gateShellName = "crashtui-rank"

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
@@ -64,6 +65,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *n < 1 || *n > 4096 {
 		return usageErr("-n %d: want 1..4096 ranks", *n)
+	}
+	// Before anything is created or started: a command that cannot run, a TUI without a
+	// terminal (no empty ranks' log left behind).
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return usageErr("run: %w: %w", tracer.ErrNoCommand, err)
+	}
+	if !c.json {
+		if err := needTerminal("run"); err != nil {
+			return err
+		}
 	}
 	spec := tracer.LaunchSpec{N: *n, Argv: argv}
 	if c.json {
