@@ -71,7 +71,7 @@ type proc struct {
 	launched  bool // started by crashtui run: we reap it
 	// execed: a launched rank has left crashtui's gate shell for its command; it is announced
 	// only then, so its process event never shows the gate (run --json is the same every time).
-	execed bool
+	execed    bool
 	announced bool // its process event has been emitted
 	exitCode  int  // leader's PTRACE_EVENT_EXIT status, -1 until known
 	// leader is true when crashtui traces the thread-group leader; a leader that was already
