@@ -28,16 +28,17 @@ apt-deps:
 	fi
 
 go-deps:
-	$(GO) mod download
+	@$(GO) mod download
 
 deps: apt-deps go-deps
 
 $(BUILD)/demo/%: demo/c/%.c | apt-deps
 	@mkdir -p $(BUILD)/demo
-	gcc -g -O1 -pthread -o $@ $< -ldl
+	@gcc -g -O1 -pthread -o $@ $< -ldl
 
 build: go-deps $(DEMO_BIN)
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui
+	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui
+	@echo "built $(BIN)"
 
 # crashtui on your PATH: PREFIX/bin/crashtui (PREFIX=/usr/local by default; DESTDIR for
 # staged installs). `go install ./cmd/crashtui` puts it in $(go env GOPATH)/bin instead.
@@ -55,14 +56,33 @@ demo: build
 # qemu-system-arm and fetching Debian's kernels when absent).
 test: deps build test-go cross test-ppc64le test-arm64
 
+# The output is one line per package and per stage, with its time; the full logs go to
+# $(LOGS), and what failed is printed in full.
+LOGS := $(BUILD)/test-logs
+
 test-go:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	@mkdir -p $(LOGS)
+	@echo "go test -race ./... (log: $(LOGS)/go-test.log)"
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 20m -json ./... 2>&1 | \
+	  $(GO) run ./cmd/testreport -log $(LOGS)/go-test.log
+
+# stage NAME CMD: run CMD with its output in $(LOGS)/NAME.log; print its closing line, or the
+# end of the log when it fails.
+define stage
+	@mkdir -p $(LOGS); start=$$(date +%s); \
+	if $(2) > $(LOGS)/$(1).log 2>&1; then \
+	  echo "ok   stage $(1) $$(( $$(date +%s) - start ))s: $$(grep -E 'passed, [0-9]+ failed|^SKIP' $(LOGS)/$(1).log | tail -1) (log: $(LOGS)/$(1).log)"; \
+	else \
+	  echo "FAIL stage $(1) $$(( $$(date +%s) - start ))s (log: $(LOGS)/$(1).log); its failures:"; \
+	  grep -E -A15 -- '--- FAIL|panic:|FAIL' $(LOGS)/$(1).log | head -150; tail -5 $(LOGS)/$(1).log; exit 1; \
+	fi
+endef
 
 test-ppc64le:
-	$(GO) run ./tracer/qemu/cmd/ppc64le-test
+	$(call stage,ppc64le,$(GO) run ./tracer/qemu/cmd/ppc64le-test)
 
 test-arm64:
-	$(GO) run ./tracer/qemu/cmd/arm64-test
+	$(call stage,arm64,$(GO) run ./tracer/qemu/cmd/arm64-test)
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...
@@ -74,8 +94,9 @@ soak: deps
 	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_STORM_RUNS=50 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^(TestKill9DuringInjection|TestStopStormDuringMatrix)$$' -v -timeout 30m ./cmd/crashtui
 
 cross:
-	GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...
-	GOOS=linux GOARCH=ppc64le $(GO) build ./... && GOOS=linux GOARCH=ppc64le $(GO) vet ./...
+	@GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...
+	@GOOS=linux GOARCH=ppc64le $(GO) build ./... && GOOS=linux GOARCH=ppc64le $(GO) vet ./...
+	@echo "ok   cross: GOARCH=arm64 and ppc64le build and vet"
 
 vet:
 	$(GO) vet ./...

@@ -91,19 +91,41 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 		fmt.Fprintln(w, "every process may read every other: Open MPI's single-copy (CMA) transport will work.")
 		return
 	}
-	fmt.Fprintln(w)
+	// One paragraph per distinct reason (with its explanation and fix), naming the pairs it
+	// covers: the same sentence is not repeated for every denied cell.
+	type group struct {
+		head, explain, disagree string
+		pairs                   []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for _, c := range bad {
 		reason := "-"
 		if c.Reason != nil {
 			reason = sessions.Sanitize(*c.Reason)
 		}
-		fmt.Fprintf(w, "%d -> %d  vm_readv %s  kcmp %s  openmpi %s  reason %s\n", c.From, c.To,
-			verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
-		if c.Explain != "" {
-			fmt.Fprintf(w, "    %s\n", wrap(sessions.Sanitize(c.Explain), 96, "    "))
+		head := fmt.Sprintf("vm_readv %s  kcmp %s  openmpi %s  reason %s", verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
+		key := head + "\x00" + c.Explain + "\x00" + c.Disagree
+		g := byKey[key]
+		if g == nil {
+			g = &group{head: head, explain: c.Explain, disagree: c.Disagree}
+			byKey[key] = g
+			groups = append(groups, g)
 		}
-		if c.Disagree != "" {
-			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(c.Disagree), 94, "      "))
+		g.pairs = append(g.pairs, fmt.Sprintf("%d->%d", c.From, c.To))
+	}
+	for _, g := range groups {
+		n := fmt.Sprintf("%d pairs", len(g.pairs))
+		if len(g.pairs) == 1 {
+			n = "1 pair"
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", n, g.head)
+		fmt.Fprintf(w, "    %s\n", wrap(strings.Join(g.pairs, " "), 96, "    "))
+		if g.explain != "" {
+			fmt.Fprintf(w, "    %s\n", wrap(sessions.Sanitize(g.explain), 96, "    "))
+		}
+		if g.disagree != "" {
+			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(g.disagree), 94, "      "))
 		}
 	}
 }

@@ -198,13 +198,20 @@ func TestMatrixCommand(t *testing.T) {
 	}
 	for _, want := range []string{
 		"legend:",
-		fmt.Sprintf("%d -> %d  vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason seccomp", pids["seccomp"], pids["root"]),
-		fmt.Sprintf("%d -> %d  vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason uid", pids["nobody"], pids["root"]),
+		"vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason seccomp",
+		fmt.Sprintf("%d->%d", pids["seccomp"], pids["root"]),
+		"vm_readv denied (EPERM)  kcmp denied (EPERM)  openmpi refuses CMA  reason uid",
+		fmt.Sprintf("%d->%d", pids["nobody"], pids["root"]),
 		"Fix:",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
 		}
+	}
+	// One paragraph per distinct reason, naming the pairs it covers (issue 13): the seccomp
+	// peer's two denied pairs share one.
+	if n := strings.Count(text, "openmpi refuses CMA  reason seccomp"); n != 1 {
+		t.Errorf("the seccomp reason is written %d times, want once with its pairs:\n%s", n, text)
 	}
 	// The hostile peer's row keeps the visible part of its name, without the sequence.
 	evilRow := false
