@@ -19,7 +19,7 @@ import (
 // JobKind is how a JOB names its processes.
 type JobKind string
 
-// The JOB forms of design.md.
+// The JOB forms (README.md).
 const (
 	JobPGID   JobKind = "pgid"
 	JobSID    JobKind = "sid"

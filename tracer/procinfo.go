@@ -11,7 +11,7 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// rankVars are read in this order from a process's environment (design.md).
+// rankVars are read in this order from a process's environment (README.md).
 var rankVars = []string{"CRASHTUI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}
 
 func procPath(pid int, name string) string { return "/proc/" + strconv.Itoa(pid) + "/" + name }

@@ -16,7 +16,7 @@ import (
 )
 
 // seizeOptions follow every fork, clone and exec and stop at exit. No PTRACE_O_EXITKILL when
-// attaching: if crashtui dies, the kernel detaches and the job goes on (design.md).
+// attaching: if crashtui dies, the kernel detaches and the job goes on (README.md).
 const seizeOptions = unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
 	unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACEEXIT
 

@@ -24,7 +24,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	var restore, imagePath *string
 	var yes *bool
 	c, spec, err := parseJobCommand("checkpoint", checkpointSynopsis, args, stderr, func(fs *flag.FlagSet) {
-		restore = fs.String("restore", "none", "what to write back before resuming: `correct` (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, seed 002) or none (untouched: the kernel restarts as usual)")
+		restore = fs.String("restore", "none", "`correct|naive|none`: what to write back before resuming: correct (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, CRIU's ppc64le scv bug, checkpoint-restore/criu#2261) or none (untouched: the kernel restarts as usual)")
 		imagePath = fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
 		yes = fs.Bool("yes", false, "with --restore=naive: do it, knowing it breaks the job (see the error without it)")
 	})

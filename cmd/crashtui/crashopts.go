@@ -29,7 +29,7 @@ func registerCrashFlags(c *common, fs interface {
 	Func(name, usage string, fn func(string) error)
 	BoolFunc(name, usage string, fn func(string) error)
 }) {
-	fs.Func("stack-depth", "frames of the call path that --group-by stack keys on (default 3)", func(s string) error {
+	fs.Func("stack-depth", "`N` frames of the call path that --group-by stack keys on (default 3)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 64 {
 			return fmt.Errorf("want 1..64 frames")

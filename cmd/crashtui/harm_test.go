@@ -498,6 +498,19 @@ func TestSubcommandHelp(t *testing.T) {
 			t.Errorf("crashtui %s --help: %v, stdout %.60q, stderr %.60q", cmd, err, out, stderr.String())
 		}
 	}
+	// Each command lists its own flags: the one-shot commands have no screen or crash flags.
+	for _, cmd := range []string{"matrix", "checkpoint"} {
+		out, _ := exec.Command(crashtuiBin, cmd, "--help").Output()
+		for _, f := range []string{"-cores", "-cast", "-group-by", "-crash-log", "-matrix "} {
+			if strings.Contains(string(out), "  "+f) {
+				t.Errorf("crashtui %s --help lists %s, not its flag", cmd, f)
+			}
+		}
+	}
+	out, _ := exec.Command(crashtuiBin, "checkpoint", "--help").Output()
+	if !strings.Contains(string(out), "-restore correct|naive|none") {
+		t.Errorf("checkpoint --help: the --restore placeholder does not say its values:\n%s", out)
+	}
 	out, err := exec.Command(crashtuiBin, "--help").Output()
 	if err != nil || !strings.Contains(string(out), "crashtui version") || !strings.Contains(string(out), "--host NAME") {
 		t.Errorf("crashtui --help: %v %q", err, out)

@@ -1,6 +1,6 @@
 // Command crashtui is a terminal debugger for a whole job: it attaches with ptrace to every
 // process of a job and shows who can read whose memory, crashes grouped by crash site, and the
-// syscall restart state a checkpoint must get right. See README.md and design.md.
+// syscall restart state a checkpoint must get right. README.md, "Architecture", says how.
 package main
 
 import (

@@ -37,8 +37,7 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.BoolVar(&c.json, "json", false, "no TUI: JSON Lines on stdout, the last line a summary")
-	fs.StringVar(&c.record, "record", "", "record the session to `FILE` (JSON Lines)")
+	c.registerOneShot(fs)
 	fs.Func("cores", "write one core per crash site into `DIR`; suppress the kernel's cores", func(s string) error {
 		c.cores = s
 		return os.MkdirAll(s, 0o755)
@@ -54,7 +53,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		return validGroupBy(s)
 	})
 	registerCrashFlags(c, fs)
-	fs.StringVar(&c.host, "host", "", "stamp events with this host name (for merging agents)")
+
 	fs.Func("matrix", "live access matrix: `auto|off|predict|measure` (predict: from /proc; measure: syscalls inside each process; auto, the default: measure in the TUI, off with --json)", func(s string) error {
 		if !oneOf(s, "auto", "off", "predict", "measure") {
 			return fmt.Errorf("want auto, off, predict or measure")
@@ -62,6 +61,14 @@ func (c *common) register(fs *flag.FlagSet) {
 		c.matrix = s
 		return nil
 	})
+}
+
+// registerOneShot registers the flags of the commands that attach, do one thing and detach
+// (matrix, checkpoint): no screen, no crash handling, no live matrix.
+func (c *common) registerOneShot(fs *flag.FlagSet) {
+	fs.BoolVar(&c.json, "json", false, "no TUI: JSON Lines on stdout, the last line a summary")
+	fs.StringVar(&c.record, "record", "", "record the session to `FILE` (JSON Lines)")
+	fs.StringVar(&c.host, "host", "", "stamp every event with host `NAME` (for merging agents' streams)")
 	fs.BoolVar(&c.wholeNS, "whole-namespace", false, "let the JOB contain init (pid 1 of this pid namespace): every process of the machine or container")
 }
 

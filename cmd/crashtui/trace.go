@@ -32,7 +32,11 @@ func cmdAttach(args []string, stdout, stderr io.Writer) error {
 func parseJobCommand(name, synopsis string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*common, string, error) {
 	c := &common{}
 	fs := newFlagSet(name, synopsis, stderr)
-	c.register(fs)
+	if name == "matrix" || name == "checkpoint" {
+		c.registerOneShot(fs)
+	} else {
+		c.register(fs)
+	}
 	if extra != nil {
 		extra(fs)
 	}
