@@ -271,9 +271,27 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
-		return m, m.key(msg)
+		return m, m.keyRunes(msg)
 	}
 	return m, nil
+}
+
+// keyRunes handles a key message once per rune: Bubble Tea delivers runes typed faster than it
+// reads them (a held key over ssh, jjjjj in one burst) as one KeyRunes message, and every
+// binding must act once per rune. Text typed into the filter keeps its runes together.
+func (m *Model) keyRunes(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 || msg.Paste || m.filtering {
+		return m.key(msg)
+	}
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		one := msg
+		one.Runes = []rune{r}
+		if cmd := m.key(one); cmd != nil {
+			cmds = append(cmds, cmd)
+		}
+	}
+	return tea.Sequence(cmds...)
 }
 
 // quit detaches (when a tracer is attached) and ends the program.

@@ -534,3 +534,18 @@ func TestQuitWithoutAskingWhenNothingIsLeft(t *testing.T) {
 		t.Fatalf("q: %v, want a quit", msgs)
 	}
 }
+
+// TestKeyBurstActsPerRune: "jjjjj" delivered as one KeyRunes message (typed faster than the
+// program reads) moves five rows, as five separate j presses do.
+func TestKeyBurstActsPerRune(t *testing.T) {
+	one, burst := liveModel(t, nil, false), liveModel(t, nil, false)
+	press(t, one, "j", "j", "j", "j", "j")
+	burst.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjjjj")})
+	if one.View() != burst.View() {
+		t.Errorf("a burst of jjjjj differs from five j presses:\n%s\n--- burst:\n%s", one.View(), burst.View())
+	}
+	press(t, one, "k")
+	if one.View() == burst.View() {
+		t.Error("the views cannot tell rows apart: the test proves nothing")
+	}
+}

@@ -114,7 +114,7 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 			pad(RankList(ranks), 12), hms(g.First), hms(g.Last), g.Representative.PID, groupSite(g), core)
 		line = cut(line, o.Width)
 		if i == cur {
-			line = st.Selected.Render(pad(line, o.Width))
+			line = st.Cursor(line, o.Width)
 		} else {
 			line = st.Bad.Render(line)
 		}

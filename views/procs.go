@@ -176,7 +176,7 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		line = cut(line, o.Width)
 		switch {
 		case i == o.Cursor:
-			line = st.Selected.Render(pad(stripForSelect(line), o.Width))
+			line = st.Cursor(stripForSelect(line), o.Width)
 		case p.Crashes > 0 || (p.Exit != nil && p.Exit.Signal != ""):
 			line = st.Bad.Render(line)
 		case !p.Alive:

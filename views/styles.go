@@ -28,12 +28,24 @@ type Styles struct {
 	Head     lipgloss.Style // table header
 
 	cells [256]string // matrix cells pre-rendered by code: a 1000-process frame draws thousands
+	// plain: the renderer draws no attributes at all (NO_COLOR, a dumb terminal), so reverse
+	// video cannot show the cursor row: Cursor marks it with a ">" instead.
+	plain bool
+}
+
+// Cursor renders line, w cells wide, as the list's cursor row: reverse video, and when the
+// terminal shows no attributes (NO_COLOR) a leading ">" that survives them.
+func (s *Styles) Cursor(line string, w int) string {
+	if s.plain {
+		return cut(">"+ansi.Strip(line), w)
+	}
+	return s.Selected.Render(pad(line, w))
 }
 
 // NewStyles builds the palette for a renderer (lipgloss.DefaultRenderer() or one bound to the
 // program's output).
 func NewStyles(r *lipgloss.Renderer) *Styles {
-	s := &Styles{R: r}
+	s := &Styles{R: r, plain: r.ColorProfile() == termenv.Ascii}
 	s.Title = r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
 	s.Bold = r.NewStyle().Bold(true)
 	s.Dim = r.NewStyle().Faint(true)

@@ -86,7 +86,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		line = cut(line, o.Width)
 		switch {
 		case i == cur:
-			line = st.Selected.Render(pad(line, o.Width))
+			line = st.Cursor(line, o.Width)
 		case strings.Contains(strings.ToLower(t.Outcome), "erestart") || strings.Contains(strings.ToLower(t.Outcome), "fail"):
 			line = st.Bad.Render(line)
 		}

@@ -68,7 +68,10 @@ func report(in io.Reader, out, log io.Writer, logPath string) int {
 			outputs[key] = append(outputs[key], e.Output)
 		case "pass", "fail", "skip":
 			if e.Test == "" {
-				status := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "--  "}[e.Action]
+				if e.Action == "skip" {
+					continue // no test files
+				}
+				status := map[string]string{"pass": "ok  ", "fail": "FAIL"}[e.Action]
 				fmt.Fprintf(out, "%s %-50s %6.1fs\n", status, e.Package, e.Elapsed)
 				if e.Action == "fail" {
 					for _, l := range outputs[key] {
