@@ -130,6 +130,10 @@ type Crash struct {
 	Group          int     `json:"group,omitempty"`
 	Representative bool    `json:"representative"`
 	AbortMessage   string  `json:"abort_message,omitempty"`
+	// HandlerTries is how many times the process's own handler took this same fault and
+	// returned without repairing it (the fault came straight back) before crashtui called it a
+	// crash; 0 for a fault with no handler.
+	HandlerTries int `json:"handler_tries,omitempty"`
 	Stack          []Frame `json:"stack,omitempty"`
 	Core           *string `json:"core"`
 	// Regs are the crashing thread's registers by kernel name, for the detail view.

@@ -441,3 +441,53 @@ func TestCoreNoLargerThanKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashHandlerThatNeverRepairs: a handler that returns without repairing its fault (a
+// safepoint handler that does not unprotect, on a read, a write and a load spanning two pages;
+// a SIGBUS handler that does not extend the file) loops forever: fault, handler, the same
+// fault. crashtui reports a crash of that site within a second, with how many times the
+// handler was tried, and leaves the process looping as it would without crashtui.
+func TestCrashHandlerThatNeverRepairs(t *testing.T) {
+	bin := demoProgram(t, "loophandler")
+	for _, c := range []struct{ mode, sig string }{{"read", "SIGSEGV"}, {"write", "SIGSEGV"}, {"span", "SIGSEGV"}, {"sigbus", "SIGBUS"}} {
+		t.Run(c.mode, func(t *testing.T) {
+			crashes := make(chan sessions.Crash, 4)
+			tr := New(Options{Emit: func(e sessions.Event) {
+				if cr, ok := e.Body.(sessions.Crash); ok {
+					crashes <- cr
+				}
+			}})
+			t.Cleanup(func() {
+				tr.SignalJob(unix.SIGKILL)
+				<-tr.JobDone()
+				tr.Close()
+			})
+			start := time.Now()
+			if _, err := tr.Launch(LaunchSpec{N: 1, Argv: []string{bin, c.mode}}); err != nil {
+				t.Fatal(err)
+			}
+			var cr sessions.Crash
+			select {
+			case cr = <-crashes:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no crash reported in 5 s: the handler's loop went unnoticed")
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("the verdict took %v", d)
+			}
+			if cr.Signal != c.sig || cr.HandlerTries != maxHandlerTries || !cr.Representative || cr.UserSent {
+				t.Errorf("crash %s (%s) handler tries %d representative %v; want %s after %d tries", cr.Signal, cr.Code, cr.HandlerTries, cr.Representative, c.sig, maxHandlerTries)
+			}
+			// Still looping, as without crashtui: running, not stopped, not dead.
+			time.Sleep(100 * time.Millisecond)
+			if st, err := readStat(cr.PID); err != nil || (st.state != 'R' && st.state != 'S' && st.state != 't') {
+				t.Errorf("after the verdict the process is %q (%v), want it still looping", string(st.state), err)
+			}
+			select {
+			case more := <-crashes:
+				t.Errorf("a second crash event for the same loop: %+v", more)
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -37,6 +38,8 @@ type fault struct {
 	returned  bool           // the handler returned (or the watch ended): handled unless it faults again
 	masked    bool           // the signal was blocked at the handler's first syscall
 	syscalls  int
+	tries     int  // times the same fault came straight back through the handler
+	looping   bool // judged: the handler never repairs it (reported as a crash)
 }
 
 // watched reports whether the thread is being followed stop by stop.
@@ -100,11 +103,29 @@ func (t *Tracer) deliverCaught(tk *task, sig int, si siginfo) {
 	}
 	pc := regs.PC()
 	f := c.faults[tk.tid]
+	if f != nil && f.looping {
+		if f.same(sig, si, pc) {
+			// Judged already: a handler that never repairs this fault. The process goes on
+			// doing what it would without crashtui (taking it again and again): handle()
+			// delivers the signal with PTRACE_CONT, no longer followed.
+			return
+		}
+		delete(c.faults, tk.tid)
+		f = nil
+	}
 	switch {
 	case f != nil && f.depth > 0:
 		f.depth++ // a caught fault inside the handler: one more frame to return through
 	case f != nil && f.same(sig, si, pc):
 		f.depth, f.returned = 1, false // back with the handler still installed: judge again
+		if f.tries++; f.tries >= maxHandlerTries {
+			// The same signal, pc and address, straight back through the handler
+			// maxHandlerTries times: it will loop forever. A crash of that site; handle()
+			// delivers this signal as it would have been.
+			f.looping, f.depth = true, 0
+			t.crashLooping(tk, f, sig, si, regs)
+			return
+		}
 	default:
 		if f != nil && f.returned {
 			t.emitHandled(f) // the thread went on past the old fault to a new one
@@ -209,6 +230,20 @@ func (t *Tracer) watchStop(tk *task, f *fault, sig int) bool {
 		return true
 	}
 	return false
+}
+
+// maxHandlerTries is how many times the same fault may come straight back through the
+// process's handler before crashtui calls the handler one that never repairs it (Spindle
+// reports such a loop as a crash too).
+const maxHandlerTries = 3
+
+// crashLooping reports the crash of a fault whose handler returns without repairing it, at the
+// original site, with how many times the handler was tried; it is grouped and cored like any
+// crash. The process is not changed: it goes on looping as it would without crashtui.
+func (t *Tracer) crashLooping(tk *task, f *fault, sig int, si siginfo, regs arch.Regs) {
+	cr := f.crash
+	cr.HandlerTries = f.tries
+	t.decide(tk, &cr, sig, si, regs, time.Now())
 }
 
 // stepVerdict is how long a thread let run on after its handler returned may go without

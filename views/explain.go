@@ -188,8 +188,19 @@ func ExplainGroup(g *sessions.Group) Explanation {
 	if rep != nil {
 		code = rep.Crash.Code
 	}
-	// sessions.Crash has no Explain field yet: the generic text stands in.
-	ex.What = fmt.Sprintf("%d process(es) died at the same crash site; one representative core is kept.", g.Count())
+	n := g.Count()
+	if n == 1 {
+		ex.What = "1 process crashed at this site."
+	} else {
+		ex.What = fmt.Sprintf("%d processes crashed at the same site.", n)
+	}
+	if rep != nil && rep.Crash.Core != nil {
+		ex.What += " crashtui wrote one core for the group, the representative's: " + sessions.Sanitize(*rep.Crash.Core) + "."
+	}
+	if rep != nil && rep.Crash.HandlerTries > 0 {
+		ex.What = fmt.Sprintf("The process's own %s handler took this fault %d times and returned each time without repairing it (the same instruction faulted again at the same address), so it would loop forever: crashtui calls that a crash, as Spindle does, and leaves the process looping as it would without crashtui. ",
+			sessions.Sanitize(g.Signal), rep.Crash.HandlerTries) + ex.What
+	}
 	if g.AbortMessage != "" {
 		ex.What = "The program aborted with the message \"" + sessions.Sanitize(strings.TrimSpace(g.AbortMessage)) + "\" (a failed assert or a glibc check). " + ex.What
 	}
@@ -201,7 +212,11 @@ func ExplainGroup(g *sessions.Group) Explanation {
 	if g.AbortMessage != "" {
 		ex.Kernel = "SIGABRT: the key is glibc's __abort_msg (filled by assert and __libc_message), read with process_vm_readv; without it every abort would share raise()'s pc in libc"
 	}
-	ex.Fix = "open the representative core: gdb <exe> <core>, then fix the code at the site shown; the other cores of this group were suppressed (RLIMIT_CORE 0)."
+	if rep != nil && rep.Crash.Core != nil {
+		ex.Fix = "open the representative core: gdb " + sessions.Sanitize(rep.Crash.Exe) + " " + sessions.Sanitize(*rep.Crash.Core) + ", then fix the code at the site shown; the group's other members got no core (RLIMIT_CORE 0 before their signal)."
+	} else {
+		ex.Fix = "fix the code at the site shown; for a core per site, run crashtui with --cores DIR (or --dedup-kernel-cores to let the kernel write the representative's, with its own ulimit -c)."
+	}
 	return ex
 }
 
