@@ -126,16 +126,16 @@ type Crash struct {
 	UserSent bool `json:"user_sent,omitempty"`
 
 	// Grouping (crash sites, Spindle parity).
-	Key            string  `json:"key,omitempty"`
-	Group          int     `json:"group,omitempty"`
-	Representative bool    `json:"representative"`
-	AbortMessage   string  `json:"abort_message,omitempty"`
+	Key            string `json:"key,omitempty"`
+	Group          int    `json:"group,omitempty"`
+	Representative bool   `json:"representative"`
+	AbortMessage   string `json:"abort_message,omitempty"`
 	// HandlerTries is how many times the process's own handler took this same fault and
 	// returned without repairing it (the fault came straight back) before crashtui called it a
 	// crash; 0 for a fault with no handler.
-	HandlerTries int `json:"handler_tries,omitempty"`
-	Stack          []Frame `json:"stack,omitempty"`
-	Core           *string `json:"core"`
+	HandlerTries int     `json:"handler_tries,omitempty"`
+	Stack        []Frame `json:"stack,omitempty"`
+	Core         *string `json:"core"`
 	// Regs are the crashing thread's registers by kernel name, for the detail view.
 	Regs map[string]Hex `json:"regs,omitempty"`
 	// Disasm is the code around the faulting pc, decoded from the start of its function.
