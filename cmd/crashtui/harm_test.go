@@ -205,7 +205,9 @@ func TestRefuseWholeNamespace(t *testing.T) {
 		t.Skip("unshare (util-linux) is missing")
 	}
 	// In the namespace: init is sh, with two sleeps; crashtui is sh's child.
-	script := `sleep 30 & sleep 30 & "$0" "$@"; st=$?; kill $(jobs -p) 2>/dev/null; exit $st`
+	script := `sleep 30 & a=$!; sleep 30 & b=$!
+until [ "$(cat /proc/$a/comm)$(cat /proc/$b/comm)" = sleepsleep ]; do :; done
+"$0" "$@"; st=$?; kill $a $b 2>/dev/null; exit $st`
 	ns := func(args ...string) (string, int) {
 		cmd := exec.Command(unshare, append([]string{"-pf", "--mount-proc", "sh", "-c", script, crashtuiBin}, args...)...)
 		out, err := cmd.CombinedOutput()
@@ -239,7 +241,8 @@ func TestOwnPipelineNotTraced(t *testing.T) {
 		t.Skip("setsid (util-linux) is missing")
 	}
 	out := t.TempDir() + "/out"
-	script := `sleep 30 & "$0" matrix --json --measure=false "sid:$$" | cat > "$1"; kill $!`
+	// Wait until the background sleep has exec'd (until then it is a copy of sh).
+	script := `sleep 30 & s=$!; until [ "$(cat /proc/$s/comm)" = sleep ]; do :; done; "$0" matrix --json --measure=false "sid:$$" | cat > "$1"; kill $s`
 	if b, err := exec.Command(setsid, "-w", "sh", "-c", script, crashtuiBin, out).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
