@@ -469,8 +469,8 @@ func TestCrashHandlerThatNeverRepairs(t *testing.T) {
 			var cr sessions.Crash
 			select {
 			case cr = <-crashes:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no crash reported in 5 s: the handler's loop went unnoticed")
+			case <-time.After(3 * raceSlowdown * time.Second):
+				t.Fatalf("no crash reported in %v: the handler's loop went unnoticed", 3*raceSlowdown*time.Second)
 			}
 			// Within a second of the start (exec and the first crash's DWARF loading included),
 			// scaled under the race detector.

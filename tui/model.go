@@ -383,6 +383,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Explain):
 		m.explain()
 	case key.Matches(msg, k.Checkpoint):
+		if m.ctrl == nil || m.player != nil {
+			m.message = "checkpoint needs a live session (no tracer in replay or view)"
+			return nil
+		}
 		m.overlay = checkpointOverlay
 	case key.Matches(msg, k.Measure):
 		if m.ctrl == nil || m.player != nil {

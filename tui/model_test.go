@@ -317,6 +317,11 @@ func TestReplayRefusesControls(t *testing.T) {
 	if !strings.Contains(m.message, "replay") {
 		t.Fatalf("measure in replay: %q", m.message)
 	}
+	// c says at once that it needs a live session, instead of opening the dialog first.
+	press(t, m, "c")
+	if m.overlay == checkpointOverlay || !strings.Contains(m.message, "live session") {
+		t.Fatalf("c in replay: overlay %d, message %q", m.overlay, m.message)
+	}
 	msgs := press(t, m, "q")
 	if len(msgs) != 1 {
 		t.Fatalf("q in replay quits at once: %v", msgs)
