@@ -58,8 +58,9 @@ type (
 	}
 	// ctrlMsg is the answer of a Controller call.
 	ctrlMsg struct {
-		op  string
-		err error
+		op   string
+		err  error
+		took time.Duration
 	}
 )
 
@@ -228,7 +229,11 @@ func (m *Model) refreshMatrix() {
 }
 
 func (m *Model) ctrlCmd(op string, f func() error) tea.Cmd {
-	return func() tea.Msg { return ctrlMsg{op, f()} }
+	return func() tea.Msg {
+		start := time.Now()
+		err := f()
+		return ctrlMsg{op: op, err: err, took: time.Since(start)}
+	}
 }
 
 // Update handles one message; it never blocks.
@@ -259,10 +264,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.apply(m.player.Advance(msg.at))
 		return m, m.schedule()
 	case ctrlMsg:
-		if msg.err != nil {
-			m.message = fmt.Sprintf("%s: %v", msg.op, msg.err)
-		} else {
-			m.message = msg.op + " requested"
+		// The controller returns when the request is done: the status line says so, with
+		// what it took, never "requested".
+		took := msg.took.Round(100 * time.Microsecond)
+		switch {
+		case msg.err != nil:
+			m.message = fmt.Sprintf("%s failed after %v: %v", msg.op, took, msg.err)
+		case strings.HasPrefix(msg.op, "checkpoint"):
+			m.message = fmt.Sprintf("%s: %d threads, %v", msg.op, len(m.state.Threads), took)
+		default:
+			m.message = fmt.Sprintf("%s done in %v", msg.op, took)
 		}
 		if msg.op == "detach" {
 			m.detached = true

@@ -484,7 +484,7 @@ func (f *failing) Measure() error { return errors.New("tracer busy") }
 func TestControllerErrorShown(t *testing.T) {
 	m := liveModel(t, &failing{}, true)
 	press(t, m, "2", "m")
-	if v := m.View(); !strings.Contains(v, "measure: tracer busy") {
+	if v := m.View(); !strings.Contains(v, "measure failed") || !strings.Contains(v, "tracer busy") {
 		t.Fatalf("the controller's error is not shown:\n%s", v)
 	}
 }
