@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 
@@ -47,6 +48,43 @@ func silence() {
 type delveSymbolizer struct {
 	bi   *proc.BinaryInfo
 	bias uint64 // added to link-time addresses before asking delve
+	// inlined are the address ranges of code inlined into its callers (DWARF
+	// DW_TAG_inlined_subroutine), by start, built on the first lookup.
+	inlined     []inlinedRange
+	inlinedDone bool
+}
+
+// inlinedRange is one inlined call: [lo, hi) (delve addresses) runs the code of name.
+type inlinedRange struct {
+	lo, hi uint64
+	name   string
+}
+
+// innermostInlined is the function whose code, inlined into its caller, is at pc: the
+// smallest inlined range that holds it (nested inlining), or "".
+func (s *delveSymbolizer) innermostInlined(pc uint64) (name string, lo uint64) {
+	if !s.inlinedDone {
+		s.inlinedDone = true
+		for i := range s.bi.Functions {
+			fn := &s.bi.Functions[i]
+			for _, c := range fn.InlinedCalls {
+				if c.HighPC > c.LowPC {
+					s.inlined = append(s.inlined, inlinedRange{c.LowPC, c.HighPC, fn.Name})
+				}
+			}
+		}
+		sort.Slice(s.inlined, func(i, j int) bool { return s.inlined[i].lo < s.inlined[j].lo })
+	}
+	// Ranges that start at or before pc; the innermost is the smallest that still holds it.
+	n := sort.Search(len(s.inlined), func(i int) bool { return s.inlined[i].lo > pc })
+	best := uint64(0)
+	for i := n - 1; i >= 0 && i >= n-4096; i-- {
+		r := s.inlined[i]
+		if pc < r.hi && (name == "" || r.hi-r.lo < best) {
+			name, lo, best = r.name, r.lo, r.hi-r.lo
+		}
+	}
+	return name, lo
 }
 
 var goarchOf = map[elf.Machine]string{
@@ -81,8 +119,14 @@ func (s *delveSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
 	if fn == nil {
 		return "", 0, "", 0
 	}
+	name, entry := fn.Name, fn.Entry
+	// Code inlined into fn is named after the inlined function, as gdb's innermost frame is;
+	// the line table already gives its own file:line.
+	if in, lo := s.innermostInlined(vaddr + s.bias); in != "" {
+		name, entry = in, lo
+	}
 	// Delve names C functions "C.name".
-	return strings.TrimPrefix(fn.Name, "C."), fn.Entry - s.bias, file, line
+	return strings.TrimPrefix(name, "C."), entry - s.bias, file, line
 }
 
 func (s *delveSymbolizer) Close() error { return s.bi.Close() }

@@ -493,3 +493,32 @@ func TestCrashHandlerThatNeverRepairs(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashInInlinedFunction: a crash in code inlined into its caller is named after the
+// inlined function (DWARF DW_TAG_inlined_subroutine), as gdb's innermost frame is, not after
+// the function it was inlined into.
+func TestCrashInInlinedFunction(t *testing.T) {
+	bin := demoProgram(t, "inlined")
+	crashes := make(chan sessions.Crash, 1)
+	tr := New(Options{Emit: func(e sessions.Event) {
+		if cr, ok := e.Body.(sessions.Crash); ok {
+			crashes <- cr
+		}
+	}})
+	t.Cleanup(func() { tr.Close() })
+	t.Chdir(t.TempDir())
+	if _, err := tr.Launch(LaunchSpec{N: 1, Argv: []string{bin}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cr := <-crashes:
+		if cr.Function != "read_cell" || !strings.HasSuffix(cr.File, "inlined.c") || cr.Line != 7 {
+			t.Errorf("crash in %q at %s:%d, want read_cell at inlined.c:7 (gdb's innermost frame)", cr.Function, cr.File, cr.Line)
+		}
+		if len(cr.Stack) == 0 || cr.Stack[0].Function != "read_cell" {
+			t.Errorf("innermost frame %+v, want read_cell", cr.Stack)
+		}
+	case <-time.After(10 * raceSlowdown * time.Second):
+		t.Fatal("no crash")
+	}
+}
