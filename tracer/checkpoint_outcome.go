@@ -76,7 +76,7 @@ func outcome(th sessions.Thread, now procSyscall) string {
 	var got string
 	switch {
 	case th.Applied == string(arch.PolicyNaive):
-		got = fmt.Sprintf("%s returned %s (%d) to the program, the seed 002 bug", name, th.Code, restartErrno(th.Code))
+		got = fmt.Sprintf("%s returned %s (%d) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261)", name, th.Code, restartErrno(th.Code))
 	case th.Applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActEINTR):
 		got = fmt.Sprintf("%s returned EINTR, as after a real restore (a restart block cannot be carried over)", name)
 	case again:

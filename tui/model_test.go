@@ -245,9 +245,9 @@ func TestExplainOverlay(t *testing.T) {
 		keys []string
 		want string
 	}{
-		{[]string{"3", "e"}, "Seed 001"},
+		{[]string{"3", "e"}, "Spindle"},
 		{[]string{"2", "j", "j", "j", "j", "l", "e"}, "seccomp"},
-		{[]string{"4", "e"}, "Seed 002"},
+		{[]string{"4", "e"}, "criu#2261"},
 		{[]string{"1", "e"}, "pid 4100"},
 	} {
 		press(t, m, tc.keys...)

@@ -18,17 +18,17 @@ type Explanation struct {
 	Fix    string
 }
 
-// The seed stories (../shared/seeds): the bugs this tool was designed around.
+// The stories behind each capability: the real bugs this tool was designed around.
 const (
-	StoryOpenMPI = "Seed 000, Open MPI smsc/cma: in a Docker container run with --user 998:995 and no CAP_SYS_PTRACE, " +
+	StoryOpenMPI = "Open MPI's smsc/cma single-copy check (open-mpi/ompi#10694): in a Docker container run with --user 998:995 and no CAP_SYS_PTRACE, " +
 		"process_vm_readv between two ranks failed and btl/sm died in an assertion (mca_pml_ob1_send_request_fini). " +
 		"The fix made Open MPI call kcmp(getpid(), peer, KCMP_VM) first and skip CMA when it fails. kcmp checks in READ mode " +
 		"and ignores Yama, CMA checks in ATTACH mode, so the proxy can still say yes where CMA is refused."
-	StorySpindle = "Seed 001, LLNL Spindle core-dump deduplication: each crash is keyed by <exe>|<library>+<offset> " +
+	StorySpindle = "LLNL Spindle's core-dump deduplication: each crash is keyed by <exe>|<library>+<offset> " +
 		"(or abort:<message> for SIGABRT); the first process with a new key keeps its core and the others set RLIMIT_CORE " +
 		"to 0, so a 10 000-rank crash writes one core per site. Faults the application's own handler repairs " +
 		"(safepoints, SIGBUS on a file it then extends) are not crashes. crashtui does the same from outside, with ptrace."
-	StoryCRIU = "Seed 002, CRIU on ppc64le: glibc on POWER9+ enters the kernel with scv. CRIU recognised only sc " +
+	StoryCRIU = "CRIU's ppc64le scv fix (checkpoint-restore/criu#2261): glibc on POWER9+ enters the kernel with scv. CRIU recognised only sc " +
 		"(trap 0xc00 with CR0.SO), so a thread interrupted inside an scv syscall was restored at the next instruction " +
 		"with r3 = -512 and user code saw ERESTARTSYS instead of the syscall running again (zdtm/static/sigpending on Power10)."
 )
@@ -94,34 +94,34 @@ type reasonRule struct {
 
 var reasonRules = []reasonRule{
 	{[]string{"nosys", "enosys", "config", "not built"},
-		"Row 0: the syscall is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH for process_vm_readv, CONFIG_KCMP for kcmp); the call returns ENOSYS.",
+		"the syscall is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH for process_vm_readv, CONFIG_KCMP for kcmp); the call returns ENOSYS.",
 		"sys_ni_syscall", "use a kernel built with the option, or tell Open MPI not to rely on kcmp (--mca smsc ^cma); its message then wrongly blames CAP_SYS_PTRACE."},
 	{[]string{"seccomp"},
-		"Row 1: a seccomp filter on the reader (A) refuses the syscall; B's filter does not matter. Docker's and runc's default profiles return EPERM.",
+		"a seccomp filter on the reader (A) refuses the syscall; B's filter does not matter. Docker's and runc's default profiles return EPERM.",
 		"seccomp filter at syscall entry", "allow process_vm_readv/kcmp in the container's seccomp profile, or run with a profile that permits them."},
 	{[]string{"pidns", "pid namespace", "esrch", "namespace"},
-		"Row 2: B cannot be named in A's PID namespace (find_get_task_by_vpid fails), so both calls return ESRCH; Open MPI never compares PID namespaces and may even name another process.",
+		"B cannot be named in A's PID namespace (find_get_task_by_vpid fails), so both calls return ESRCH; Open MPI never compares PID namespaces and may even name another process.",
 		"find_get_task_by_vpid", "run the ranks in one PID namespace (one container per node, not per rank)."},
 	{[]string{"zombie", "no mm", "nomm", "exited"},
-		"Row 3: B has no mm (a zombie or a kernel thread): process_vm_readv gets ESRCH from mm_access; kcmp still compares.",
+		"B has no mm (a zombie or a kernel thread): process_vm_readv gets ESRCH from mm_access; kcmp still compares.",
 		"mm_access (kernel/fork.c)", "nothing to fix: the peer is gone."},
 	{[]string{"userns", "user namespace"},
 		"Rows 5b/7: A and B are in different user namespaces and A lacks CAP_SYS_PTRACE in B's namespace.",
 		"ptrace_has_cap / cap_ptrace_access_check", "start the ranks in the same user namespace."},
 	{[]string{"uid", "gid", "cred"},
-		"Row 5: __ptrace_may_access compares A's real uid/gid with B's real, effective and saved uid/gid; any mismatch needs CAP_SYS_PTRACE in B's user namespace, else EPERM.",
+		"__ptrace_may_access compares A's real uid/gid with B's real, effective and saved uid/gid; any mismatch needs CAP_SYS_PTRACE in B's user namespace, else EPERM.",
 		"__ptrace_may_access (kernel/ptrace.c)", "run every rank as the same user and group (no setuid helpers among the ranks), or grant CAP_SYS_PTRACE."},
 	{[]string{"dumpable", "dump"},
-		"Row 6: B is not dumpable (setuid/setgid or file-capability exec, prctl(PR_SET_DUMPABLE, 0), or an id change), so even a matching uid needs CAP_SYS_PTRACE in B's mm->user_ns.",
+		"B is not dumpable (setuid/setgid or file-capability exec, prctl(PR_SET_DUMPABLE, 0), or an id change), so even a matching uid needs CAP_SYS_PTRACE in B's mm->user_ns.",
 		"__ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER", "do not make the ranks non-dumpable (drop PR_SET_DUMPABLE 0, avoid setuid launch wrappers), or grant CAP_SYS_PTRACE."},
 	{[]string{"cap"},
-		"Row 7: B holds permitted capabilities A lacks; cap_ptrace_access_check refuses unless A has CAP_SYS_PTRACE.",
+		"B holds permitted capabilities A lacks; cap_ptrace_access_check refuses unless A has CAP_SYS_PTRACE.",
 		"cap_ptrace_access_check (security/commoncap.c)", "give all ranks the same capability set."},
 	{[]string{"yama", "ptrace_scope"},
 		"Rows 9/10: Yama's ptrace_scope applies to ATTACH mode only: process_vm_readv is refused unless B descends from A or called PR_SET_PTRACER; kcmp (READ mode) is not affected, so Open MPI's kcmp proxy says yes and CMA still fails.",
 		"yama_ptrace_access_check", "set kernel.yama.ptrace_scope=0, or have each rank call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY) (scope 1 only)."},
 	{[]string{"lsm", "selinux", "apparmor", "landlock"},
-		"Row 11: another LSM (SELinux process:ptrace, AppArmor trace, Landlock) refuses; SELinux checks file:read for kcmp but process:ptrace for CMA.",
+		"another LSM (SELinux process:ptrace, AppArmor trace, Landlock) refuses; SELinux checks file:read for kcmp but process:ptrace for CMA.",
 		"security_ptrace_access_check", "adjust the policy for the job's domain, or disable CMA (--mca smsc ^cma)."},
 }
 

@@ -137,7 +137,7 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 	fmt.Fprintf(w, "\n%d threads, %d inside a syscall; restore %q applied and every thread resumed.\n", len(threads), inSyscall, string(policy))
 	switch policy {
 	case arch.PolicyNaive:
-		fmt.Fprintln(w, "naive: the kernel's restart was cancelled and the return registers left as saved, so the interrupted calls now return the ERESTART* codes above to the program (seed 002).")
+		fmt.Fprintln(w, "naive: the kernel's restart was cancelled and the return registers left as saved, so the interrupted calls now return the ERESTART* codes above to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261).")
 	case arch.PolicyCorrect:
 		fmt.Fprintln(w, "correct: interrupted calls were rewound to run again; restart blocks (ERESTART_RESTARTBLOCK) return EINTR, as after a real restore.")
 	}
