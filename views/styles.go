@@ -46,13 +46,15 @@ func (s *Styles) Cursor(line string, w int) string {
 // program's output).
 func NewStyles(r *lipgloss.Renderer) *Styles {
 	s := &Styles{R: r, plain: r.ColorProfile() == termenv.Ascii}
-	s.Title = r.NewStyle().Bold(true).Foreground(lipgloss.Color("12"))
+	// Bright ANSI colours on a dark background, their dark counterparts on a light one
+	// (bright yellow and cyan are unreadable on white): the renderer tells which it has.
+	s.Title = r.NewStyle().Bold(true).Foreground(lipgloss.AdaptiveColor{Light: "4", Dark: "12"})
 	s.Bold = r.NewStyle().Bold(true)
 	s.Dim = r.NewStyle().Faint(true)
-	s.Bad = r.NewStyle().Foreground(lipgloss.Color("9")).Bold(true)
-	s.Good = r.NewStyle().Foreground(lipgloss.Color("10"))
-	s.Warn = r.NewStyle().Foreground(lipgloss.Color("11"))
-	s.Info = r.NewStyle().Foreground(lipgloss.Color("14"))
+	s.Bad = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "1", Dark: "9"}).Bold(true)
+	s.Good = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "2", Dark: "10"})
+	s.Warn = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "3", Dark: "11"})
+	s.Info = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "6", Dark: "14"})
 	s.Selected = r.NewStyle().Reverse(true)
 	s.TabOn = r.NewStyle().Bold(true).Reverse(true).Padding(0, 1)
 	s.TabOff = r.NewStyle().Padding(0, 1)

@@ -1,9 +1,13 @@
 package views
 
 import (
+	"io"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -32,5 +36,27 @@ func TestMatrixIndexBounded(t *testing.T) {
 	out := Matrix(Plain(), st, ix, MatrixOptions{Width: 120, Height: 40})
 	if !strings.Contains(out, "left out") {
 		t.Errorf("header does not say pids were left out:\n%s", out[:min(len(out), 400)])
+	}
+}
+
+// TestStylesAdaptToLightTerminals: on a light background the warn, info, good and bad colours
+// are the dark ANSI ones (bright yellow and cyan are unreadable on white), the bright ones on
+// a dark background.
+func TestStylesAdaptToLightTerminals(t *testing.T) {
+	for _, dark := range []bool{true, false} {
+		r := lipgloss.NewRenderer(io.Discard)
+		r.SetColorProfile(termenv.ANSI)
+		r.SetHasDarkBackground(dark)
+		st := NewStyles(r)
+		got := st.Warn.Render("w") + st.Info.Render("i")
+		want := []string{"\x1b[33m", "\x1b[36m"} // yellow, cyan
+		if dark {
+			want = []string{"\x1b[93m", "\x1b[96m"} // bright yellow, bright cyan
+		}
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("dark background %v: %q lacks %q", dark, got, w)
+			}
+		}
 	}
 }
