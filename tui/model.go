@@ -408,6 +408,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.ctrlCmd("measure", m.ctrl.Measure)
 	case key.Matches(msg, k.Filter) && (m.tab == tabProcs || m.tab == tabLog):
 		m.filtering = true
+	case key.Matches(msg, k.Filter):
+		// Said, not silently ignored (the filter is for the long lists).
+		m.message = "/ filters the Processes (1) and Log (5) tabs; this tab has no filter"
+	case key.Matches(msg, k.Sort) && m.tab != tabProcs:
+		m.message = "s sorts the Processes tab (1); this tab keeps its own order"
 	case key.Matches(msg, k.Back):
 		m.back()
 	default:

@@ -554,3 +554,21 @@ func TestKeyBurstActsPerRune(t *testing.T) {
 		t.Error("the views cannot tell rows apart: the test proves nothing")
 	}
 }
+
+// TestFilterAndSortSayWhyNot: / and s on a tab without a filter or a sort say so, instead of
+// doing nothing.
+func TestFilterAndSortSayWhyNot(t *testing.T) {
+	m := liveModel(t, nil, false)
+	press(t, m, "3", "/")
+	if m.filtering || !strings.Contains(m.message, "no filter") {
+		t.Errorf("/ on Crashes: filtering %v, message %q", m.filtering, m.message)
+	}
+	press(t, m, "4", "s")
+	if !strings.Contains(m.message, "sorts the Processes tab") {
+		t.Errorf("s on Threads: message %q", m.message)
+	}
+	press(t, m, "1", "/")
+	if !m.filtering {
+		t.Error("/ on Processes does not filter")
+	}
+}
