@@ -96,6 +96,10 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	return list + "\n" + fit(strings.Join(threadDetail(st, ts[cur].Thread, o.Width), "\n"), o.Width, detailH)
 }
 
+// keyRegisters are the registers a syscall restart is about, on every architecture: the pc,
+// the stack pointer, the syscall number and the return (and restart) registers.
+var keyRegisters = []string{"rip", "rsp", "orig_rax", "rax", "pc", "sp", "x8", "x0", "nip", "r1", "r0", "r3", "orig_gpr3", "trap", "ccr"}
+
 func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 	var out []string
 	out = append(out, st.Dim.Render(strings.Repeat("─", max(0, width))))
@@ -142,14 +146,48 @@ func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 			}
 			out = append(out, line)
 		}
+		// Changed registers first, then the ones a restart is about (pc, sp, the syscall
+		// number and the return register), then the rest in the kernel's order: a small pane
+		// shows what the policy did (as pwndbg puts pc and changed registers first).
+		before := map[string]sessions.Hex{}
 		for _, r := range t.Before {
-			v := r.Value
-			seen[r.Name] = true
-			row(r.Name, &v)
+			before[r.Name] = r.Value
+		}
+		changed := func(name string) bool {
+			b, ok1 := before[name]
+			a, ok2 := after[name]
+			return ok1 && ok2 && a != b
+		}
+		var order []string
+		add := func(name string) {
+			if !seen[name] {
+				seen[name] = true
+				order = append(order, name)
+			}
+		}
+		for _, r := range t.Before {
+			if changed(r.Name) {
+				add(r.Name)
+			}
+		}
+		for _, name := range keyRegisters {
+			if _, ok := before[name]; ok {
+				add(name)
+			} else if _, ok := after[name]; ok {
+				add(name)
+			}
+		}
+		for _, r := range t.Before {
+			add(r.Name)
 		}
 		for _, r := range t.After {
-			if !seen[r.Name] {
-				row(r.Name, nil)
+			add(r.Name)
+		}
+		for _, name := range order {
+			if v, ok := before[name]; ok {
+				row(name, &v)
+			} else {
+				row(name, nil)
 			}
 		}
 	}
