@@ -242,8 +242,29 @@ func regNames(regs map[string]sessions.Hex) []string {
 	for n := range regs {
 		ns = append(ns, n)
 	}
-	sort.Slice(ns, func(i, j int) bool { return regLess(ns[i], ns[j]) })
+	sort.Slice(ns, func(i, j int) bool {
+		pi, pj := regPriority(ns[i]), regPriority(ns[j])
+		if pi != pj {
+			return pi < pj
+		}
+		return regLess(ns[i], ns[j])
+	})
 	return ns
+}
+
+// regPriority puts the pc, the stack pointer and the frame pointer first, in that order, on
+// every architecture (amd64 rip rsp rbp, arm64 pc sp x29, ppc64le nip r1 and lr for the
+// caller); the rest follow by name.
+func regPriority(name string) int {
+	switch name {
+	case "rip", "pc", "nip":
+		return 0
+	case "rsp", "sp", "r1":
+		return 1
+	case "rbp", "x29", "link", "x30":
+		return 2
+	}
+	return 3
 }
 
 func regLess(a, b string) bool {
