@@ -616,8 +616,8 @@ func (m *Model) move(msg tea.KeyMsg) {
 		if key.Matches(msg, k.Bottom) {
 			m.log.back = 0
 		}
-		if m.log.back > len(m.state.Log) {
-			m.log.back = len(m.state.Log)
+		if top := max(0, len(m.state.Log)-(m.bodyH()-1)); m.log.back > top {
+			m.log.back = top // g: the oldest full page, not past it
 		}
 	}
 }

@@ -572,3 +572,17 @@ func TestFilterAndSortSayWhyNot(t *testing.T) {
 		t.Error("/ on Processes does not filter")
 	}
 }
+
+// TestLogTopShowsTheOldestPage: g on the Log tab shows the oldest events, not a blank page.
+func TestLogTopShowsTheOldestPage(t *testing.T) {
+	m := liveModel(t, nil, false)
+	press(t, m, "5", "g")
+	v := m.View()
+	first := views.EventLine(m.State().Log[0].Event)
+	if len(first) > 20 {
+		first = first[:20]
+	}
+	if !strings.Contains(v, first) {
+		t.Errorf("g on the Log tab does not show the oldest event %q:\n%s", first, v)
+	}
+}

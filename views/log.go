@@ -98,9 +98,10 @@ func Log(st *Styles, s *sessions.State, o LogOptions) string {
 		lines = append(lines, &s.Log[i])
 		matched++
 	}
-	// lines is newest first; drop the Back newest and show the rest oldest first.
-	if o.Back > len(lines) {
-		o.Back = len(lines)
+	// lines is newest first; drop the Back newest and show the rest oldest first. Scrolled
+	// back past the oldest event, the oldest full page is shown (never a blank one).
+	if o.Back > len(lines)-h {
+		o.Back = max(0, len(lines)-h)
 	}
 	lines = lines[o.Back:]
 	var b strings.Builder
