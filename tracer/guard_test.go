@@ -88,6 +88,22 @@ func guardVictim(t *testing.T) (pid, tid int, verdict func() string) {
 	}
 }
 
+// settledMask is the thread's SigBlk once two reads 20 ms apart agree: while the Go runtime
+// (or glibc's pthread_create) clones a thread, the creating thread briefly has every signal
+// blocked, and a snapshot of that moment is not the thread's mask.
+func settledMask(pid, tid int) string {
+	m := taskStatusField(pid, tid, "SigBlk")
+	for range 50 {
+		time.Sleep(20 * time.Millisecond)
+		again := taskStatusField(pid, tid, "SigBlk")
+		if again == m {
+			return m
+		}
+		m = again
+	}
+	return m
+}
+
 // taskStatusField reads one field of /proc/PID/task/TID/status.
 func taskStatusField(pid, tid int, name string) string {
 	return statusField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), name)
@@ -114,7 +130,7 @@ func TestInjectionDeathAtEveryPoint(t *testing.T) {
 			if v := verdict(); !strings.HasPrefix(v, "ok") {
 				t.Fatalf("victim before: %s", v)
 			}
-			blocked, caught := taskStatusField(pid, tid, "SigBlk"), taskStatusField(pid, tid, "SigCgt")
+			blocked, caught := settledMask(pid, tid), taskStatusField(pid, tid, "SigCgt")
 			tr := New(Options{})
 			t.Cleanup(func() { tr.Close() })
 			job, _ := ParseJob("pid:" + strconv.Itoa(pid))
@@ -150,7 +166,7 @@ func TestInjectionDeathAtEveryPoint(t *testing.T) {
 			if tp := taskStatusField(pid, tid, "TracerPid"); tp != "0" {
 				t.Errorf("TracerPid %s after detach", tp)
 			}
-			if b := taskStatusField(pid, tid, "SigBlk"); b != blocked {
+			if b := settledMask(pid, tid); b != blocked {
 				t.Errorf("SigBlk %s after, %s before", b, blocked)
 			}
 			if c := taskStatusField(pid, tid, "SigCgt"); c != caught {
