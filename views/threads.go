@@ -39,6 +39,13 @@ func ThreadList(s *sessions.State) []ThreadRef {
 	return out
 }
 
+// ThreadLive says whether the thread a checkpoint described still runs: its process is alive
+// and still has that thread (the leader's tid is the process's).
+func ThreadLive(s *sessions.State, t ThreadRef) bool {
+	p := s.Procs[sessions.ProcKey{Host: t.Host, PID: t.PID}]
+	return p != nil && p.Alive && (t.TID == t.PID || p.Tasks[t.TID])
+}
+
 func threadWhere(t *sessions.Thread) string {
 	if !t.InSyscall {
 		return "user code at " + t.PC.String()
@@ -81,12 +88,19 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		if code == "" && t.InSyscall {
 			code = fmt.Sprint(t.Ret)
 		}
+		outcome := sessions.Sanitize(t.Outcome)
+		ended := !ThreadLive(s, t)
+		if ended {
+			outcome = "(ended) " + outcome // its state is history, not the thread's now
+		}
 		line := fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
-			pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), sessions.Sanitize(t.Outcome))
+			pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), outcome)
 		line = cut(line, o.Width)
 		switch {
 		case i == cur:
 			line = st.Cursor(line, o.Width)
+		case ended:
+			line = st.Dim.Render(line)
 		case strings.Contains(strings.ToLower(t.Outcome), "erestart") || strings.Contains(strings.ToLower(t.Outcome), "fail"):
 			line = st.Bad.Render(line)
 		}
