@@ -42,6 +42,7 @@ type injectSession struct {
 	t      *Tracer
 	tk     *task
 	orig   arch.Regs
+	safe   arch.Regs // orig with the kernel's no-signal restart applied (what the guard restores)
 	mask   uint64
 	base   uint64 // the guard's address
 	saved  []byte // the bytes the guard overwrote
@@ -114,6 +115,15 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 	if !canInject(tk) {
 		return nil, fmt.Errorf("inject into %d: not held at an interrupt stop", tk.tid)
 	}
+	if p := t.procs[tk.pid]; p != nil {
+		for _, o := range p.tasks {
+			if o.abandoned != nil {
+				// Its guard is still in the cave, and its thread may still run it: writing
+				// another thread's guard there would hand that thread the wrong registers.
+				return nil, fmt.Errorf("inject into %d: thread %d of the process is still inside an earlier injected call", tk.tid, o.tid)
+			}
+		}
+	}
 	orig, err := getRegs(tk.tid)
 	if err != nil {
 		return nil, err
@@ -122,11 +132,11 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 	if err := ptrace(unix.PTRACE_GETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask))); err != nil {
 		return nil, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
 	}
-	resume := arch.ResumeRegs(orig, restartInsn(tk.tid, orig))
-	if s.base, err = t.guardSite(tk.pid, tk.tid, orig.Arch, resume.PC()); err != nil {
+	s.safe = arch.ResumeRegs(orig, restartInsn(tk.tid, orig))
+	if s.base, err = t.guardSite(tk.pid, tk.tid, orig.Arch, s.safe.PC()); err != nil {
 		return nil, err
 	}
-	g, err := arch.Guard(resume, s.mask, s.base)
+	g, err := arch.Guard(s.safe, s.mask, s.base)
 	if err != nil {
 		return nil, err
 	}
@@ -336,13 +346,26 @@ func (s *injectSession) restore() error {
 }
 
 // finishAbandoned handles the first stop of a thread whose injected syscall outlived the
-// injection (it blocked). At its syscall-exit stop it is let go: the guard puts back its mask
-// and registers. At any other stop it is restored there and the stop handled as usual. It
+// injection (it blocked). At its syscall-exit stop it is given back what its guard would give
+// it and let go; at any other stop it is restored there and the stop handled as usual. It
 // says whether the stop was consumed.
 func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
 	s := tk.abandoned
 	tk.abandoned = nil
 	if isSyscallStop(ws) {
+		// At its syscall-exit stop: put back what the guard would (the mask, then the
+		// registers with the kernel's restart applied, as at a syscall exit the kernel applies
+		// none) and let it go, so no code of the guard runs after the guard's bytes are
+		// put back.
+		e1 := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask)))
+		e2 := setRegs(tk.tid, s.safe)
+		if e1 == nil && e2 == nil {
+			s.inGuard, s.masked = false, false
+			if s.saved != nil {
+				pokeBytes(tk.tid, s.base, s.saved)
+				s.saved = nil
+			}
+		}
 		if err := ptrace(unix.PTRACE_CONT, tk.tid, 0, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 			t.emitErr(tk.pid, "inject restore", err)
 		}
