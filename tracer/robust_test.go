@@ -371,6 +371,10 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 // child exits, runs on untraced.
 func TestDetachVforkParentPromptly(t *testing.T) {
 	tr, pid, lines := tracedVforkParent(t)
+	// The child exists a moment before its parent blocks in the vfork wait.
+	for deadline := time.Now().Add(5 * time.Second); !inVfork(pid, pid) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if !inVfork(pid, pid) {
 		t.Fatalf("inVfork(%d) is false for a vfork parent (syscall %q)", pid, readFileString(procPath(pid, "syscall")))
 	}
