@@ -40,11 +40,12 @@ func findCaves(pid, tid int) ([]cave, error) {
 		if !ok {
 			continue
 		}
-		used, ok := elfUsedEnd(tid, head, m)
-		if !ok || used >= m.End || m.End-used < arch.GuardSize {
-			continue
+		if used, ok := elfUsedEnd(tid, head, m); ok && used < m.End && m.End-used >= arch.GuardSize+64 {
+			out = append(out, cave{start: (used + 63) &^ 63, end: m.End, module: m.Path})
 		}
-		out = append(out, cave{start: (used + 63) &^ 63, end: m.End, module: m.Path})
+		if lo, hi, ok := headerGap(pid, head, m); ok {
+			out = append(out, cave{start: lo, end: hi, module: m.Path})
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].module == "[vdso]" && out[j].module != "[vdso]" })
 	return out, nil
@@ -148,4 +149,48 @@ func (t *Tracer) guardSite(pid, tid int, a arch.Arch, pc uint64) (uint64, error)
 		return 0, fmt.Errorf("guard site in %d: no unused executable bytes within reach of pc %#x (%d caves)", pid, pc, len(cs))
 	}
 	return best, nil
+}
+
+// headerGap is the unused space at the start of an executable mapping that also holds the
+// module's ELF and program headers (a static Go binary, or one linked without separate-code):
+// from the end of the program headers to the first section the segment loads, padding that
+// nothing reads. The sections come from the module's file, read through /proc/PID/map_files
+// (the very file mapped, whatever its name now).
+func headerGap(pid int, head, m elfinfo.Mapping) (lo, hi uint64, ok bool) {
+	if head.Start != m.Start || m.Offset != 0 || !m.IsFile() {
+		return 0, 0, false
+	}
+	f, err := elf.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End))
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	var first uint64
+	for _, sec := range f.Sections {
+		if sec.Flags&elf.SHF_ALLOC != 0 && sec.Addr != 0 && sec.Type != elf.SHT_NOBITS && (first == 0 || sec.Addr < first) {
+			first = sec.Addr
+		}
+	}
+	var base uint64 // link-time address of file offset 0
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Off == 0 {
+			base = p.Vaddr
+			break
+		}
+	}
+	phEnd := uint64(64) + uint64(len(f.Progs))*56 // headers at e_phoff 64, unless PT_PHDR says
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_PHDR {
+			phEnd = p.Off + p.Filesz
+		}
+	}
+	if first <= base+phEnd {
+		return 0, 0, false
+	}
+	lo = (m.Start + phEnd + 63) &^ 63
+	hi = m.Start + (first - base)
+	if hi > m.End || hi < lo+arch.GuardSize {
+		return 0, 0, false
+	}
+	return lo, hi, true
 }
