@@ -44,7 +44,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 	refused := map[int]error{}
 	skipped := map[int]bool{}
 	for round := 0; ; round++ {
-		pids, pipeline, err := job.resolve()
+		pids, pipeline, err := job.resolve(func(pid int) bool { return t.procs[pid] != nil || refused[pid] != nil })
 		if err != nil {
 			if round == 0 {
 				return res, fmt.Errorf("%w: %v", ErrNoJob, err)
@@ -264,16 +264,20 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 	if tk.exited {
 		return fmt.Errorf("thread %d has exited and will not stop again", tk.tid)
 	}
-	if inVfork(tk.pid, tk.tid) {
-		return fmt.Errorf("thread %d is a vfork parent: it cannot stop before its child execs or exits", tk.tid)
-	}
 	tk.want = true
 	if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil {
 		tk.want = false
 		return fmt.Errorf("interrupt %d: %w", tk.tid, err)
 	}
-	err := t.pump(func() bool { return tk.stopped != running || t.tasks[tk.tid] == nil }, timeout,
-		fmt.Sprintf("thread %d did not stop (uninterruptible sleep, or a vfork parent?)", tk.tid))
+	stopped := func() bool { return tk.stopped != running || t.tasks[tk.tid] == nil }
+	// Almost every thread stops at once; only one that did not is looked at in /proc: a vfork
+	// parent cannot stop before its child execs or exits, and is not waited for.
+	err := t.pump(stopped, min(timeout, 100*time.Millisecond), "")
+	if err != nil && inVfork(tk.pid, tk.tid) {
+		err = fmt.Errorf("thread %d is a vfork parent: it cannot stop before its child execs or exits", tk.tid)
+	} else if err != nil {
+		err = t.pump(stopped, timeout, fmt.Sprintf("thread %d did not stop (uninterruptible sleep?)", tk.tid))
+	}
 	if err != nil {
 		// Its stop may still come (the interrupt stays queued): it must then be resumed, not
 		// held forever.

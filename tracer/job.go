@@ -173,14 +173,15 @@ func excluded() map[int]bool {
 // Resolve returns the pids the job names now, without kernel threads, crashtui and its
 // ancestors, and the processes of crashtui's own pipeline, sorted.
 func (j Job) Resolve() ([]int, error) {
-	pids, _, err := j.resolve()
+	pids, _, err := j.resolve(nil)
 	return pids, err
 }
 
 // resolve is Resolve that also returns the processes it left out because they hold the other
 // end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with tail in
-// the job: tracing it would stop the reader crashtui writes to).
-func (j Job) resolve() (pids []int, pipeline map[int]string, err error) {
+// the job: tracing it would stop the reader crashtui writes to). Pids for which known is true
+// (already traced, or refused) are not looked at again.
+func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, err error) {
 	ex := excluded()
 	switch j.Kind {
 	case JobPGID:
@@ -222,6 +223,10 @@ func (j Job) resolve() (pids []int, pipeline map[int]string, err error) {
 			continue
 		}
 		seen[p] = true
+		if known != nil && known(p) {
+			out = append(out, p) // looked at in an earlier round: no more /proc reads
+			continue
+		}
 		s, err := readStat(p)
 		if err != nil || s.kernelThread() {
 			continue

@@ -244,10 +244,15 @@ func (s *session) watchReader(stdout io.Writer) {
 // withStdout returns ctx, also cancelled when the --json consumer goes away: crashtui then
 // detaches and ends as on a signal (exit status 0: a closed reader is not a tracing failure).
 func (s *session) withStdout(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+	return cancelWhen(ctx, s.stdoutGone)
+}
+
+// cancelWhen returns a context derived from parent that is also cancelled when done closes.
+func cancelWhen(parent context.Context, done <-chan struct{}) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
 	go func() {
 		select {
-		case <-s.stdoutGone:
+		case <-done:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -369,15 +374,7 @@ func (q *eventQueue) run() {
 // then fails a write to a closed stdout with EPIPE instead of exiting with SIGPIPE, and the
 // session turns that into a detach (withStdout).
 func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-quit.first:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return cancelWhen(context.Background(), quit.first)
 }
 
 // quit is how crashtui is told to stop: the first SIGINT, SIGTERM or SIGHUP closes first
