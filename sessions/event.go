@@ -26,6 +26,8 @@ const (
 	KindThread  Kind = "thread"
 	KindSummary Kind = "summary"
 	KindError   Kind = "error"
+	KindSample  Kind = "sample"
+	KindStacks  Kind = "stacks"
 )
 
 // Body is the kind-specific part of an Event.
@@ -297,6 +299,10 @@ func newBody(k Kind) (Body, bool) {
 		return &Summary{}, true
 	case KindError:
 		return &Error{}, true
+	case KindSample:
+		return &Sample{Rank: NoRank}, true
+	case KindStacks:
+		return &Stacks{}, true
 	}
 	return nil, false
 }
@@ -416,6 +422,10 @@ func deref(b Body) Body {
 	case *Summary:
 		return *v
 	case *Error:
+		return *v
+	case *Sample:
+		return *v
+	case *Stacks:
 		return *v
 	}
 	return b

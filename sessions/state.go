@@ -91,6 +91,10 @@ type State struct {
 	Seq      int
 	Last     time.Time
 	Closed   *Summary // the summary event, once seen
+	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
+	// SampleSeq is the newest sample's seq per host.
+	Samples   map[ProcKey][]StampedSample
+	SampleSeq map[string]int
 }
 
 // NewState returns an empty State.
@@ -100,6 +104,7 @@ func NewState() *State {
 		groupOf: map[string]*Group{},
 		Matrix:  map[string]*Matrix{},
 		Threads: map[TaskKey]*Thread{},
+		Samples: map[ProcKey][]StampedSample{}, SampleSeq: map[string]int{},
 	}
 }
 
@@ -210,12 +215,36 @@ func (s *State) Apply(e Event) {
 	case Thread:
 		t := b
 		s.Threads[TaskKey{h, b.TID}] = &t
+	case Sample:
+		k := ProcKey{h, b.PID}
+		l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
+		if len(l) > MaxSamples {
+			l = append(l[:0:0], l[len(l)-MaxSamples:]...)
+		}
+		s.Samples[k] = l
+		if b.Seq > s.SampleSeq[h] {
+			s.SampleSeq[h] = b.Seq
+		}
+		if p := s.Procs[k]; p != nil && b.Rank == NoRank {
+			l[len(l)-1].Rank = p.Rank
+		}
 	case Error:
 		s.Errors = append(s.Errors, b)
 	case Summary:
 		sum := b
 		s.Closed = &sum
 	}
+}
+
+// Stacks merges the samples of the processes still alive (MergeStacks).
+func (s *State) Stacks(o StackOptions) Stacks {
+	var all []StampedSample
+	for _, k := range s.Order {
+		if p := s.Procs[k]; p != nil && p.Alive {
+			all = append(all, s.Samples[k]...)
+		}
+	}
+	return MergeStacks(all, o)
 }
 
 // GroupByKey returns the group with that site key, or nil.

@@ -63,7 +63,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 			if *imagePath != "" {
 				fmt.Fprintf(stdout, "\ncheckpoint image: %s\n", sessions.Sanitize(*imagePath))
 			}
-		})
+		}, nil)
 	if imageFile != nil {
 		if cerr := imageFile.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("image: %w", cerr)

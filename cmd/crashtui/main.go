@@ -26,6 +26,8 @@ Usage:
   crashtui matrix JOB            the access matrix once, as a table (or --json)
   crashtui checkpoint JOB        simulated checkpoint: freeze, show restart state, apply
                                  --restore=correct|naive|none, resume
+  crashtui stacks JOB            where every thread is now: K stack samples merged into a call-path
+                                 tree and classes, stuck or moving (--samples, --interval, --dot)
   crashtui agent JOB             one node of a multi-node session: attach, JSON Lines stamped with
                                  this host on stdout (srun ... crashtui agent slurm:ID | crashtui view)
   crashtui view [SOURCE...]      agents' merged streams (stdin) or JSON Lines files, as one session
@@ -113,6 +115,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdMatrix(rest, stdout, stderr)
 	case "checkpoint":
 		return cmdCheckpoint(rest, stdout, stderr)
+	case "stacks":
+		return cmdStacks(rest, stdout, stderr)
 	case "agent":
 		return cmdAgent(rest, stdout, stderr)
 	case "view":

@@ -32,7 +32,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	var m sessions.Matrix
 	return attachOnce(ctx, c, stdout, "matrix", job,
 		func(t *tracer.Tracer) (err error) { m, _, err = t.Matrix(*measure); return err },
-		func(st *sessions.State) { printMatrix(stdout, m, st) })
+		func(st *sessions.State) { printMatrix(stdout, m, st) }, nil)
 }
 
 // printMatrix writes the matrix as a grid (one row per reader A, one column per target B)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
@@ -12,11 +13,12 @@ import (
 
 // attachOnce is the shape of the one-shot commands (matrix, checkpoint): attach to job, run
 // step unless a signal or a closed --json reader came first, detach, then let report print
-// the result (text mode, and only when step ran) and write the summary. ctx carries the
+// the result (text mode, and only when step ran) and write the summary. final, when not nil,
+// derives one more event from the State after the detach (emitted before the summary). ctx carries the
 // signals the caller holds for its whole life; one arriving during step lets it finish, since
 // step always leaves the job as it found it, and crashtui then detaches.
 func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, job tracer.Job,
-	step func(*tracer.Tracer) error, report func(*sessions.State)) error {
+	step func(*tracer.Tracer) error, report func(*sessions.State), final func(*sessions.State) sessions.Body) error {
 	s, err := newSession(c, stdout, job.Spec, mode)
 	if err != nil {
 		return err
@@ -39,6 +41,13 @@ func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, j
 	}
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("detach: %w", cerr)
+	}
+	if final != nil && ran {
+		// A result derived from the events (stacks' merged tree): recorded and in --json too.
+		s.mu.Lock()
+		b := final(s.state)
+		s.mu.Unlock()
+		s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: b})
 	}
 	if !c.json && ran {
 		s.mu.Lock() // the tracer has stopped; the lock only documents who else touches state

@@ -32,7 +32,7 @@ func cmdAttach(args []string, stdout, stderr io.Writer) error {
 func parseJobCommand(name, synopsis string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*common, string, error) {
 	c := &common{}
 	fs := newFlagSet(name, synopsis, stderr)
-	if name == "matrix" || name == "checkpoint" {
+	if name == "matrix" || name == "checkpoint" || name == "stacks" {
 		c.registerOneShot(fs)
 	} else {
 		c.register(fs)

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// hungJob is n ranks of demo/c/hang in one process group (the test's own children).
+type hungJob struct {
+	pgid int
+	pids []int
+}
+
+func startHung(t *testing.T, bin string, n int, env ...string) *hungJob {
+	t.Helper()
+	j := &hungJob{}
+	for r := 0; r < n; r++ {
+		cmd := exec.Command(bin)
+		cmd.Env = append(append(os.Environ(), "CRASHTUI_RANK="+strconv.Itoa(r)), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: j.pgid}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		t.Cleanup(func() {
+			syscall.Kill(pid, syscall.SIGCONT)
+			syscall.Kill(pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+		if r == 0 {
+			j.pgid = pid
+		}
+		j.pids = append(j.pids, pid)
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "ready") {
+			t.Fatalf("rank %d: %q, %v", r, line, err)
+		}
+	}
+	// "ready" comes just before each rank blocks: wait until the blocked ones sleep.
+	for r, pid := range j.pids {
+		if r > 4 {
+			continue
+		}
+		waitState(t, pid, "S")
+	}
+	return j
+}
+
+// waitState waits until every thread of pid is in one of the states (ps letters).
+func waitState(t *testing.T, pid int, states string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok := true
+		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, e := range ents {
+			if !strings.Contains(states, threadState(pid, e.Name())) {
+				ok = false
+			}
+		}
+		if ok && len(ents) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: threads not in state %s", pid, states)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func threadState(pid int, tid string) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return "?"
+	}
+	return string(b[i+2])
+}
+
+// stacksJSON runs crashtui stacks --json and returns its sample events and the merged result.
+func stacksJSON(t *testing.T, args ...string) ([]sessions.Sample, sessions.Stacks) {
+	t.Helper()
+	cmd := exec.Command(crashtuiBin, append([]string{"stacks", "--json"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crashtui stacks %v: %v\n%s", args, err, stderr.String())
+	}
+	var samples []sessions.Sample
+	var st *sessions.Stacks
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var e sessions.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("bad line %q: %v", line, err)
+		}
+		switch b := e.Body.(type) {
+		case sessions.Sample:
+			samples = append(samples, b)
+		case sessions.Stacks:
+			st = &b
+		}
+	}
+	if st == nil {
+		t.Fatalf("no stacks event in:\n%s", out)
+	}
+	return samples, *st
+}
+
+func classWith(st sessions.Stacks, ranks string) *sessions.StackClass {
+	for i := range st.Classes {
+		if st.Classes[i].Ranks == ranks {
+			return &st.Classes[i]
+		}
+	}
+	return nil
+}
+
+func hasFunction(fs []sessions.StackFrame, names ...string) bool {
+	i := 0
+	for _, f := range fs {
+		if i < len(names) && (f.Function == names[i] || strings.HasSuffix(f.Function, "_"+names[i])) {
+			i++
+		}
+	}
+	return i == len(names)
+}
+
+// checkDetached says every process is untraced and in one of the states given, per pid.
+func checkDetached(t *testing.T, pids []int, states []string) {
+	t.Helper()
+	for i, pid := range pids {
+		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, e := range ents {
+			tid, _ := strconv.Atoi(e.Name())
+			if tr := tracerPID(tid); tr != 0 {
+				t.Errorf("thread %d of %d is still traced by %d", tid, pid, tr)
+			}
+		}
+		if states != nil {
+			waitState(t, pid, states[i])
+		}
+	}
+}
+
+// TestStacksHungJob is STAT's picture: rank 0 waits in a receive nobody sends, ranks 1-4 in
+// a barrier that never completes, rank 5 computes. Three samples give exactly three classes,
+// {0} and {1-4} stuck and {5} moving, with their call paths, and rank 0 is the lone culprit.
+func TestStacksHungJob(t *testing.T) {
+	needRoot(t)
+	j := startHung(t, buildC(t, "hang"), 6)
+	samples, st := stacksJSON(t, "--samples", "3", "--interval", "200ms", "pgid:"+strconv.Itoa(j.pgid))
+	if len(samples) != 18 {
+		t.Errorf("%d sample events, want 6 processes x 3", len(samples))
+	}
+	for _, s := range samples {
+		if s.HeldUS > 50000 {
+			t.Errorf("pid %d held %d µs in one sample", s.PID, s.HeldUS)
+		}
+	}
+	if len(st.Classes) != 3 {
+		t.Fatalf("%d classes, want 3: %+v", len(st.Classes), st.Classes)
+	}
+	want := []struct {
+		ranks, progress string
+		path            []string
+	}{
+		{"1-4", sessions.Stuck, []string{"main", "barrier", "pthread_barrier_wait"}},
+		{"0", sessions.Stuck, []string{"main", "recv_message"}},
+		{"5", sessions.Moving, []string{"main", "compute"}},
+	}
+	for i, w := range want {
+		c := classWith(st, w.ranks)
+		if c == nil {
+			t.Errorf("no class with ranks %s: %+v", w.ranks, st.Classes)
+			continue
+		}
+		if c.Class != i+1 {
+			t.Errorf("class of %s is #%d, want #%d (biggest first)", w.ranks, c.Class, i+1)
+		}
+		if c.Progress != w.progress {
+			t.Errorf("class %s: %s, want %s", w.ranks, c.Progress, w.progress)
+		}
+		if !hasFunction(c.Frames, w.path...) {
+			t.Errorf("class %s path %+v lacks %v", w.ranks, c.Frames, w.path)
+		}
+	}
+	if c := classWith(st, "0"); c != nil && c.Syscall != "read" {
+		t.Errorf("rank 0 blocked in %q, want read", c.Syscall)
+	}
+	if st.Culprit == nil || st.Culprit.Rank != 0 {
+		t.Errorf("culprit %+v, want rank 0 (lone: %+v)", st.Culprit, st.Lone)
+	}
+	checkDetached(t, j.pids, []string{"S", "S", "S", "S", "S", "R"})
+
+	// The text tree shows it at a glance.
+	out, err := exec.Command(crashtuiBin, "stacks", "--samples", "2", "--interval", "100ms", "pgid:"+strconv.Itoa(j.pgid)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, s := range []string{"[1-4]", "barrier", "recv_message", "compute", "rank 0 is the only one", "classic deadlock culprit"} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("text output lacks %q:\n%s", s, out)
+		}
+	}
+	// --dot writes STAT's shape.
+	dot := filepath.Join(t.TempDir(), "tree.dot")
+	if out, err := exec.Command(crashtuiBin, "stacks", "--samples", "1", "--dot", dot, "pgid:"+strconv.Itoa(j.pgid)).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(dot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"digraph G", `function="barrier"`, `label="4:[1-4]"`, "module="} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("dot lacks %q:\n%s", s, b)
+		}
+	}
+}
+
+// TestStacksThreadsStrippedStopped: multi-threaded ranks of a stripped binary (frames in it
+// are module+offset only), one of them in a job-control stop, which stays stopped.
+func TestStacksThreadsStrippedStopped(t *testing.T) {
+	needRoot(t)
+	bin := buildC(t, "hang", "-s")
+	j := startHung(t, bin, 3, "THREADS=3")
+	syscall.Kill(j.pids[1], syscall.SIGSTOP)
+	waitState(t, j.pids[1], "T")
+	samples, st := stacksJSON(t, "--samples", "2", "--interval", "100ms", "--frames", "offset", "pgid:"+strconv.Itoa(j.pgid))
+	threads := 0
+	for _, s := range samples {
+		if s.Seq == 1 {
+			threads += len(s.Threads)
+		}
+	}
+	if threads != 9 {
+		t.Errorf("%d threads in the first sample, want 3 processes x 3", threads)
+	}
+	// The helpers of the two blocked ranks share a path; the stopped rank's helpers too,
+	// since a stopped thread is sampled where it stopped.
+	var exeFrames, named int
+	for _, c := range st.Classes {
+		for _, f := range c.Frames {
+			if f.Module == bin {
+				exeFrames++
+				if f.Function != "" {
+					named++
+				}
+				if f.Offset == 0 {
+					t.Errorf("frame in %s with offset 0", bin)
+				}
+			}
+		}
+	}
+	if exeFrames == 0 || named != 0 {
+		t.Errorf("stripped binary: %d frames in it, %d named (want some, none named): %+v", exeFrames, named, st.Classes)
+	}
+	if c := classWith(st, "0-2"); c == nil || c.Count != 6 || c.Progress != sessions.Stuck {
+		t.Errorf("want one stuck class of the 6 helper threads of ranks 0-2: %+v", st.Classes)
+	}
+	checkDetached(t, j.pids, []string{"S", "T", "S"})
+	if threadState(j.pids[1], strconv.Itoa(j.pids[1])) != "T" {
+		t.Errorf("the stopped rank was resumed")
+	}
+}
+
+// TestStacksProcessesComingAndGoing samples a job that forks a child every 2 ms: children
+// that end while their sample is taken are handled and nothing is left traced or stopped.
+func TestStacksProcessesComingAndGoing(t *testing.T) {
+	needRoot(t)
+	bin := buildC(t, "forker")
+	cmd := exec.Command(bin, filepath.Join(t.TempDir(), "n"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_, st := stacksJSON(t, "--samples", "5", "--interval", "20ms", "pid:"+strconv.Itoa(cmd.Process.Pid))
+	if len(st.Ranks) == 0 {
+		t.Fatalf("the forker itself was not sampled: %+v", st)
+	}
+	checkDetached(t, []int{cmd.Process.Pid}, nil)
+	if st := threadState(cmd.Process.Pid, strconv.Itoa(cmd.Process.Pid)); st == "t" || st == "T" {
+		t.Errorf("forker left in state %s", st)
+	}
+}

@@ -1,0 +1,678 @@
+package sessions
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sample is one stack sample of one process: every thread's stack, taken while the process
+// (and only it) was held.
+type Sample struct {
+	Seq     int            `json:"seq"`
+	PID     int            `json:"pid"`
+	Rank    Rank           `json:"rank"`
+	Threads []ThreadSample `json:"threads"`
+	// HeldUS is how long the process was held stopped, in microseconds.
+	HeldUS int `json:"held_us"`
+}
+
+// ThreadSample is one thread's stack in a Sample, innermost frame first.
+type ThreadSample struct {
+	TID int `json:"tid"`
+	// State is the thread's state letter as ps shows it (R, S, D, T, t), before sampling.
+	State string `json:"state"`
+	// Held is true when the registers were read in a ptrace-stop; false when the thread was
+	// read from /proc while blocked (Note says why) and its stack may be partial.
+	Held    bool    `json:"held"`
+	Syscall string  `json:"syscall,omitempty"` // the call it was blocked in
+	CPU     uint64  `json:"cpu"`               // utime+stime so far, in clock ticks
+	Frames  []Frame `json:"frames"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// Stacks is the merged view of the samples (STAT's prefix tree and equivalence classes, over
+// time): written by crashtui stacks --json after its samples.
+type Stacks struct {
+	Samples int          `json:"samples"`
+	Frames  string       `json:"frames"` // function, line or offset
+	Cut     string       `json:"cut,omitempty"`
+	Classes []StackClass `json:"classes"`
+	Tree    *StackNode   `json:"tree"`
+	Ranks   []RankState  `json:"ranks"`
+	// Lone are the processes alone on their branch where the job's paths first part (Progress
+	// is that of its threads on the branch); Culprit
+	// is the one of them that the classic deadlock reading points at, when one does.
+	Lone    []LoneRank `json:"lone,omitempty"`
+	Culprit *LoneRank  `json:"culprit,omitempty"`
+}
+
+// Progress over the samples: the same innermost pc and stack every time, a stack that
+// changed, a mix of both among a class's threads, or unknown (one sample only).
+const (
+	Stuck   = "stuck"
+	Moving  = "moving"
+	Mixed   = "mixed"
+	Unknown = "unknown"
+)
+
+// StackFrame is one frame of a merged path.
+type StackFrame struct {
+	Function string `json:"function,omitempty"`
+	Module   string `json:"module"`
+	Offset   Hex    `json:"offset"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+}
+
+// StackClass is one distinct call path (an equivalence class), with the threads on it.
+type StackClass struct {
+	Class    int          `json:"class"`
+	Count    int          `json:"count"` // threads
+	Ranks    string       `json:"ranks"` // compressed: 0-63,65 (pids where no rank)
+	PIDs     []int        `json:"pids"`
+	Hosts    []string     `json:"hosts,omitempty"` // index for index with PIDs, when several
+	Progress string       `json:"progress"`
+	Frames   []StackFrame `json:"frames"` // root first
+	Syscall  string       `json:"syscall,omitempty"`
+	// Since is when its threads were first seen on this same stack, for a stuck class.
+	Since *time.Time `json:"since,omitempty"`
+	// CPUTicks is the CPU time its threads used over the samples (clock ticks): a stuck
+	// class that uses CPU is spinning, one that uses none is blocked.
+	CPUTicks uint64 `json:"cpu_ticks"`
+	// Partial is true when some of its threads were read from /proc, not stopped.
+	Partial bool `json:"partial,omitempty"`
+	// Spark is how many threads were on this path in each sample, oldest first.
+	Spark []int `json:"spark,omitempty"`
+}
+
+// StackNode is one node of the prefix tree: a frame, and the threads whose path goes through
+// it.
+type StackNode struct {
+	Frame    StackFrame   `json:"frame"`
+	Label    string       `json:"label"`
+	Count    int          `json:"count"`
+	Ranks    string       `json:"ranks"`
+	PIDs     []int        `json:"pids"`
+	Progress string       `json:"progress"`
+	Classes  []int        `json:"classes"` // the classes whose path goes through it
+	Children []*StackNode `json:"children,omitempty"`
+}
+
+// RankState is one process's progress over the samples.
+type RankState struct {
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid"`
+	Rank     Rank   `json:"rank"`
+	Progress string `json:"progress"`
+	Classes  []int  `json:"classes"`
+}
+
+// LoneRank is a process alone on its branch at the frame where the paths part.
+type LoneRank struct {
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid"`
+	Rank     Rank   `json:"rank"`
+	Class    int    `json:"class"`
+	At       string `json:"at"`    // the deepest frame it shares with the others
+	Into     string `json:"into"`  // its own next frame
+	Others   int    `json:"others"` // processes on the other branches
+	Progress string `json:"progress"`
+}
+
+func (Sample) Kind() Kind { return KindSample }
+func (Stacks) Kind() Kind { return KindStacks }
+
+// StackOptions say how samples merge.
+type StackOptions struct {
+	// Frames is the node identity: "function" (default), "line" or "offset".
+	Frames string
+	// Cut drops every frame below (called from) the first frame, from the root, whose
+	// function matches it: STAT's cut under MPI_. nil cuts nothing.
+	Cut *regexp.Regexp
+	// HideUnsymbolized drops frames without a function name.
+	HideUnsymbolized bool
+	// Window is how many of each process's latest samples count (0: all that State keeps).
+	Window int
+}
+
+// DefaultCut is the cut crashtui stacks applies unless told otherwise: frames under the MPI
+// call a rank is in are the MPI library's own progress engine.
+const DefaultCut = `^P?MPI_`
+
+// StampedSample is a Sample with where and when it was taken.
+type StampedSample struct {
+	Host string
+	Time time.Time
+	Sample
+}
+
+// MaxSamples bounds the samples State keeps per process.
+const MaxSamples = 16
+
+// frameKey is a frame's identity at the chosen granularity, and its label.
+func frameKey(f Frame, by string) (key, label string) {
+	mod := filepath.Base(f.Module)
+	off := mod + "+" + f.Offset.String()
+	switch by {
+	case "offset":
+		return off, off
+	case "line":
+		if f.Function == "" {
+			return off, off
+		}
+		l := f.Function + " " + off
+		if f.File != "" {
+			l = f.Function + " " + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		return mod + "`" + l, l
+	}
+	if f.Function == "" {
+		return off, off
+	}
+	return mod + "`" + f.Function, f.Function
+}
+
+// path is one thread's stack after hide and cut, root first.
+func path(frames []Frame, o StackOptions) []Frame {
+	out := make([]Frame, 0, len(frames))
+	for i := len(frames) - 1; i >= 0; i-- {
+		f := frames[i]
+		if o.HideUnsymbolized && f.Function == "" {
+			continue
+		}
+		out = append(out, f)
+		if o.Cut != nil && f.Function != "" && o.Cut.MatchString(f.Function) {
+			break
+		}
+	}
+	return out
+}
+
+type threadTrack struct {
+	host    string
+	pid     int
+	rank    Rank
+	tid     int
+	keys    []string // path key per sample, oldest first
+	exact   []string // exact PCs per sample
+	times   []time.Time
+	cpu     []uint64
+	seqs    []int
+	last    []Frame
+	syscall string
+	held    bool
+}
+
+// MergeStacks merges samples into the prefix tree, the classes and each process's progress.
+// Only threads in their host's latest sample are placed (where every rank is now); the older
+// samples decide stuck or moving.
+func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
+	if o.Frames == "" {
+		o.Frames = "function"
+	}
+	out := Stacks{Frames: o.Frames, Classes: []StackClass{}, Ranks: []RankState{}}
+	if o.Cut != nil {
+		out.Cut = o.Cut.String()
+	}
+	latest := map[string]int{} // host -> latest seq
+	seqs := map[string]map[int]bool{}
+	for _, s := range samples {
+		if s.Seq > latest[s.Host] {
+			latest[s.Host] = s.Seq
+		}
+		if seqs[s.Host] == nil {
+			seqs[s.Host] = map[int]bool{}
+		}
+		seqs[s.Host][s.Seq] = true
+	}
+	// Which seqs count: each host's last Window.
+	window := map[string]map[int]bool{}
+	for h, set := range seqs {
+		list := make([]int, 0, len(set))
+		for q := range set {
+			list = append(list, q)
+		}
+		sort.Ints(list)
+		if o.Window > 0 && len(list) > o.Window {
+			list = list[len(list)-o.Window:]
+		}
+		window[h] = map[int]bool{}
+		for _, q := range list {
+			window[h][q] = true
+		}
+		out.Samples = max(out.Samples, len(list))
+	}
+	sorted := append([]StampedSample(nil), samples...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Seq < sorted[j].Seq })
+	type tkey struct {
+		host string
+		tid  int
+	}
+	tracks := map[tkey]*threadTrack{}
+	var order []tkey
+	for _, s := range sorted {
+		if !window[s.Host][s.Seq] {
+			continue
+		}
+		for _, th := range s.Threads {
+			k := tkey{s.Host, th.TID}
+			tr := tracks[k]
+			if tr == nil || tr.pid != s.PID {
+				tr = &threadTrack{host: s.Host, pid: s.PID, tid: th.TID}
+				if tracks[k] == nil {
+					order = append(order, k)
+				}
+				tracks[k] = tr
+			}
+			tr.rank = s.Rank
+			p := path(th.Frames, o)
+			var key, exact strings.Builder
+			for _, f := range p {
+				k, _ := frameKey(f, o.Frames)
+				key.WriteString(k)
+				key.WriteByte('\n')
+				fmt.Fprintf(&exact, "%x;", uint64(f.PC))
+			}
+			tr.keys = append(tr.keys, key.String())
+			tr.exact = append(tr.exact, exact.String())
+			tr.times = append(tr.times, s.Time)
+			tr.cpu = append(tr.cpu, th.CPU)
+			tr.seqs = append(tr.seqs, s.Seq)
+			tr.last, tr.syscall, tr.held = p, th.Syscall, th.Held
+		}
+	}
+	// Current threads: present in their host's latest sample.
+	var cur []*threadTrack
+	for _, k := range order {
+		tr := tracks[k]
+		if tr.seqs[len(tr.seqs)-1] == latest[tr.host] {
+			cur = append(cur, tr)
+		}
+	}
+	progress := func(tr *threadTrack) string {
+		if len(tr.exact) < 2 {
+			return Unknown
+		}
+		for _, e := range tr.exact[1:] {
+			if e != tr.exact[0] {
+				return Moving
+			}
+		}
+		return Stuck
+	}
+	combine := func(a, b string) string {
+		switch {
+		case a == "":
+			return b
+		case a == b:
+			return a
+		}
+		return Mixed
+	}
+
+	// Classes: distinct current paths.
+	type classAcc struct {
+		c       *StackClass
+		threads []*threadTrack
+	}
+	byKey := map[string]*classAcc{}
+	var classes []*classAcc
+	for _, tr := range cur {
+		k := tr.keys[len(tr.keys)-1]
+		ca := byKey[k]
+		if ca == nil {
+			ca = &classAcc{c: &StackClass{}}
+			for _, f := range tr.last {
+				ca.c.Frames = append(ca.c.Frames, StackFrame{Function: f.Function, Module: f.Module,
+					Offset: f.Offset, File: f.File, Line: f.Line})
+			}
+			byKey[k] = ca
+			classes = append(classes, ca)
+		}
+		ca.threads = append(ca.threads, tr)
+	}
+	for _, ca := range classes {
+		c := ca.c
+		c.Count = len(ca.threads)
+		var sys string
+		for i, tr := range ca.threads {
+			c.Progress = combine(c.Progress, progress(tr))
+			if i == 0 {
+				sys = tr.syscall
+			} else if sys != tr.syscall {
+				sys = ""
+			}
+			c.CPUTicks += tr.cpu[len(tr.cpu)-1] - tr.cpu[0]
+			c.Partial = c.Partial || !tr.held
+		}
+		c.Syscall = sys
+		c.Ranks, c.PIDs, c.Hosts = rankSet(ca.threads)
+	}
+	sort.SliceStable(classes, func(i, j int) bool {
+		a, b := classes[i], classes[j]
+		if a.c.Count != b.c.Count {
+			return a.c.Count > b.c.Count
+		}
+		return firstRank(a.threads) < firstRank(b.threads)
+	})
+	classOf := map[*threadTrack]int{}
+	for i, ca := range classes {
+		ca.c.Class = i + 1
+		for _, tr := range ca.threads {
+			classOf[tr] = i + 1
+		}
+		if ca.c.Progress == Stuck {
+			// Stuck since the oldest sample of the run of identical stacks its threads share.
+			var since time.Time
+			for _, tr := range ca.threads {
+				j := len(tr.exact) - 1
+				for j > 0 && tr.exact[j-1] == tr.exact[len(tr.exact)-1] {
+					j--
+				}
+				if since.IsZero() || tr.times[j].After(since) {
+					since = tr.times[j]
+				}
+			}
+			if !since.IsZero() {
+				s := since
+				ca.c.Since = &s
+			}
+		}
+		// Spark: threads on this path in each window sample, oldest first.
+		key := ""
+		if len(ca.threads) > 0 {
+			key = ca.threads[0].keys[len(ca.threads[0].keys)-1]
+		}
+		counts := map[int]int{}
+		for _, tr := range tracks {
+			for j, k := range tr.keys {
+				if k == key {
+					counts[tr.seqs[j]]++
+				}
+			}
+		}
+		qs := make([]int, 0, len(counts))
+		for h := range window {
+			for q := range window[h] {
+				qs = append(qs, q)
+			}
+		}
+		sort.Ints(qs)
+		qs = compactInts(qs)
+		for _, q := range qs {
+			ca.c.Spark = append(ca.c.Spark, counts[q])
+		}
+		out.Classes = append(out.Classes, *ca.c)
+	}
+
+	// The prefix tree.
+	root := &StackNode{Label: "/"}
+	type nodeAcc struct {
+		n       *StackNode
+		threads []*threadTrack
+		kids    map[string]*nodeAcc
+		order   []string
+	}
+	rootAcc := &nodeAcc{n: root, kids: map[string]*nodeAcc{}}
+	for _, ca := range classes {
+		for _, tr := range ca.threads {
+			at := rootAcc
+			at.threads = append(at.threads, tr)
+			for _, f := range tr.last {
+				k, label := frameKey(f, o.Frames)
+				next := at.kids[k]
+				if next == nil {
+					next = &nodeAcc{n: &StackNode{Label: label, Frame: StackFrame{Function: f.Function,
+						Module: f.Module, Offset: f.Offset, File: f.File, Line: f.Line}}, kids: map[string]*nodeAcc{}}
+					at.kids[k] = next
+					at.order = append(at.order, k)
+				}
+				next.threads = append(next.threads, tr)
+				at = next
+			}
+		}
+	}
+	var build func(a *nodeAcc)
+	build = func(a *nodeAcc) {
+		n := a.n
+		n.Count = len(a.threads)
+		n.Ranks, n.PIDs, _ = rankSet(a.threads)
+		seen := map[int]bool{}
+		for _, tr := range a.threads {
+			n.Progress = combine(n.Progress, progress(tr))
+			if c := classOf[tr]; !seen[c] {
+				seen[c] = true
+				n.Classes = append(n.Classes, c)
+			}
+		}
+		sort.Ints(n.Classes)
+		kids := make([]*nodeAcc, 0, len(a.order))
+		for _, k := range a.order {
+			kids = append(kids, a.kids[k])
+		}
+		sort.SliceStable(kids, func(i, j int) bool { return len(kids[i].threads) > len(kids[j].threads) })
+		for _, k := range kids {
+			build(k)
+			n.Children = append(n.Children, k.n)
+		}
+	}
+	build(rootAcc)
+	if root.Progress == "" {
+		root.Progress = Unknown
+	}
+	out.Tree = root
+
+	// Each process's progress.
+	type pkey struct {
+		host string
+		pid  int
+	}
+	procAcc := map[pkey]*RankState{}
+	var porder []pkey
+	for _, tr := range cur {
+		k := pkey{tr.host, tr.pid}
+		rs := procAcc[k]
+		if rs == nil {
+			rs = &RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank}
+			procAcc[k] = rs
+			porder = append(porder, k)
+		}
+		rs.Progress = combine(rs.Progress, progress(tr))
+		if c := classOf[tr]; !containsInt(rs.Classes, c) {
+			rs.Classes = append(rs.Classes, c)
+		}
+	}
+	sort.SliceStable(porder, func(i, j int) bool {
+		a, b := procAcc[porder[i]], procAcc[porder[j]]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		if (a.Rank >= 0) != (b.Rank >= 0) {
+			return a.Rank >= 0
+		}
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		return a.PID < b.PID
+	})
+	for _, k := range porder {
+		rs := procAcc[k]
+		sort.Ints(rs.Classes)
+		out.Ranks = append(out.Ranks, *rs)
+	}
+
+	// Lone processes at the first frame where the paths part.
+	procsOf := func(a *nodeAcc) map[pkey]bool {
+		m := map[pkey]bool{}
+		for _, tr := range a.threads {
+			m[pkey{tr.host, tr.pid}] = true
+		}
+		return m
+	}
+	// Each outermost frame (a thread entry point of one executable) is its own tree: the
+	// paths part somewhere below it, and a process alone on one of the branches there is lone.
+	for _, rk := range rootAcc.order {
+		at := rootAcc.kids[rk]
+		for len(at.order) == 1 && len(at.kids[at.order[0]].threads) == len(at.threads) {
+			at = at.kids[at.order[0]]
+		}
+		if len(at.order) < 2 {
+			continue
+		}
+		total := len(procsOf(at))
+		for _, k := range at.order {
+			kid := at.kids[k]
+			ps := procsOf(kid)
+			if len(ps) != 1 || total-1 < 2 {
+				continue
+			}
+			var only pkey
+			for p := range ps {
+				only = p
+			}
+			alone := true // a process with threads on the other branches too is not alone
+			for _, k2 := range at.order {
+				if k2 != k && procsOf(at.kids[k2])[only] {
+					alone = false
+				}
+			}
+			if !alone {
+				continue
+			}
+			tr := kid.threads[0]
+			prog := ""
+			for _, x := range kid.threads {
+				prog = combine(prog, progress(x))
+			}
+			out.Lone = append(out.Lone, LoneRank{Host: only.host, PID: only.pid, Rank: tr.rank,
+				Class: classOf[tr], At: at.n.Label, Into: kid.n.Label, Others: total - 1,
+				Progress: prog})
+		}
+	}
+	sort.SliceStable(out.Lone, func(i, j int) bool { return out.Lone[i].Rank < out.Lone[j].Rank })
+	switch stuck := lonely(out.Lone, Stuck); {
+	case len(out.Lone) == 1:
+		l := out.Lone[0]
+		out.Culprit = &l
+	case len(stuck) == 1:
+		out.Culprit = &stuck[0]
+	}
+	return out
+}
+
+func lonely(l []LoneRank, progress string) []LoneRank {
+	var out []LoneRank
+	for _, x := range l {
+		if x.Progress == progress {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func compactInts(s []int) []int {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func firstRank(ts []*threadTrack) int {
+	best := int(^uint(0) >> 1)
+	for _, t := range ts {
+		v := int(t.rank)
+		if t.rank < 0 {
+			v = 1<<30 + t.pid
+		}
+		best = min(best, v)
+	}
+	return best
+}
+
+// rankSet is the compressed rank set of some threads ("0-3,5"), processes without a rank by
+// pid ("pid 412,418"), and their pids (one per process) with hosts when there are several.
+func rankSet(ts []*threadTrack) (string, []int, []string) {
+	type pk struct {
+		host string
+		pid  int
+	}
+	seen := map[pk]bool{}
+	var ranks []int
+	var unranked []string
+	var pids []int
+	var hosts []string
+	multi := false
+	for _, t := range ts {
+		k := pk{t.host, t.pid}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		pids = append(pids, t.pid)
+		hosts = append(hosts, t.host)
+		multi = multi || t.host != ""
+		if t.rank >= 0 {
+			ranks = append(ranks, int(t.rank))
+		} else if t.host != "" {
+			unranked = append(unranked, t.host+":"+strconv.Itoa(t.pid))
+		} else {
+			unranked = append(unranked, strconv.Itoa(t.pid))
+		}
+	}
+	if !multi {
+		hosts = nil
+	}
+	s := CompressInts(ranks)
+	if len(unranked) > 0 {
+		sort.Strings(unranked)
+		if s != "" {
+			s += " "
+		}
+		s += "pid " + strings.Join(unranked, ",")
+	}
+	return s, pids, hosts
+}
+
+// CompressInts writes a set of integers as ranges: 0-63,65,70-127.
+func CompressInts(v []int) string {
+	if len(v) == 0 {
+		return ""
+	}
+	s := append([]int(nil), v...)
+	sort.Ints(s)
+	s = compactInts(s)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(s[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(s[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}

@@ -1,0 +1,312 @@
+package views
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+// StoryStat is the story behind the Stacks tab.
+const StoryStat = "LLNL's Stack Trace Analysis Tool (STAT) answers \"where is every rank now?\" for jobs of a million tasks: " +
+	"it samples every task's stack, merges them into one call-path prefix tree (2D) and over time (3D), and groups " +
+	"the tasks into equivalence classes, so a hang shows as a few classes and a lone odd rank. It needs LaunchMON, " +
+	"MRNet and Dyninst; crashtui already holds every thread of the job."
+
+// StackLine is one row of the rendered tree: its node, depth and the prefix glyphs.
+type StackLine struct {
+	Node   *sessions.StackNode
+	Depth  int
+	Prefix string // "│  ├─ "
+	// Path is the node's position (child indexes from the root): a stable id for collapse.
+	Path string
+}
+
+// StackLines flattens the tree for display, skipping the children of collapsed paths.
+func StackLines(root *sessions.StackNode, collapsed map[string]bool) []StackLine {
+	var out []StackLine
+	if root == nil {
+		return out
+	}
+	var walk func(n *sessions.StackNode, depth int, prefix, path string, last bool)
+	walk = func(n *sessions.StackNode, depth int, prefix, path string, last bool) {
+		glyph := ""
+		next := prefix
+		if depth > 0 {
+			if last {
+				glyph, next = prefix+"└─ ", prefix+"   "
+			} else {
+				glyph, next = prefix+"├─ ", prefix+"│  "
+			}
+		}
+		out = append(out, StackLine{Node: n, Depth: depth, Prefix: glyph, Path: path})
+		if collapsed[path] {
+			return
+		}
+		for i, c := range n.Children {
+			walk(c, depth+1, next, path+"/"+strconv.Itoa(i), i == len(n.Children)-1)
+		}
+	}
+	// The root "/" is not shown: its children are the outermost frames.
+	for i, c := range root.Children {
+		walk(c, 0, "", strconv.Itoa(i), i == len(root.Children)-1)
+	}
+	return out
+}
+
+// classWord is "thread" or "threads".
+func threads(n int) string { return Count(n, "thread", "threads") }
+
+// rankLabel is "rank 3" or "pid 412".
+func rankLabel(r sessions.Rank, host string, pid int) string {
+	if r >= 0 {
+		return "rank " + strconv.Itoa(int(r))
+	}
+	if host != "" {
+		return "pid " + sessions.Sanitize(host) + ":" + strconv.Itoa(pid)
+	}
+	return "pid " + strconv.Itoa(pid)
+}
+
+// ClassPath is a class's path in one line, outermost first, with the frames before main
+// dropped ("main > barrier > pthread_barrier_wait").
+func ClassPath(c sessions.StackClass, frames string) string {
+	fs := c.Frames
+	for i, f := range fs {
+		if f.Function == "main" || f.Function == "main.main" {
+			fs = fs[i:]
+			break
+		}
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, frameLabel(f, frames))
+	}
+	return strings.Join(parts, " > ")
+}
+
+func frameLabel(f sessions.StackFrame, by string) string {
+	off := baseName(f.Module) + "+" + f.Offset.String()
+	switch {
+	case by == "offset" || f.Function == "":
+		return sessions.Sanitize(off)
+	case by == "line" && f.File != "":
+		return sessions.Sanitize(f.Function + " " + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line))
+	}
+	return sessions.Sanitize(f.Function)
+}
+
+// ProgressText says what a class's or rank's progress means, in a few words.
+func ProgressText(p string) string {
+	switch p {
+	case sessions.Stuck:
+		return "stuck"
+	case sessions.Moving:
+		return "moving"
+	case sessions.Mixed:
+		return "mixed"
+	}
+	return "one sample"
+}
+
+// StacksSummary is the sentences under the tree: the lone rank, the slow rank, what the
+// classes say about the job.
+func StacksSummary(st sessions.Stacks) []string {
+	var out []string
+	if len(st.Classes) == 0 {
+		return []string{"No stack could be read: every thread was gone or unreadable."}
+	}
+	if st.Samples < 2 {
+		out = append(out, "One sample only: take more (--samples 3, or S in the TUI) to tell stuck from moving.")
+	}
+	for _, l := range st.Lone {
+		who := rankLabel(l.Rank, l.Host, l.PID)
+		switch {
+		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && l.Progress == sessions.Stuck:
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %d others wait elsewhere: "+
+				"the classic deadlock culprit (look at what it waits for, and who should have sent it).",
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), l.Others))
+		case l.Progress == sessions.Moving:
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s and it is still moving: a slow rank the others may be waiting for.",
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At)))
+		default:
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s (%s).", who, sessions.Sanitize(l.Into),
+				sessions.Sanitize(l.At), ProgressText(l.Progress)))
+		}
+	}
+	stuck, moving := 0, 0
+	for _, r := range st.Ranks {
+		switch r.Progress {
+		case sessions.Stuck:
+			stuck++
+		case sessions.Moving, sessions.Mixed:
+			moving++ // some thread of it moved
+		}
+	}
+	if st.Samples >= 2 {
+		switch {
+		case moving == 0 && stuck > 0:
+			out = append(out, fmt.Sprintf("No process moved over %d samples: a hang (a deadlock if they wait on each other), not a slow job.", st.Samples))
+		case stuck > 0 && moving > 0:
+			out = append(out, fmt.Sprintf("%s stuck, %s moving.", Count(stuck, "process", "processes"), Count(moving, "process", "processes")))
+		}
+	}
+	return out
+}
+
+// ExplainClass is the teaching text of one equivalence class.
+func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("Class %d: %s on one path (%s)", c.Class, threads(c.Count), c.Ranks),
+		Story: StoryStat}
+	path := ClassPath(c, st.Frames)
+	in := ""
+	if c.Syscall != "" {
+		in = ", blocked in " + sessions.Sanitize(c.Syscall)
+	}
+	switch c.Progress {
+	case sessions.Stuck:
+		since := ""
+		if c.Since != nil {
+			since = " since " + c.Since.Format(time.TimeOnly)
+		}
+		if c.CPUTicks > 0 && c.Syscall == "" {
+			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s but used CPU: spinning (a busy-wait or a livelock) at %s.",
+				threads(c.Count), sessions.Sanitize(c.Ranks), since, path)
+		} else {
+			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s%s: %s.",
+				threads(c.Count), sessions.Sanitize(c.Ranks), since, in, path)
+		}
+	case sessions.Moving:
+		ex.What = fmt.Sprintf("%s of %s on %s, and the stack changed between samples: progressing.", threads(c.Count), sessions.Sanitize(c.Ranks), path)
+	case sessions.Mixed:
+		ex.What = fmt.Sprintf("%s of %s on %s now; some were on the same stack every time, some moved.", threads(c.Count), sessions.Sanitize(c.Ranks), path)
+	default:
+		ex.What = fmt.Sprintf("%s of %s on %s%s (one sample: stuck or moving needs two).", threads(c.Count), sessions.Sanitize(c.Ranks), path, in)
+	}
+	if c.Partial {
+		ex.What += " Some of its threads were read from /proc without stopping them (interrupting a blocked epoll_wait, semop or sigtimedwait would make it fail with EINTR), so their stacks may be partial."
+	}
+	ex.Rule = "Threads whose call paths are the same, frame by frame from the root, form one equivalence class. " +
+		"A deadlock shows as a few stuck classes and often one lone rank on a branch of its own (it waits for something nobody will send); " +
+		"a livelock as threads that use CPU but keep the same stack; a slow rank as the one moving class while the others wait in a collective."
+	ex.Kernel = "crashtui stops one process at a time with PTRACE_INTERRUPT (a blocked call is restarted on resume), reads the registers " +
+		"and unwinds with the module's CFI (.eh_frame / .debug_frame), falling back to frame pointers; frames are module + link-time " +
+		"offset, named from the symbol table and DWARF when present."
+	switch {
+	case c.Progress == sessions.Stuck && st.Culprit != nil && st.Culprit.Class == c.Class:
+		ex.Fix = "Next: attach a debugger to this one process (g) and look at what it waits for and who should have sent it; the others are probably waiting for it."
+	case c.Progress == sessions.Stuck:
+		ex.Fix = "Next: compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
+	case c.Progress == sessions.Moving:
+		ex.Fix = "Next: if the others are waiting in a collective, this is the slow rank: profile it, or check its input is not larger than the others'."
+	default:
+		ex.Fix = "Next: take more samples (S) to tell stuck from moving."
+	}
+	return ex
+}
+
+// StacksText is crashtui stacks' text report: the tree, the classes and the summary
+// sentences. width 0 means no limit.
+func StacksText(st sessions.Stacks, s *sessions.State, width int) string {
+	var b strings.Builder
+	procs := len(st.Ranks)
+	nthreads := 0
+	for _, c := range st.Classes {
+		nthreads += c.Count
+	}
+	fmt.Fprintf(&b, "%s, %s, %s (frames by %s", Count(procs, "process", "processes"), threads(nthreads),
+		Count(st.Samples, "sample", "samples"), st.Frames)
+	if st.Cut != "" {
+		fmt.Fprintf(&b, ", cut under %s", sessions.Sanitize(st.Cut))
+	}
+	b.WriteString(")\n\n")
+	lines := StackLines(st.Tree, nil)
+	labelW := 0
+	for _, l := range lines {
+		labelW = max(labelW, len([]rune(l.Prefix))+len([]rune(sessions.Sanitize(l.Node.Label))))
+	}
+	labelW = min(labelW, 60)
+	for _, l := range lines {
+		label := l.Prefix + sessions.Sanitize(l.Node.Label)
+		if r := []rune(label); len(r) > labelW {
+			label = string(r[:labelW-1]) + "…"
+		}
+		fmt.Fprintf(&b, "%-*s %4d  [%s]  %s\n", labelW, label, l.Node.Count,
+			sessions.Sanitize(l.Node.Ranks), ProgressText(l.Node.Progress))
+	}
+	b.WriteString("\nclasses:\n")
+	for _, c := range st.Classes {
+		in := ""
+		if c.Syscall != "" {
+			in = "  in " + sessions.Sanitize(c.Syscall)
+		}
+		fmt.Fprintf(&b, "  %d  %-10s [%s]  %-7s %s%s\n", c.Class, threads(c.Count), sessions.Sanitize(c.Ranks),
+			ProgressText(c.Progress), ClassPath(c, st.Frames), in)
+	}
+	if sum := StacksSummary(st); len(sum) > 0 {
+		b.WriteString("\n")
+		for _, line := range sum {
+			b.WriteString(wrapText(line, max(width, 100)) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// wrapText wraps s at width runes on spaces.
+func wrapText(s string, width int) string {
+	words := strings.Fields(s)
+	var b strings.Builder
+	n := 0
+	for _, w := range words {
+		l := len([]rune(w))
+		if n > 0 && n+1+l > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
+}
+
+// WriteDot writes the tree as Graphviz in the shape STAT's .dot files have: one node per
+// frame (label, function, source, line, module, offset) and edges labelled with the count and
+// the rank set, so STAT's users can open it with their own tools.
+func WriteDot(w io.Writer, st sessions.Stacks) {
+	fmt.Fprintln(w, "digraph G {")
+	fmt.Fprintln(w, "\tnode [shape=record,style=filled,labeljust=c,height=0.2];")
+	id := 0
+	q := func(s string) string {
+		s = sessions.Sanitize(s)
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	}
+	colour := map[string]string{sessions.Stuck: "#e06c75", sessions.Moving: "#98c379", sessions.Mixed: "#e5c07b"}
+	var walk func(n *sessions.StackNode) int
+	walk = func(n *sessions.StackNode) int {
+		me := id
+		id++
+		fill := colour[n.Progress]
+		if fill == "" {
+			fill = "#d0d0d0"
+		}
+		fmt.Fprintf(w, "\t%d [label=%s,function=%s,source=%s,line=%d,module=%s,offset=%s,fillcolor=%q];\n",
+			me, q(n.Label), q(n.Frame.Function), q(n.Frame.File), n.Frame.Line, q(n.Frame.Module),
+			q(n.Frame.Offset.String()), fill)
+		for _, c := range n.Children {
+			child := walk(c)
+			fmt.Fprintf(w, "\t%d -> %d [label=%s];\n", me, child, q(fmt.Sprintf("%d:[%s]", c.Count, c.Ranks)))
+		}
+		return me
+	}
+	if st.Tree != nil {
+		walk(st.Tree)
+	}
+	fmt.Fprintln(w, "}")
+}
