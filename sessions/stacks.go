@@ -118,8 +118,8 @@ type LoneRank struct {
 	PID      int    `json:"pid"`
 	Rank     Rank   `json:"rank"`
 	Class    int    `json:"class"`
-	At       string `json:"at"`    // the deepest frame it shares with the others
-	Into     string `json:"into"`  // its own next frame
+	At       string `json:"at"`     // the deepest frame it shares with the others
+	Into     string `json:"into"`   // its own next frame
 	Others   int    `json:"others"` // processes on the other branches
 	Progress string `json:"progress"`
 }
