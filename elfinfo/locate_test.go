@@ -3,6 +3,7 @@ package elfinfo
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -54,7 +55,7 @@ func TestLocate(t *testing.T) {
 					}
 					if run == 0 {
 						firstRun = append(firstRun, loc)
-					} else if firstRun[i] != loc {
+					} else if !reflect.DeepEqual(firstRun[i], loc) {
 						t.Errorf("Location differs between runs: %+v vs %+v", firstRun[i], loc)
 					}
 				}
@@ -91,7 +92,7 @@ func TestLocateNonFile(t *testing.T) {
 		{0x55d0c9f3b008, Location{Module: "[heap]", Offset: 8}},
 		{0x10, Location{Offset: 0x10}},
 	} {
-		if got := r.Locate(0, ms, tc.pc); got != tc.want {
+		if got := r.Locate(0, ms, tc.pc); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Locate(%#x) = %+v want %+v", tc.pc, got, tc.want)
 		}
 	}

@@ -21,6 +21,9 @@ type Location struct {
 	FuncOff  uint64 // pc - function start
 	File     string
 	Line     int
+	// InlinedInto are the functions Function's code was inlined into, innermost first (the
+	// last is the function the pc is really in); empty when it was not inlined.
+	InlinedInto []string
 }
 
 // String formats the location as gdb and glibc backtraces do: "libc.so.6+0x156219".
@@ -57,11 +60,12 @@ type module struct {
 }
 
 type funcLine struct {
-	name  string
-	off   uint64
-	file  string
-	line  int
-	known bool
+	name    string
+	off     uint64
+	file    string
+	line    int
+	known   bool
+	inlined []string
 }
 
 // Resolver caches parsed files by build-id. It is safe for use from one goroutine.
@@ -197,7 +201,7 @@ func (mod *module) symbolize(v uint64) funcLine {
 	var fl funcLine
 	if mod.sym != nil {
 		if name, entry, file, line := mod.sym.PCToLine(v); name != "" {
-			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true}
+			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true, inlined: mod.sym.InlinedInto(v)}
 		}
 	}
 	if !fl.known {
@@ -245,6 +249,7 @@ func (r *Resolver) Locate(pid int, maps []Mapping, pc uint64) Location {
 	loc.Offset = v
 	if fl := mod.symbolize(v); fl.known {
 		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
+		loc.InlinedInto = fl.inlined
 	}
 	return loc
 }

@@ -18,6 +18,9 @@ type Symbolizer interface {
 	// PCToLine returns the function containing the link-time address vaddr, its link-time
 	// entry, and the file:line; name is "" when unknown.
 	PCToLine(vaddr uint64) (name string, entry uint64, file string, line int)
+	// InlinedInto returns, when the code at vaddr was inlined, the functions it was inlined
+	// into, innermost first, the last being the function the code really is in.
+	InlinedInto(vaddr uint64) []string
 	Close() error
 }
 
@@ -60,9 +63,8 @@ type inlinedRange struct {
 	name   string
 }
 
-// innermostInlined is the function whose code, inlined into its caller, is at pc: the
-// smallest inlined range that holds it (nested inlining), or "".
-func (s *delveSymbolizer) innermostInlined(pc uint64) (name string, lo uint64) {
+// inlinedAt returns the inlined calls whose code holds pc, innermost (smallest) first.
+func (s *delveSymbolizer) inlinedAt(pc uint64) []inlinedRange {
 	if !s.inlinedDone {
 		s.inlinedDone = true
 		for i := range s.bi.Functions {
@@ -75,16 +77,41 @@ func (s *delveSymbolizer) innermostInlined(pc uint64) (name string, lo uint64) {
 		}
 		sort.Slice(s.inlined, func(i, j int) bool { return s.inlined[i].lo < s.inlined[j].lo })
 	}
-	// Ranges that start at or before pc; the innermost is the smallest that still holds it.
+	// Ranges that start at or before pc and still hold it.
 	n := sort.Search(len(s.inlined), func(i int) bool { return s.inlined[i].lo > pc })
-	best := uint64(0)
+	var out []inlinedRange
 	for i := n - 1; i >= 0 && i >= n-4096; i-- {
-		r := s.inlined[i]
-		if pc < r.hi && (name == "" || r.hi-r.lo < best) {
-			name, lo, best = r.name, r.lo, r.hi-r.lo
+		if r := s.inlined[i]; pc < r.hi {
+			out = append(out, r)
 		}
 	}
-	return name, lo
+	sort.SliceStable(out, func(i, j int) bool { return out[i].hi-out[i].lo < out[j].hi-out[j].lo })
+	return out
+}
+
+// innermostInlined is the function whose code, inlined into its caller, is at pc: the
+// smallest inlined range that holds it (nested inlining), or "".
+func (s *delveSymbolizer) innermostInlined(pc uint64) (name string, lo uint64) {
+	if in := s.inlinedAt(pc); len(in) > 0 {
+		return in[0].name, in[0].lo
+	}
+	return "", 0
+}
+
+// InlinedInto implements Symbolizer.
+func (s *delveSymbolizer) InlinedInto(vaddr uint64) []string {
+	in := s.inlinedAt(vaddr + s.bias)
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(in))
+	for _, r := range in[1:] {
+		out = append(out, strings.TrimPrefix(r.name, "C."))
+	}
+	if fn := s.bi.PCToFunc(vaddr + s.bias); fn != nil {
+		out = append(out, strings.TrimPrefix(fn.Name, "C."))
+	}
+	return out
 }
 
 var goarchOf = map[elf.Machine]string{

@@ -107,6 +107,9 @@ type Frame struct {
 	Function string `json:"function,omitempty"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
+	// Inlined marks a function whose code was inlined into the next frame's: both frames
+	// have the same pc, as gdb shows them.
+	Inlined bool `json:"inlined,omitempty"`
 }
 
 // Crash is a fatal signal caught at its signal-delivery-stop.

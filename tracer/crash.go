@@ -400,10 +400,17 @@ func baseName(p string) string {
 }
 
 func stackFrames(frames []elfinfo.Frame) []sessions.Frame {
-	out := make([]sessions.Frame, len(frames))
-	for i, f := range frames {
-		out[i] = sessions.Frame{PC: sessions.Hex(f.PC), Module: f.Module, Offset: sessions.Hex(f.Offset),
-			Function: f.Function, File: f.File, Line: f.Line}
+	out := make([]sessions.Frame, 0, len(frames))
+	for _, f := range frames {
+		fr := sessions.Frame{PC: sessions.Hex(f.PC), Module: f.Module, Offset: sessions.Hex(f.Offset),
+			Function: f.Function, File: f.File, Line: f.Line, Inlined: len(f.InlinedInto) > 0}
+		out = append(out, fr)
+		// Code inlined into its callers: one frame per function, as gdb shows them (the
+		// callers' call lines are not in crashtui's tables: file and line stay empty).
+		for i, name := range f.InlinedInto {
+			out = append(out, sessions.Frame{PC: fr.PC, Module: fr.Module, Offset: fr.Offset,
+				Function: name, Inlined: i < len(f.InlinedInto)-1})
+		}
 	}
 	return out
 }

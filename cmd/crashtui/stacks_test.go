@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -302,4 +305,152 @@ func TestStacksProcessesComingAndGoing(t *testing.T) {
 	if st := threadState(cmd.Process.Pid, strconv.Itoa(cmd.Process.Pid)); st == "t" || st == "T" {
 		t.Errorf("forker left in state %s", st)
 	}
+}
+
+// TestStacksOpenMPI is a real Open MPI job deadlocked in MPI_Recv and MPI_Barrier, with one
+// rank still computing: the classes of the ranks' main threads, the lone rank and the cut
+// under MPI_ (Open MPI's own progress engine is not shown) are right.
+func TestStacksOpenMPI(t *testing.T) {
+	needRoot(t)
+	for _, tool := range []string{"mpirun", "mpicc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: needs Debian's openmpi-bin and libopenmpi-dev (make test installs them)", tool)
+		}
+	}
+	prog := filepath.Join(t.TempDir(), "mpihang")
+	if out, err := exec.Command("mpicc", "-g", "-O1", "-o", prog, "../../demo/stacks/mpihang.c").CombinedOutput(); err != nil {
+		t.Fatalf("mpicc: %v\n%s", err, out)
+	}
+	cmd := exec.Command("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", prog)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var ranks []int
+	t.Cleanup(func() {
+		for _, pid := range ranks { // started by the mpirun we started
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for len(ranks) < 4 && sc.Scan() {
+		var r, pid, size int
+		if n, _ := fmt.Sscanf(sc.Text(), "rank %d pid %d size %d", &r, &pid, &size); n == 3 {
+			ranks = append(ranks, pid)
+		}
+	}
+	if len(ranks) < 4 {
+		t.Fatalf("only %d ranks started", len(ranks))
+	}
+	go io.Copy(io.Discard, out)
+	time.Sleep(300 * time.Millisecond) // into MPI_Recv and MPI_Barrier
+	_, st := stacksJSON(t, "--samples", "3", "--interval", "200ms", "pid:"+strconv.Itoa(cmd.Process.Pid))
+	want := []struct {
+		ranks, progress string
+		path            []string
+	}{
+		{"1-2", sessions.Stuck, []string{"main", "sync_step", "MPI_Barrier"}},
+		{"0", sessions.Stuck, []string{"main", "wait_for_halo", "MPI_Recv"}},
+		{"3", sessions.Moving, []string{"main", "solve"}},
+	}
+	mpi := regexp.MustCompile(sessions.DefaultCut)
+	for _, w := range want {
+		c := classWith(st, w.ranks)
+		if c == nil {
+			t.Errorf("no class with ranks %s: %+v", w.ranks, st.Classes)
+			continue
+		}
+		if c.Progress != w.progress || !hasFunction(c.Frames, w.path...) {
+			t.Errorf("class %s: %s %+v, want %s through %v", w.ranks, c.Progress, c.Frames, w.progress, w.path)
+		}
+		for i, f := range c.Frames {
+			if mpi.MatchString(f.Function) && i != len(c.Frames)-1 {
+				t.Errorf("class %s: frames below %s not cut: %+v", w.ranks, f.Function, c.Frames[i:])
+			}
+		}
+	}
+	if st.Culprit == nil || st.Culprit.Rank != 0 {
+		t.Errorf("culprit %+v, want rank 0 (lone: %+v)", st.Culprit, st.Lone)
+	}
+	checkDetached(t, append([]int{cmd.Process.Pid}, ranks...), nil)
+}
+
+const goHangSrc = `package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+var sink uint64
+
+//go:noinline
+func blockRead(fd int) {
+	var b [1]byte
+	syscall.Read(fd, b[:]) // a raw read: the goroutine keeps its thread, blocked in the kernel
+}
+
+//go:noinline
+func spin() {
+	for i := uint64(0); ; i++ {
+		sink += i * i
+	}
+}
+
+func main() {
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil {
+		os.Exit(1)
+	}
+	go spin()
+	fmt.Println("ready")
+	blockRead(p[0])
+}
+`
+
+// TestStacksGoBinary: a Go program's threads unwind (Go's frame pointers and .debug_frame):
+// the goroutine blocked in a raw read and the spinning one are on their threads' stacks.
+func TestStacksGoBinary(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gohang.go"), []byte(goHangSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gohang")
+	build := exec.Command("go", "build", "-o", bin, "gohang.go")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || l != "ready\n" {
+		t.Fatalf("%q %v", l, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	_, st := stacksJSON(t, "--samples", "2", "--interval", "100ms", "pid:"+strconv.Itoa(cmd.Process.Pid))
+	var read, spin bool
+	for _, c := range st.Classes {
+		if hasFunction(c.Frames, "main.main", "main.blockRead", "syscall.Read") && c.Progress == sessions.Stuck {
+			read = true
+		}
+		if hasFunction(c.Frames, "main.spin") {
+			spin = true
+		}
+	}
+	if !read || !spin {
+		t.Errorf("Go stacks: blocked read %v, spinning goroutine %v: %+v", read, spin, st.Classes)
+	}
+	checkDetached(t, []int{cmd.Process.Pid}, nil)
 }
