@@ -55,6 +55,7 @@ type module struct {
 
 	fdes       frame.FrameDescriptionEntries
 	fdesLoaded bool
+	cfi        map[uint64]*frame.FrameContext // frameContext's memo
 
 	lines map[uint64]funcLine // memo of symbolize, by link-time address
 }

@@ -76,11 +76,7 @@ func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs
 	if !ok {
 		return 0, fmt.Errorf("pc %#x: not in a PT_LOAD of %s", pc, m.Path)
 	}
-	fde, err := mod.frames().FDEForPC(v)
-	if err != nil {
-		return 0, err
-	}
-	ctx, err := establish(fde, v)
+	ctx, err := mod.frameContext(v)
 	if err != nil {
 		return 0, err
 	}
@@ -129,6 +125,28 @@ func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs
 		regs[reg] = val
 	}
 	return ra, nil
+}
+
+// frameContext is the CFI rule set at link-time address v, memoized per module: the threads
+// of a job sit at the same few pcs, and executing the CIE and FDE programs for each of them
+// in every sample was most of what a stack sample allocated.
+func (mod *module) frameContext(v uint64) (*frame.FrameContext, error) {
+	if ctx, ok := mod.cfi[v]; ok {
+		return ctx, nil
+	}
+	fde, err := mod.frames().FDEForPC(v)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := establish(fde, v)
+	if err != nil {
+		return nil, err
+	}
+	if mod.cfi == nil || len(mod.cfi) > 1<<14 {
+		mod.cfi = map[uint64]*frame.FrameContext{}
+	}
+	mod.cfi[v] = ctx
+	return ctx, nil
 }
 
 func establish(fde *frame.FrameDescriptionEntry, pc uint64) (ctx *frame.FrameContext, err error) {

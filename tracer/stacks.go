@@ -3,7 +3,6 @@ package tracer
 import (
 	"bytes"
 	"errors"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +88,34 @@ type taskSys struct {
 	sp, pc uint64
 }
 
+// readSmall reads a small /proc file into buf with three syscalls (os.ReadFile adds an
+// fstat and allocations: sampling reads two of these per thread).
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
 func readTaskSyscall(pid, tid int) taskSys {
-	b, err := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"))
+	var buf [256]byte
+	b, err := readSmall(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"), buf[:])
 	if err != nil {
 		return taskSys{nr: -2}
 	}
@@ -122,7 +147,8 @@ var noInterrupt = map[string]bool{
 
 // taskStat is the state letter and CPU time (utime+stime, clock ticks) of one thread.
 func readTaskStat(pid, tid int) (state byte, cpu uint64) {
-	b, err := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"))
+	var buf [1024]byte
+	b, err := readSmall(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"), buf[:])
 	if err != nil {
 		return 0, 0
 	}
@@ -200,7 +226,7 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 	// fall back to the loop's pump for the slow ones.
 	for _, x := range wait {
 		tk := x.tk
-		for spin := 0; spin < 200 && tk.stopped == running && t.tasks[tk.tid] == tk; spin++ {
+		for spin := 0; spin < 5000 && tk.stopped == running && t.tasks[tk.tid] == tk; spin++ {
 			var ws unix.WaitStatus
 			pid, err := unix.Wait4(tk.tid, &ws, unix.WALL|unix.WNOTHREAD|unix.WNOHANG, nil)
 			if err == nil && pid == tk.tid {
@@ -211,7 +237,9 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 				break
 			}
 			if spin > 20 {
-				time.Sleep(5 * time.Microsecond)
+				// Let the tracee have the CPU to reach its stop (a time.Sleep here lasts a
+				// millisecond: Go's timers wake through epoll's millisecond timeout).
+				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
 	}
@@ -256,7 +284,7 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 			}
 			u := unwindRegsOf(regs)
 			c.pc, c.sp, c.fp, c.lr = u.pc, u.sp, u.fp, u.lr
-			c.stack = snapshotStack(p.pid, c.sp)
+			c.stack = t.snapshotStack(p.pid, c.sp, len(caps))
 			c.ts.Held = true
 		case x.sys.nr >= -1 && x.sys.pc != 0:
 			c.pc, c.sp = x.sys.pc, x.sys.sp
@@ -288,16 +316,18 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 		held = time.Since(start)
 	}
 
-	var maps []elfinfo.Mapping
-	mapsRead := false
 	for _, c := range caps {
 		if c.pc != 0 {
-			if !mapsRead {
-				maps, _ = elfinfo.ReadMaps(p.pid)
-				mapsRead = true
-			}
 			mem := snapshotReader(p.pid, c.sp, c.stack)
-			frames := t.crash.resolver.Unwind(p.pid, maps, c.pc, c.sp, c.fp, c.lr, string(a), mem, o.MaxFrames)
+			unwind := func(maps []elfinfo.Mapping) []elfinfo.Frame {
+				return t.crash.resolver.Unwind(p.pid, maps, c.pc, c.sp, c.fp, c.lr, string(a), mem, o.MaxFrames)
+			}
+			maps, fresh := t.stackMaps(p.pid, false)
+			frames := unwind(maps)
+			if !fresh && !allMapped(frames) {
+				maps, _ = t.stackMaps(p.pid, true) // something was mapped since: read them again
+				frames = unwind(maps)
+			}
 			c.ts.Frames = stackFrames(frames)
 		}
 		s.Threads = append(s.Threads, c.ts)
@@ -325,9 +355,13 @@ func inVforkCall(a arch.Arch, pid, tid int, sys taskSys) bool {
 const stackSnapshot = 16 << 10
 
 // snapshotStack copies the top of the stack at sp (up to stackSnapshot bytes, less where the
-// stack mapping ends first).
-func snapshotStack(pid int, sp uint64) []byte {
-	buf := make([]byte, stackSnapshot)
+// stack mapping ends first) into the i-th of buffers reused from process to process (a fresh
+// 16 kB per thread per sample made the garbage collector pause the loop mid-hold).
+func (t *Tracer) snapshotStack(pid int, sp uint64, i int) []byte {
+	for len(t.stackBufs) <= i {
+		t.stackBufs = append(t.stackBufs, make([]byte, stackSnapshot))
+	}
+	buf := t.stackBufs[i]
 	for n := len(buf); n >= 512; n /= 2 {
 		if got, err := vmRead(pid, sp, buf[:n]); err == nil && got > 0 {
 			return buf[:got]
@@ -347,4 +381,41 @@ func snapshotReader(pid int, sp uint64, stack []byte) elfinfo.MemReader {
 		}
 		return live(addr, buf)
 	}
+}
+
+// mapsCache is a process's /proc/PID/maps as last read for sampling.
+type mapsCache struct {
+	maps []elfinfo.Mapping
+	at   time.Time
+}
+
+// mapsMaxAge bounds how long sampling trusts a process's cached maps.
+const mapsMaxAge = 10 * time.Second
+
+// stackMaps returns pid's mappings, cached between samples (dropped at exec and exit, and
+// after mapsMaxAge), read afresh when reread is set; fresh says they were just read.
+func (t *Tracer) stackMaps(pid int, reread bool) (maps []elfinfo.Mapping, fresh bool) {
+	if t.mapsCache == nil {
+		t.mapsCache = map[int]mapsCache{}
+	}
+	if c, ok := t.mapsCache[pid]; ok && !reread && time.Since(c.at) < mapsMaxAge {
+		return c.maps, false
+	}
+	maps, err := elfinfo.ReadMaps(pid)
+	if err != nil {
+		delete(t.mapsCache, pid)
+		return nil, true
+	}
+	t.mapsCache[pid] = mapsCache{maps: maps, at: time.Now()}
+	return maps, true
+}
+
+// allMapped says whether every frame's pc was found in a mapping.
+func allMapped(frames []elfinfo.Frame) bool {
+	for _, f := range frames {
+		if f.Module == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -112,6 +112,9 @@ type Tracer struct {
 	filtersUnreadable map[int]bool
 	// caves caches where each process's injection guards can go, until exec or exit.
 	caves map[int][]cave
+	// mapsCache keeps each process's mappings between stack samples, until exec or exit.
+	mapsCache map[int]mapsCache
+	stackBufs [][]byte // sampling's stack copies, reused (stacks.go)
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string
@@ -506,6 +509,7 @@ func (t *Tracer) onExec(tk *task) {
 	}
 	// Other threads' exit statuses arrive on their own (gone).
 	delete(t.caves, p.pid) // a new image: new mappings
+	delete(t.mapsCache, p.pid)
 	t.refreshProc(p)
 	if p.launched && !p.execed {
 		// The seize may come before the exec of the gate shell itself: its exec is not the
@@ -550,6 +554,7 @@ func (t *Tracer) gone(tid int, tk *task, ws unix.WaitStatus) {
 // procGone reports the end of a process and forgets it.
 func (t *Tracer) procGone(p *proc, ws unix.WaitStatus) {
 	delete(t.caves, p.pid)
+	delete(t.mapsCache, p.pid)
 	delete(t.filtersUnreadable, p.pid)
 	ex := sessions.Exit{PID: p.pid}
 	if ws.Exited() {

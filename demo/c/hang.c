@@ -47,7 +47,7 @@ __attribute__((noinline)) static double smooth(int depth, int n) {
 __attribute__((noinline)) static void compute(void) {
     printf("ready %s\n", getenv("CRASHTUI_RANK") ? getenv("CRASHTUI_RANK") : "?");
     fflush(stdout);
-    for (unsigned long i = 0;; i++) sink += smooth((int)(i % 7), 20000 + (int)(i % 13) * 1000);
+    for (unsigned long i = 0;; i++) sink += smooth((int)(i % 11), 20000 + (int)(i % 13) * 1000);
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

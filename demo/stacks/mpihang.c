@@ -24,8 +24,15 @@ __attribute__((noinline)) static double kernel(int n) {
     return x;
 }
 
+/* A call depth that changes from step to step: a rank that computes never shows the same
+ * stack twice in a row, whatever pc the inner loop is at. */
+__attribute__((noinline)) static double level(int depth, int n) {
+    if (depth == 0) return kernel(n);
+    return level(depth - 1, n) * 0.5;
+}
+
 __attribute__((noinline)) static void solve(void) {
-    for (unsigned long i = 0;; i++) sink += kernel(20000 + (int)(i % 17) * 1000);
+    for (unsigned long i = 0;; i++) sink += level((int)(i % 11), 20000 + (int)(i % 17) * 1000);
 }
 
 int main(int argc, char **argv) {
