@@ -46,7 +46,6 @@ func startHangN(tb testing.TB, n, threads int) Job {
 	return Job{Kind: JobPGID, ID: pgid, Spec: "pgid:" + strconv.Itoa(pgid)}
 }
 
-
 // benchStacks reports one warm sample of every thread of the job: its wall time, and the
 // longest time any process was held.
 func benchStacks(b *testing.B, n, threads int) {
