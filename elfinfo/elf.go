@@ -220,3 +220,27 @@ func (d *elfData) dwarfAvailable(path string) bool {
 	}
 	return false
 }
+
+// ReadCode reads n bytes of the file at path at link-time address vaddr (from the PT_LOAD
+// segment that holds it) and returns them with the file's architecture ("amd64", "arm64",
+// "ppc64le"): the code of a frame, for disassembly, without touching any process.
+func ReadCode(path string, vaddr uint64, n int) ([]byte, string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	arch := goarchOf[f.Machine]
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || vaddr < p.Vaddr || vaddr >= p.Vaddr+p.Filesz {
+			continue
+		}
+		n = int(min(uint64(n), p.Vaddr+p.Filesz-vaddr))
+		buf := make([]byte, n)
+		if _, err := p.ReadAt(buf, int64(vaddr-p.Vaddr)); err != nil {
+			return nil, arch, err
+		}
+		return buf, arch, nil
+	}
+	return nil, arch, fmt.Errorf("%s: no loaded segment holds %#x", path, vaddr)
+}

@@ -107,6 +107,8 @@ type Frame struct {
 	Function string `json:"function,omitempty"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
+	// FuncOff is the pc's offset from its function's start, when the function is known.
+	FuncOff Hex `json:"func_off,omitempty"`
 	// Inlined marks a function whose code was inlined into the next frame's: both frames
 	// have the same pc, as gdb shows them.
 	Inlined bool `json:"inlined,omitempty"`

@@ -67,6 +67,7 @@ type StackFrame struct {
 	Offset   Hex    `json:"offset"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
+	FuncOff  Hex    `json:"func_off,omitempty"`
 }
 
 // StackClass is one distinct call path (an equivalence class), with the threads on it.
@@ -328,8 +329,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 		if ca == nil {
 			ca = &classAcc{c: &StackClass{}}
 			for _, f := range tr.last {
-				ca.c.Frames = append(ca.c.Frames, StackFrame{Function: f.Function, Module: f.Module,
-					Offset: f.Offset, File: f.File, Line: f.Line})
+				ca.c.Frames = append(ca.c.Frames, stackFrame(f))
 			}
 			byKey[k] = ca
 			classes = append(classes, ca)
@@ -427,8 +427,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 				k, label := frameKey(f, o.Frames)
 				next := at.kids[k]
 				if next == nil {
-					next = &nodeAcc{n: &StackNode{Label: label, Frame: StackFrame{Function: f.Function,
-						Module: f.Module, Offset: f.Offset, File: f.File, Line: f.Line}}, kids: map[string]*nodeAcc{}}
+					next = &nodeAcc{n: &StackNode{Label: label, Frame: stackFrame(f)}, kids: map[string]*nodeAcc{}}
 					at.kids[k] = next
 					at.order = append(at.order, k)
 				}
@@ -565,6 +564,11 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 	return out
 }
 
+func stackFrame(f Frame) StackFrame {
+	return StackFrame{Function: f.Function, Module: f.Module, Offset: f.Offset, File: f.File,
+		Line: f.Line, FuncOff: f.FuncOff}
+}
+
 func lonely(l []LoneRank, progress string) []LoneRank {
 	var out []LoneRank
 	for _, x := range l {
@@ -638,6 +642,7 @@ func rankSet(ts []*threadTrack) (string, []int, []string) {
 	}
 	if !multi {
 		hosts = nil
+		sort.Ints(pids)
 	}
 	s := CompressInts(ranks)
 	if len(unranked) > 0 {

@@ -93,8 +93,9 @@ type State struct {
 	Closed   *Summary // the summary event, once seen
 	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
 	// SampleSeq is the newest sample's seq per host.
-	Samples   map[ProcKey][]StampedSample
-	SampleSeq map[string]int
+	Samples      map[ProcKey][]StampedSample
+	SampleSeq    map[string]int
+	SampleEvents int // how many Sample events were applied (a cheap change counter)
 }
 
 // NewState returns an empty State.
@@ -216,6 +217,7 @@ func (s *State) Apply(e Event) {
 		t := b
 		s.Threads[TaskKey{h, b.TID}] = &t
 	case Sample:
+		s.SampleEvents++
 		k := ProcKey{h, b.PID}
 		l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
 		if len(l) > MaxSamples {

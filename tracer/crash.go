@@ -403,13 +403,26 @@ func stackFrames(frames []elfinfo.Frame) []sessions.Frame {
 	out := make([]sessions.Frame, 0, len(frames))
 	for _, f := range frames {
 		fr := sessions.Frame{PC: sessions.Hex(f.PC), Module: f.Module, Offset: sessions.Hex(f.Offset),
-			Function: f.Function, File: f.File, Line: f.Line, Inlined: len(f.InlinedInto) > 0}
-		out = append(out, fr)
+			Function: f.Function, File: f.File, Line: f.Line}
+		if f.Function != "" {
+			fr.FuncOff = sessions.Hex(f.FuncOff)
+		}
 		// Code inlined into its callers: one frame per function, as gdb shows them (the
-		// callers' call lines are not in crashtui's tables: file and line stay empty).
-		for i, name := range f.InlinedInto {
+		// callers' call lines are not in crashtui's tables: file and line stay empty). An
+		// alias of the same code (__libc_read inlined into __libc_read) is not a frame.
+		var names []string
+		prev := fr.Function
+		for _, n := range f.InlinedInto {
+			if n != prev {
+				names = append(names, n)
+				prev = n
+			}
+		}
+		fr.Inlined = len(names) > 0
+		out = append(out, fr)
+		for i, name := range names {
 			out = append(out, sessions.Frame{PC: fr.PC, Module: fr.Module, Offset: fr.Offset,
-				Function: name, Inlined: i < len(f.InlinedInto)-1})
+				Function: name, Inlined: i < len(names)-1})
 		}
 	}
 	return out

@@ -17,7 +17,8 @@ import (
 
 // SampleOptions configure SampleStacks.
 type SampleOptions struct {
-	// Seq numbers the sample (every process's Sample event carries it).
+	// Seq numbers the sample (every process's Sample event carries it); 0 takes the next
+	// number of the tracer's own count.
 	Seq int
 	// MaxFrames bounds each thread's stack (0: 64).
 	MaxFrames int
@@ -51,6 +52,10 @@ func (t *Tracer) SampleStacks(o SampleOptions) ([]sessions.Sample, SampleStats, 
 		if len(t.tasks) == 0 {
 			return ErrNoJob
 		}
+		if o.Seq <= 0 {
+			o.Seq = t.sampleSeq + 1
+		}
+		t.sampleSeq = max(t.sampleSeq, o.Seq)
 		if o.MaxFrames <= 0 {
 			o.MaxFrames = 64
 		}

@@ -115,6 +115,7 @@ type Tracer struct {
 	// mapsCache keeps each process's mappings between stack samples, until exec or exit.
 	mapsCache map[int]mapsCache
 	stackBufs [][]byte // sampling's stack copies, reused (stacks.go)
+	sampleSeq int      // the last stack sample's number
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string

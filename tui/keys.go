@@ -9,10 +9,11 @@ import (
 type KeyMap struct {
 	Up, Down, Left, Right, PageUp, PageDown, Top, Bottom key.Binding
 	NextTab, PrevTab                                     key.Binding
-	Tabs                                                 [5]key.Binding
-	TabKeys                                              key.Binding // 1-5, for help only
+	Tabs                                                 [6]key.Binding
+	TabKeys                                              key.Binding // 1-6, for help only
 	Enter, Back, Filter, Sort, Explain                   key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
+	Sample, Auto, Frames                                 key.Binding
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
 	Help, Quit, ForceQuit                                key.Binding
@@ -40,6 +41,9 @@ func DefaultKeyMap() KeyMap {
 		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
 		Group:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "classes on/off")),
 		Host:       key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "next host")),
+		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample stacks")),
+		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto-sample on/off")),
+		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by function/line/offset")),
 		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),
 		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp("./→", "step")),
 		Faster:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
@@ -52,7 +56,7 @@ func DefaultKeyMap() KeyMap {
 		Quit:       key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "detach & quit")),
 		ForceQuit:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "detach & quit now")),
 	}
-	k.TabKeys = key.NewBinding(key.WithKeys("1", "2", "3", "4", "5"), key.WithHelp("1-5", "tabs"))
+	k.TabKeys = key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "tabs"))
 	for i := range k.Tabs {
 		n := string(rune('1' + i))
 		k.Tabs[i] = key.NewBinding(key.WithKeys(n), key.WithHelp(n, "tab "+n))
@@ -86,6 +90,11 @@ func (h helpKeys) ShortHelp() []key.Binding {
 		if h.live {
 			bs = append(bs, k.Checkpoint)
 		}
+	case tabStacks:
+		bs = append(bs, k.Enter, k.Explain, k.Frames)
+		if h.live {
+			bs = append(bs, k.Sample, k.Auto)
+		}
 	case tabLog:
 		bs = append(bs, k.Filter, k.Bottom)
 	}
@@ -100,7 +109,7 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	cols := [][]key.Binding{
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back, k.Filter, k.Sort},
-		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Help, k.Quit, k.ForceQuit},
+		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Sample, k.Auto, k.Frames, k.Help, k.Quit, k.ForceQuit},
 	}
 	if h.replay {
 		cols = append(cols, []key.Binding{k.Pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})

@@ -18,6 +18,7 @@ const (
 	tabMatrix
 	tabCrashes
 	tabThreads
+	tabStacks
 	tabLog
 	nTabs
 )
@@ -139,6 +140,17 @@ type Model struct {
 		scroll int
 	}
 	thr struct{ cursor int }
+	stk struct {
+		cursor    int
+		collapsed map[string]bool
+		detail    bool
+		frames    int // index into stackFrames
+		every     time.Duration
+		auto      bool
+		merged    sessions.Stacks
+		mergedAt  int // state.SampleEvents when merged was computed, -1: never
+		scroll    int
+	}
 	log struct {
 		filter string
 		back   int
@@ -158,6 +170,9 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.FullSeparator = st.Dim
 	m.help.Styles.Ellipsis = st.Dim
 	m.mx.expanded = map[int]bool{}
+	m.stk.collapsed = map[string]bool{}
+	m.stk.mergedAt = -1
+	m.stk.every, m.stk.auto = o.SampleEvery, o.SampleEvery > 0
 	if o.Replay != nil || o.Mode == "replay" {
 		m.mode = "replay"
 		m.replay = o.Replay
@@ -217,6 +232,7 @@ func (m *Model) apply(evs []sessions.Event) {
 		m.state.Apply(e)
 	}
 	m.refreshMatrix()
+	m.refreshStacks()
 }
 
 // refreshMatrix re-indexes the matrix when a new Matrix event replaced it (the index is the
@@ -406,11 +422,40 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.message = "measuring the access matrix…"
 		return m.ctrlCmd("measure", m.ctrl.Measure)
+	case key.Matches(msg, k.Sample):
+		if m.ctrl == nil || m.player != nil {
+			m.message = "sampling needs a live session (no tracer in replay or view)"
+			return nil
+		}
+		m.tab = tabStacks
+		m.message = "sampling every thread…"
+		return m.ctrlCmd("stack sample", m.ctrl.Sample)
+	case key.Matches(msg, k.Auto) && m.tab == tabStacks:
+		if m.ctrl == nil || m.player != nil {
+			m.message = "auto-sampling needs a live session"
+			return nil
+		}
+		if m.stk.every <= 0 {
+			m.stk.every = 5 * time.Second
+		}
+		m.stk.auto = !m.stk.auto
+		m.ctrl.AutoSample(m.stk.auto)
+		if m.stk.auto {
+			m.message = fmt.Sprintf("auto-sampling every %v", m.stk.every)
+		} else {
+			m.message = "auto-sampling off: S samples"
+		}
+	case key.Matches(msg, k.Frames) && m.tab == tabStacks:
+		m.stk.frames = (m.stk.frames + 1) % len(stackFrames)
+		m.stk.mergedAt = -1
+		m.stk.collapsed = map[string]bool{}
+		m.refreshStacks()
+		m.message = "frames by " + stackFrames[m.stk.frames]
 	case key.Matches(msg, k.Filter) && (m.tab == tabProcs || m.tab == tabLog):
 		m.filtering = true
 	case key.Matches(msg, k.Filter):
 		// Said, not silently ignored (the filter is for the long lists).
-		m.message = "/ filters the Processes (1) and Log (5) tabs; this tab has no filter"
+		m.message = "/ filters the Processes (1) and Log (6) tabs; this tab has no filter"
 	case key.Matches(msg, k.Sort) && m.tab != tabProcs:
 		m.message = "s sorts the Processes tab (1); this tab keeps its own order"
 	case key.Matches(msg, k.Back):
@@ -443,6 +488,8 @@ func (m *Model) back() {
 		m.log.filter = ""
 	case tabCrashes:
 		m.crash.detail = false
+	case tabStacks:
+		m.stk.detail = false
 	}
 }
 
@@ -518,6 +565,7 @@ func (m *Model) seek(to time.Duration) {
 	if reset {
 		m.state = sessions.NewState()
 		m.mx.ix = nil
+		m.stk.mergedAt = -1
 	}
 	m.apply(evs)
 }
@@ -611,6 +659,30 @@ func (m *Model) move(msg tea.KeyMsg) {
 		m.crash.cursor = clamp(m.crash.cursor+d, len(m.state.Groups))
 	case tabThreads:
 		m.thr.cursor = clamp(m.thr.cursor+d, len(m.state.Threads))
+	case tabStacks:
+		lines := m.stackLines()
+		c := clamp(m.stk.cursor, len(lines))
+		switch {
+		case c < 0:
+		case key.Matches(msg, k.Enter):
+			m.stk.detail = !m.stk.detail
+		case key.Matches(msg, k.Left):
+			if l := lines[c]; len(l.Node.Children) > 0 && !m.stk.collapsed[l.Path] {
+				m.stk.collapsed[l.Path] = true
+			} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
+				// Already collapsed or a leaf: go to its parent, as file trees do.
+				for j, p := range lines {
+					if p.Path == l.Path[:i] {
+						m.stk.cursor = j
+					}
+				}
+			}
+			return
+		case key.Matches(msg, k.Right):
+			delete(m.stk.collapsed, lines[c].Path)
+			return
+		}
+		m.stk.cursor = clamp(m.stk.cursor+d, len(m.stackLines()))
 	case tabLog:
 		m.log.back = max(0, m.log.back-d) // up scrolls back in time
 		if key.Matches(msg, k.Bottom) {
@@ -669,6 +741,14 @@ func (m *Model) explain() {
 			e := views.ExplainGroup(m.state.Groups[c])
 			ex = &e
 		}
+	case tabStacks:
+		lines := m.stackLines()
+		if c := clamp(m.stk.cursor, len(lines)); c >= 0 {
+			if cl := views.StackNodeClass(m.stk.merged, lines[c].Node); cl != nil {
+				e := views.ExplainClass(m.stk.merged, *cl)
+				ex = &e
+			}
+		}
 	case tabThreads:
 		ts := views.ThreadList(m.state)
 		if c := clamp(m.thr.cursor, len(ts)); c >= 0 {
@@ -694,7 +774,7 @@ func (m *Model) explain() {
 		}
 	}
 	if ex == nil {
-		m.message = "nothing to explain here: select a cell, a crash group or a thread"
+		m.message = "nothing to explain here: select a cell, a crash group, a thread or a stack frame"
 		return
 	}
 	m.explanation = *ex
@@ -790,6 +870,8 @@ func (m *Model) body(w, h int) string {
 			Detail: m.crash.detail, Scroll: m.crash.scroll})
 	case tabThreads:
 		return views.Threads(m.st, m.state, views.ThreadOptions{Width: w, Height: h, Cursor: m.thr.cursor})
+	case tabStacks:
+		return m.stacksBody(w, h)
 	case tabLog:
 		return views.Log(m.st, m.state, views.LogOptions{Width: w, Height: h, Filter: m.log.filter, Back: m.log.back})
 	}
@@ -846,6 +928,15 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		listH := h - min(12, h/2) - 2
 		if i := views.Window(m.thr.cursor, 0, listH, n) + row; i < n && row < listH {
 			m.thr.cursor = i
+		}
+	case tabStacks:
+		n := len(m.stackLines())
+		listH := h - min(10, h/3) - 2
+		if m.stk.detail {
+			listH = h - min(14, h/2) - 2
+		}
+		if i := views.Window(m.stk.cursor, 0, listH, n) + row; i < n && row < listH {
+			m.stk.cursor = i
 		}
 	case tabMatrix:
 		units := m.units()

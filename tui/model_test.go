@@ -38,6 +38,8 @@ func (r *recorder) add(s string) error {
 func (r *recorder) Measure() error            { return r.add("measure") }
 func (r *recorder) Checkpoint(p string) error { return r.add("checkpoint " + p) }
 func (r *recorder) Detach() error             { return r.add("detach") }
+func (r *recorder) Sample() error             { return r.add("sample") }
+func (r *recorder) AutoSample(on bool)        { r.add(fmt.Sprint("auto ", on)) }
 func (r *recorder) Calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -233,7 +235,7 @@ func TestTabsCursorFilter(t *testing.T) {
 	if m.crash.detail {
 		t.Fatal("esc must leave the detail")
 	}
-	press(t, m, "5", "/", "f", "p", "e", "enter")
+	press(t, m, "6", "/", "f", "p", "e", "enter")
 	if v := m.View(); !strings.Contains(v, "SIGFPE") || strings.Contains(v, "SIGSEGV") {
 		t.Fatalf("log filter:\n%s", v)
 	}
@@ -576,7 +578,7 @@ func TestFilterAndSortSayWhyNot(t *testing.T) {
 // TestLogTopShowsTheOldestPage: g on the Log tab shows the oldest events, not a blank page.
 func TestLogTopShowsTheOldestPage(t *testing.T) {
 	m := liveModel(t, nil, false)
-	press(t, m, "5", "g")
+	press(t, m, "6", "g")
 	v := m.View()
 	first := views.EventLine(m.State().Log[0].Event)
 	if len(first) > 20 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -20,6 +21,8 @@ type Controller interface {
 	Measure() error                 // re-measure the access matrix
 	Checkpoint(policy string) error // "correct" | "naive" | "none"
 	Detach() error                  // detach everything and stop (q)
+	Sample() error                  // take one stack sample of every thread (S)
+	AutoSample(on bool)             // sample every few seconds, or stop (a)
 }
 
 // Options configure Run.
@@ -29,10 +32,12 @@ type Options struct {
 	Header    sessions.Header       // for the header line (job, arch, kernel)
 	Mode      string                // "attach", "run", "demo", "replay"
 	Control   Controller
-	Recording string    // path when --record is on (shown in the header)
-	Cast      io.Writer // when non-nil, also write an asciicast v2 recording of the screen
-	Input     io.Reader
-	Output    io.Writer // nil = stdin/stdout (tests use a pty)
+	Recording string // path when --record is on (shown in the header)
+	// SampleEvery is how often the controller samples stacks on its own (0: only on S).
+	SampleEvery time.Duration
+	Cast        io.Writer // when non-nil, also write an asciicast v2 recording of the screen
+	Input       io.Reader
+	Output      io.Writer // nil = stdin/stdout (tests use a pty)
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or

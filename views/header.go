@@ -105,46 +105,55 @@ func clock(d time.Duration) string {
 }
 
 // Tab names, in the order of the number keys.
-var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Log"}
+var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Stacks", "Log"}
 
-var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Log"}
+var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Stack", "Log"}
 
 // TabSpan is the columns a tab occupies in the tab bar, for mouse clicks.
 type TabSpan struct{ From, To int }
 
-// Tabs is the tab bar; badges are appended to names (crash count, thread count).
+// Tabs is the tab bar; badges are appended to names (crash count, thread count). The full
+// names are used when they fit, else short ones, else short ones without badges.
 func Tabs(st *Styles, s *sessions.State, active, width int) (string, []TabSpan) {
-	names := TabNames
-	if width < 70 {
-		names = tabShort
+	var bar string
+	var spans []TabSpan
+	for _, try := range []struct {
+		names  []string
+		badges bool
+	}{{TabNames, true}, {tabShort, true}, {tabShort, false}} {
+		bar, spans = tabBar(st, s, active, try.names, try.badges)
+		if spans[len(spans)-1].To <= width {
+			break
+		}
 	}
+	return cut(bar, width), spans
+}
+
+func tabBar(st *Styles, s *sessions.State, active int, names []string, badges bool) (string, []TabSpan) {
 	var b strings.Builder
 	var spans []TabSpan
 	x := 0
 	for i, n := range names {
 		label := fmt.Sprintf("%d %s", i+1, n)
-		switch i {
-		case 2:
-			if len(s.Groups) > 0 {
-				label += fmt.Sprintf(" (%d)", len(s.Groups))
-			}
-		case 3:
-			if len(s.Threads) > 0 {
-				label += fmt.Sprintf(" (%d)", len(s.Threads))
-			}
+		switch {
+		case !badges:
+		case i == 2 && len(s.Groups) > 0:
+			label += fmt.Sprintf(" (%d)", len(s.Groups))
+		case i == 3 && len(s.Threads) > 0:
+			label += fmt.Sprintf(" (%d)", len(s.Threads))
 		}
 		var r string
 		if i == active {
-			r = st.TabOn.Render("[" + label + "]")
+			r = " " + st.TabOn.Render("["+label+"]")
 		} else {
-			r = st.TabOff.Render(" " + label + " ")
+			r = st.TabOff.Render("  " + label + " ")
 		}
 		w := lipglossWidth(r)
 		spans = append(spans, TabSpan{x, x + w})
 		x += w
 		b.WriteString(r)
 	}
-	return cut(b.String(), width), spans
+	return b.String(), spans
 }
 
 // Count is n with the singular or plural noun: "1 group", "2 groups".

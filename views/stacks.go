@@ -110,7 +110,19 @@ func ProgressText(p string) string {
 	case sessions.Mixed:
 		return "mixed"
 	}
-	return "one sample"
+	return "unknown"
+}
+
+// ranksWord is "ranks 1-4", "rank 0" or "pid 412" for a compressed rank set.
+func ranksWord(set string) string {
+	set = sessions.Sanitize(set)
+	switch {
+	case strings.HasPrefix(set, "pid "):
+		return set
+	case strings.ContainsAny(set, ",-"):
+		return "ranks " + set
+	}
+	return "rank " + set
 }
 
 // StacksSummary is the sentences under the tree: the lone rank, the slow rank, what the
@@ -160,7 +172,7 @@ func StacksSummary(st sessions.Stacks) []string {
 
 // ExplainClass is the teaching text of one equivalence class.
 func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("Class %d: %s on one path (%s)", c.Class, threads(c.Count), c.Ranks),
+	ex := Explanation{Title: fmt.Sprintf("Class %d: %s on one path (%s)", c.Class, threads(c.Count), ranksWord(c.Ranks)),
 		Story: StoryStat}
 	path := ClassPath(c, st.Frames)
 	in := ""
@@ -175,17 +187,17 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 		}
 		if c.CPUTicks > 0 && c.Syscall == "" {
 			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s but used CPU: spinning (a busy-wait or a livelock) at %s.",
-				threads(c.Count), sessions.Sanitize(c.Ranks), since, path)
+				threads(c.Count), ranksWord(c.Ranks), since, path)
 		} else {
 			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s%s: %s.",
-				threads(c.Count), sessions.Sanitize(c.Ranks), since, in, path)
+				threads(c.Count), ranksWord(c.Ranks), since, in, path)
 		}
 	case sessions.Moving:
-		ex.What = fmt.Sprintf("%s of %s on %s, and the stack changed between samples: progressing.", threads(c.Count), sessions.Sanitize(c.Ranks), path)
+		ex.What = fmt.Sprintf("%s of %s on %s, and the stack changed between samples: progressing.", threads(c.Count), ranksWord(c.Ranks), path)
 	case sessions.Mixed:
-		ex.What = fmt.Sprintf("%s of %s on %s now; some were on the same stack every time, some moved.", threads(c.Count), sessions.Sanitize(c.Ranks), path)
+		ex.What = fmt.Sprintf("%s of %s on %s now; some were on the same stack every time, some moved.", threads(c.Count), ranksWord(c.Ranks), path)
 	default:
-		ex.What = fmt.Sprintf("%s of %s on %s%s (one sample: stuck or moving needs two).", threads(c.Count), sessions.Sanitize(c.Ranks), path, in)
+		ex.What = fmt.Sprintf("%s of %s on %s%s (one sample: stuck or moving needs two).", threads(c.Count), ranksWord(c.Ranks), path, in)
 	}
 	if c.Partial {
 		ex.What += " Some of its threads were read from /proc without stopping them (interrupting a blocked epoll_wait, semop or sigtimedwait would make it fail with EINTR), so their stacks may be partial."
@@ -198,13 +210,13 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 		"offset, named from the symbol table and DWARF when present."
 	switch {
 	case c.Progress == sessions.Stuck && st.Culprit != nil && st.Culprit.Class == c.Class:
-		ex.Fix = "Next: attach a debugger to this one process (g) and look at what it waits for and who should have sent it; the others are probably waiting for it."
+		ex.Fix = "attach a debugger to this one process (g) and look at what it waits for and who should have sent it; the others are probably waiting for it."
 	case c.Progress == sessions.Stuck:
-		ex.Fix = "Next: compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
+		ex.Fix = "compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
 	case c.Progress == sessions.Moving:
-		ex.Fix = "Next: if the others are waiting in a collective, this is the slow rank: profile it, or check its input is not larger than the others'."
+		ex.Fix = "if the others are waiting in a collective, this is the slow rank: profile it, or check its input is not larger than the others'."
 	default:
-		ex.Fix = "Next: take more samples (S) to tell stuck from moving."
+		ex.Fix = "take more samples (S) to tell stuck from moving."
 	}
 	return ex
 }
@@ -244,7 +256,7 @@ func StacksText(st sessions.Stacks, s *sessions.State, width int) string {
 		if c.Syscall != "" {
 			in = "  in " + sessions.Sanitize(c.Syscall)
 		}
-		fmt.Fprintf(&b, "  %d  %-10s [%s]  %-7s %s%s\n", c.Class, threads(c.Count), sessions.Sanitize(c.Ranks),
+		fmt.Fprintf(&b, "  %d  %-10s [%s]  %-7s %s%s\n", c.Class, threads(c.Count), ranksWord(c.Ranks),
 			ProgressText(c.Progress), ClassPath(c, st.Frames), in)
 	}
 	if sum := StacksSummary(st); len(sum) > 0 {

@@ -56,8 +56,8 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 	s.Warn = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "3", Dark: "11"})
 	s.Info = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "6", Dark: "14"})
 	s.Selected = r.NewStyle().Reverse(true)
-	s.TabOn = r.NewStyle().Bold(true).Reverse(true).Padding(0, 1)
-	s.TabOff = r.NewStyle().Padding(0, 1)
+	s.TabOn = r.NewStyle().Bold(true).Reverse(true)
+	s.TabOff = r.NewStyle()
 	s.Box = r.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
 	s.Head = r.NewStyle().Bold(true).Underline(true)
 	for c := range s.cells {

@@ -34,6 +34,9 @@ type common struct {
 	matrix   string        // auto, off, predict, measure
 	wholeNS  bool          // the JOB may contain init (--whole-namespace)
 	duration time.Duration // demo: end after this long (0: never)
+	// sampleEvery is how often stacks are sampled on their own (0: off; -1: the default, 5 s
+	// in the TUI and in agents, off with --json).
+	sampleEvery time.Duration
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -54,6 +57,18 @@ func (c *common) register(fs *flag.FlagSet) {
 	})
 	registerCrashFlags(c, fs)
 
+	c.sampleEvery = -1
+	fs.Func("sample-every", "sample every thread's stack every `D` for the Stacks tab (default 5s in the TUI and in agents, off with --json; 0: only on S)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration >= 0, like 5s")
+		}
+		if d > 0 && d < 100*time.Millisecond {
+			return fmt.Errorf("%v is too often: every sample stops every process once (at least 100ms)", d)
+		}
+		c.sampleEvery = d
+		return nil
+	})
 	fs.Func("matrix", "live access matrix: `auto|off|predict|measure` (predict: from /proc; measure: syscalls inside each process; auto, the default: measure in the TUI, off with --json)", func(s string) error {
 		if !oneOf(s, "auto", "off", "predict", "measure") {
 			return fmt.Errorf("want auto, off, predict or measure")

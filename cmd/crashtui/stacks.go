@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
@@ -112,4 +114,56 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// sampler samples stacks every few seconds while on (the Stacks tab's auto-sampling).
+type sampler struct {
+	t     *tracer.Tracer
+	every time.Duration
+	on    atomic.Bool
+	wake  chan struct{}
+}
+
+func newSampler(t *tracer.Tracer, every time.Duration) *sampler {
+	sp := &sampler{t: t, every: every, wake: make(chan struct{}, 1)}
+	sp.on.Store(every > 0)
+	if sp.every <= 0 {
+		sp.every = 5 * time.Second // what a turns on
+	}
+	return sp
+}
+
+// interval is how often it samples, 0 when it is off.
+func (sp *sampler) interval() time.Duration {
+	if !sp.on.Load() {
+		return 0
+	}
+	return sp.every
+}
+
+func (sp *sampler) set(on bool) {
+	sp.on.Store(on)
+	select {
+	case sp.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sp *sampler) run(ctx context.Context) {
+	tick := time.NewTicker(sp.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sp.t.JobDone():
+			return
+		case <-sp.wake:
+			continue
+		case <-tick.C:
+		}
+		if sp.on.Load() {
+			sp.t.SampleStacks(tracer.SampleOptions{})
+		}
+	}
 }

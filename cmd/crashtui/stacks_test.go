@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
 // hungJob is n ranks of demo/c/hang in one process group (the test's own children).
@@ -453,4 +454,41 @@ func TestStacksGoBinary(t *testing.T) {
 		t.Errorf("Go stacks: blocked read %v, spinning goroutine %v: %+v", read, spin, st.Classes)
 	}
 	checkDetached(t, []int{cmd.Process.Pid}, nil)
+}
+
+// TestStacksInTheTUI drives the Stacks tab on a pty as a user would: S samples, the tree
+// shows the barrier and the receive, enter shows a frame's code, e explains its class, and
+// after q every rank is untraced and still blocked where it was.
+func TestStacksInTheTUI(t *testing.T) {
+	needRoot(t)
+	j := startHung(t, buildC(t, "hang"), 6)
+	scr := tuitest.Open(t, 100, 40)
+	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	scr.WaitFor(t, 20*time.Second, "procs 6/6")
+	scr.Key(t, "5")
+	scr.WaitFor(t, 5*time.Second, "no stack samples yet", "S samples")
+	scr.Key(t, "S")
+	scr.WaitFor(t, 10*time.Second, "1 sample", "barrier", "recv_message", "compute")
+	scr.Key(t, "S")
+	scr.WaitFor(t, 10*time.Second, "2 samples", "stuck", "moving", "rank 0 is the only one")
+	// Down to barrier: _start, __libc_start_main_impl, __libc_start_call_main, main, barrier.
+	scr.Type("jjjj") // the cursor is reverse video: the text does not change
+	scr.Key(t, "\r")
+	scr.WaitFor(t, 5*time.Second, "4 threads of ranks 1-4", "call")
+	scr.Key(t, "e")
+	scr.WaitFor(t, 5*time.Second, "Class 1: 4 threads on one path (ranks 1-4)", "STAT")
+	scr.Key(t, "\x1b")
+	scr.Key(t, "q")
+	scr.WaitFor(t, 5*time.Second, "quit")
+	scr.Key(t, "y")
+	select {
+	case <-proc.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("crashtui did not quit after q, y")
+	}
+	checkDetached(t, j.pids, []string{"S", "S", "S", "S", "S", "R"})
 }

@@ -137,11 +137,13 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		defer cancel()
 	}
 	go liveMatrix(ctx, t, c.matrixMode())
+	sp := newSampler(t, c.sampleInterval(mode))
+	go sp.run(ctx)
 	if c.json {
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, Header: s.header, Mode: mode,
-			Control: controller{t, mode}, Recording: c.record})
+			Control: controller{t, mode, sp}, Recording: c.record, SampleEvery: sp.interval()})
 	}
 	if ownsJob(mode) {
 		endRanks(t)
@@ -151,6 +153,18 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	s.finish(c.host)
 	return err
+}
+
+// sampleInterval resolves --sample-every's default: 5 s in the TUI and in agents (their
+// view shows the Stacks tab), off in --json.
+func (c *common) sampleInterval(mode string) time.Duration {
+	if c.sampleEvery >= 0 {
+		return c.sampleEvery
+	}
+	if c.json && mode != "agent" {
+		return 0
+	}
+	return 5 * time.Second
 }
 
 // matrixMode resolves --matrix=auto: measured in the TUI, off in --json.

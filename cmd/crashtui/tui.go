@@ -17,7 +17,17 @@ import (
 type controller struct {
 	t    *tracer.Tracer
 	mode string
+	sp   *sampler
 }
+
+// Sample takes one stack sample of every thread now.
+func (c controller) Sample() error {
+	_, _, err := c.t.SampleStacks(tracer.SampleOptions{})
+	return err
+}
+
+// AutoSample turns the periodic sampling on or off.
+func (c controller) AutoSample(on bool) { c.sp.set(on) }
 
 func (c controller) Measure() error {
 	_, _, err := c.t.Matrix(true)

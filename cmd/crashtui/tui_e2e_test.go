@@ -49,7 +49,7 @@ func TestDemoInTheTUI(t *testing.T) {
 	key("\r")
 	scr.WaitFor(t, 20*time.Second, "read", "restart")
 
-	key("5") // the log
+	key("6") // the log
 	scr.WaitFor(t, 5*time.Second, "crash")
 
 	key("q")

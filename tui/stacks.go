@@ -1,0 +1,151 @@
+package tui
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/elfinfo"
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
+)
+
+// stackFrames are the node identities f cycles through.
+var stackFrames = []string{"function", "line", "offset"}
+
+// stackWindow is how many of each process's latest samples decide stuck or moving in the
+// TUI: with auto-sampling every 5 s, the last 15 seconds.
+const stackWindow = 3
+
+var defaultCut = regexp.MustCompile(sessions.DefaultCut)
+
+// refreshStacks re-merges the samples when new ones arrived or the frame identity changed
+// (merging is the expensive part; View only draws the result).
+func (m *Model) refreshStacks() {
+	if m.stk.mergedAt == m.state.SampleEvents {
+		return
+	}
+	m.stk.mergedAt = m.state.SampleEvents
+	m.stk.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[m.stk.frames], Cut: defaultCut, Window: stackWindow})
+}
+
+func (m *Model) stackLines() []views.StackLine {
+	m.refreshStacks()
+	return views.StackLines(m.stk.merged.Tree, m.stk.collapsed)
+}
+
+func (m *Model) stacksBody(w, h int) string {
+	lines := views.StackLines(m.stk.merged.Tree, m.stk.collapsed)
+	o := views.StacksOptions{Width: w, Height: h, Cursor: m.stk.cursor, Collapsed: m.stk.collapsed,
+		Live: m.live()}
+	switch {
+	case m.player != nil:
+	case m.stk.auto:
+		o.Status = fmt.Sprintf("auto every %v (a: off)", m.stk.every)
+	case m.live():
+		o.Status = "S samples · a: auto"
+	}
+	if last := m.lastSample(); !last.IsZero() {
+		o.Status += " · last " + last.Format(time.TimeOnly)
+	}
+	if c := clamp(m.stk.cursor, len(lines)); c >= 0 && m.stk.detail {
+		o.Detail = append(views.StackNodeDetail(m.st, m.stk.merged, lines[c].Node, w),
+			frameSource(m.st, lines[c].Node, w)...)
+	}
+	return views.Stacks(m.st, m.stk.merged, o)
+}
+
+func (m *Model) lastSample() time.Time {
+	var t time.Time
+	for _, l := range m.state.Samples {
+		if len(l) > 0 && l[len(l)-1].Time.After(t) {
+			t = l[len(l)-1].Time
+		}
+	}
+	return t
+}
+
+// frameSource is a node's source line with context (when its file is readable here) and the
+// disassembly around its pc (from the module's file: no process is touched).
+func frameSource(st *views.Styles, n *sessions.StackNode, w int) []string {
+	f := n.Frame
+	var out []string
+	if f.File != "" && f.Line > 0 {
+		if src, err := readLines(f.File, f.Line-2, f.Line+2); err == nil {
+			for i, l := range src {
+				no := f.Line - 2 + i
+				line := fmt.Sprintf("  %5d  %s", no, sessions.Sanitize(strings.ReplaceAll(l, "\t", "    ")))
+				if no == f.Line {
+					line = st.Bold.Render(">" + line[1:])
+				}
+				out = append(out, line)
+			}
+		} else {
+			out = append(out, st.Dim.Render(fmt.Sprintf("source %s:%d is not readable here", sessions.Sanitize(f.File), f.Line)))
+		}
+	}
+	out = append(out, frameDisasm(st, n)...)
+	return out
+}
+
+func readLines(path string, from, to int) ([]string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	var out []string
+	for no := 1; sc.Scan() && no <= to; no++ {
+		if no >= from {
+			out = append(out, sc.Text())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no line %d", path, from)
+	}
+	return out, sc.Err()
+}
+
+// frameDisasm decodes the frame's function from its start (x86 instructions only line up
+// from a boundary) and shows the instructions around the pc: for a caller the call it is in
+// (the instruction that ends at the return address).
+func frameDisasm(st *views.Styles, n *sessions.StackNode) []string {
+	f := n.Frame
+	if !strings.HasPrefix(f.Module, "/") || f.Function == "" || f.FuncOff > 4096 {
+		return nil
+	}
+	start := uint64(f.Offset) - uint64(f.FuncOff)
+	code, a, err := elfinfo.ReadCode(f.Module, start, int(f.FuncOff)+32)
+	if err != nil || a == "" {
+		return nil
+	}
+	insts := arch.Disasm(arch.Arch(a), code, start, 4096)
+	at := -1
+	for i, in := range insts {
+		end := in.PC + uint64(len(in.Bytes))
+		if len(n.Children) > 0 && end == uint64(f.Offset) {
+			at = i // the call this caller is in
+		}
+		if at < 0 && in.PC <= uint64(f.Offset) && uint64(f.Offset) < end {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	var out []string
+	for i := max(0, at-3); i < min(len(insts), at+3); i++ {
+		in := insts[i]
+		line := fmt.Sprintf("  %#x  %s", in.PC, sessions.Sanitize(in.Text))
+		if i == at {
+			line = st.Bold.Render(">" + line[1:])
+		}
+		out = append(out, line)
+	}
+	return out
+}
