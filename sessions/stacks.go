@@ -306,11 +306,13 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 		}
 		return Stuck
 	}
+	// combine merges two progresses: a thread seen once (unknown) does not make its class
+	// mixed; stuck and moving do.
 	combine := func(a, b string) string {
 		switch {
-		case a == "":
+		case a == "" || a == Unknown:
 			return b
-		case a == b:
+		case b == Unknown || a == b:
 			return a
 		}
 		return Mixed

@@ -492,3 +492,81 @@ func TestStacksInTheTUI(t *testing.T) {
 	}
 	checkDetached(t, j.pids, []string{"S", "S", "S", "S", "S", "R"})
 }
+
+// TestStacksMergedAcrossHosts: one node's samples from crashtui stacks, the other's streamed
+// by an agent, merged by crashtui view into one tree whose rank sets span both hosts.
+func TestStacksMergedAcrossHosts(t *testing.T) {
+	needRoot(t)
+	bin := buildC(t, "hang")
+	a := startHung(t, bin, 3) // ranks 0-2 on "node a"
+	// ranks 3-5 on "node b": 3 and 4 in the barrier, 5 computing
+	b := &hungJob{}
+	for r := 3; r < 6; r++ {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "CRASHTUI_RANK="+strconv.Itoa(r))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: b.pgid}
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
+		if b.pgid == 0 {
+			b.pgid = pid
+		}
+		b.pids = append(b.pids, pid)
+		bufio.NewReader(out).ReadString('\n')
+	}
+	for _, pid := range b.pids[:2] {
+		waitState(t, pid, "S")
+	}
+	dir := t.TempDir()
+	fa, fb := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	out, err := exec.Command(crashtuiBin, "stacks", "--json", "--host", "a", "--samples", "2", "--interval", "200ms", "pgid:"+strconv.Itoa(a.pgid)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(fa, out, 0o644)
+	agentOut, err := os.Create(fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command(crashtuiBin, "agent", "--host", "b", "--matrix", "off", "--sample-every", "200ms", "pgid:"+strconv.Itoa(b.pgid))
+	agent.Stdout = agentOut
+	w := startWaited(t, agent, syscall.SIGINT)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) { // until the agent has streamed three samples
+		b, _ := os.ReadFile(fb)
+		if strings.Count(string(b), `"event":"sample"`) >= 9 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	agent.Process.Signal(syscall.SIGINT)
+	<-w.exited
+	agentOut.Close()
+	out, err = exec.Command(crashtuiBin, "view", "--json", fa, fb).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var merged *sessions.Stacks
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var e sessions.Event
+		if json.Unmarshal([]byte(line), &e) == nil {
+			if s, ok := e.Body.(sessions.Stacks); ok {
+				merged = &s
+			}
+		}
+	}
+	if merged == nil {
+		t.Fatalf("view printed no merged stacks:\n%s", out)
+	}
+	c := classWith(*merged, "1-4")
+	if c == nil || c.Count != 4 || len(c.Hosts) != 4 || c.Hosts[0] != "a" || c.Hosts[3] != "b" || c.Progress != sessions.Stuck {
+		t.Errorf("want one stuck class of ranks 1-4 over hosts a and b: %+v", merged.Classes)
+	}
+	if classWith(*merged, "0") == nil || classWith(*merged, "5") == nil {
+		t.Errorf("ranks 0 and 5 not in classes of their own: %+v", merged.Classes)
+	}
+	checkDetached(t, append(a.pids, b.pids...), nil)
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -133,7 +134,9 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 					Message: fmt.Sprintf("%s: %v (line skipped)", src.label, le)}}))
 			}
 			err := sessions.StreamEvents(src.r, func(e sessions.Event) {
-				if e.Kind() != sessions.KindSummary {
+				// Each stream's own summary and merged stacks are dropped: the view derives
+				// both for all the streams.
+				if k := e.Kind(); k != sessions.KindSummary && k != sessions.KindStacks {
 					s.emit(stamp(e))
 				}
 			}, bad)
@@ -159,6 +162,16 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 			s.queue.close() // every source ended: the view says so, and stays for reading
 		}()
 		err = viewTUI(ctx, &c, s, tty)
+	}
+	s.mu.Lock()
+	sampled := s.state.SampleEvents > 0
+	s.mu.Unlock()
+	if c.json && sampled {
+		// The agents' stack samples merged across hosts: one tree, rank sets over every host.
+		s.mu.Lock()
+		merged := s.state.Stacks(sessions.StackOptions{Cut: regexp.MustCompile(sessions.DefaultCut)})
+		s.mu.Unlock()
+		s.emit(sessions.Event{Time: time.Now(), Body: merged})
 	}
 	s.finish("")
 	return err
