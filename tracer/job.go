@@ -32,6 +32,7 @@ const (
 type Job struct {
 	Kind JobKind
 	ID   int    // pgid, sid, pid or Slurm job id
+	Step string // Slurm step of slurm:ID.STEP (a number); "" for every step of the job
 	Path string // cgroup path
 	Spec string // as the user wrote it
 	// WholeNamespace lets the job contain init (pid 1 of crashtui's pid namespace): every
@@ -47,8 +48,8 @@ func (j Job) String() string { return j.Spec }
 // ErrNoJob means a JOB names no process (or nothing at all): exit status 2.
 var ErrNoJob = errors.New("names no process")
 
-// ParseJob parses pgid:N, sid:N, pid:N, cgroup:PATH, slurm:ID or a bare number (a process group
-// if one has that id, else pid:N).
+// ParseJob parses pgid:N, sid:N, pid:N, cgroup:PATH, slurm:ID, slurm:ID.STEP or a bare number (a
+// process group if one has that id, else pid:N).
 func ParseJob(spec string) (Job, error) {
 	j := Job{Spec: spec}
 	kind, val, ok := strings.Cut(spec, ":")
@@ -68,6 +69,15 @@ func ParseJob(spec string) (Job, error) {
 	j.Kind = JobKind(kind)
 	switch j.Kind {
 	case JobPGID, JobSID, JobPID, JobSlurm:
+		if j.Kind == JobSlurm {
+			if id, step, ok := strings.Cut(val, "."); ok {
+				n, err := strconv.Atoi(step)
+				if err != nil || n < 0 || strconv.Itoa(n) != step {
+					return j, fmt.Errorf("job %q: slurm:ID.STEP needs a step number", spec)
+				}
+				val, j.Step = id, step
+			}
+		}
 		n, err := strconv.Atoi(val)
 		if err != nil || n <= 0 {
 			return j, fmt.Errorf("job %q: %s needs a positive number", spec, kind)
@@ -193,19 +203,7 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	case JobCgroup:
 		pids, err = cgroupPIDs(j.Path)
 	case JobSlurm:
-		var dirs []string
-		dirs, err = slurmCgroups(j.ID)
-		if err == nil && len(dirs) == 0 {
-			err = fmt.Errorf("no cgroup directory job_%d under /sys/fs/cgroup", j.ID)
-		}
-		for _, d := range dirs {
-			p, e := cgroupDirPIDs(d, true)
-			if e != nil {
-				err = e
-				break
-			}
-			pids = append(pids, p...)
-		}
+		pids, err = slurmPIDs(j.ID, j.Step, known)
 	default:
 		return nil, nil, fmt.Errorf("job %q: unknown kind", j.Spec)
 	}
@@ -404,22 +402,4 @@ func cgroupDirPIDs(dir string, recursive bool) ([]int, error) {
 		return nil, err
 	}
 	return pids, nil
-}
-
-// slurmCgroups finds directories named job_ID under any hierarchy (Slurm's cgroup plugin:
-// .../slurm/uid_U/job_ID on v1, .../system.slice/slurmstepd.scope/job_ID on v2).
-func slurmCgroups(id int) ([]string, error) {
-	name := "job_" + strconv.Itoa(id)
-	var dirs []string
-	err := filepath.WalkDir(cgroupRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && d.Name() == name {
-			dirs = append(dirs, p)
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	return dirs, err
 }

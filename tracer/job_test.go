@@ -4,9 +4,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -16,6 +20,7 @@ func TestParseJob(t *testing.T) {
 		spec string
 		kind JobKind
 		id   int
+		step string
 		path string
 		bad  bool
 	}{
@@ -24,6 +29,14 @@ func TestParseJob(t *testing.T) {
 		{spec: "pid:99", kind: JobPID, id: 99},
 		{spec: "cgroup:/slurm/job_3", kind: JobCgroup, path: "/slurm/job_3"},
 		{spec: "slurm:3", kind: JobSlurm, id: 3},
+		{spec: "slurm:3.0", kind: JobSlurm, id: 3, step: "0"},
+		{spec: "slurm:3.12", kind: JobSlurm, id: 3, step: "12"},
+		{spec: "slurm:3.", bad: true},
+		{spec: "slurm:3.x", bad: true},
+		{spec: "slurm:3.-1", bad: true},
+		{spec: "slurm:3.01", bad: true},
+		{spec: "slurm:.1", bad: true},
+		{spec: "pid:3.1", bad: true},
 		{spec: "pgid:-1", bad: true},
 		{spec: "pgid:", bad: true},
 		{spec: "cgroup:", bad: true},
@@ -38,7 +51,7 @@ func TestParseJob(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || j.Kind != tc.kind || j.ID != tc.id || j.Path != tc.path {
+		if err != nil || j.Kind != tc.kind || j.ID != tc.id || j.Step != tc.step || j.Path != tc.path {
 			t.Errorf("ParseJob(%q) = %+v, %v", tc.spec, j, err)
 		}
 	}
@@ -189,5 +202,180 @@ func TestAttachNothing(t *testing.T) {
 	_, err := tr.Attach(Job{Kind: JobPGID, ID: 1 << 30, Spec: "pgid:1073741824"})
 	if !errors.Is(err, ErrNoJob) {
 		t.Fatalf("attach to an empty process group: %v, want ErrNoJob", err)
+	}
+}
+
+// slurmTestJob is a Slurm job id no real job of this machine has: it is far above the ids
+// slurmctld hands out, and unique to this test process.
+func slurmTestJob() int { return 1_500_000_000 + os.Getpid() }
+
+// startEnv starts argv with extra environment variables and waits until it has exec'd (its
+// environment has them: before the exec /proc shows the test's own). It is killed and reaped
+// at the end of the test.
+func startEnv(t *testing.T, env []string, argv ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(procPath(cmd.Process.Pid, "environ"))
+		if strings.Contains("\x00"+string(b), "\x00"+env[0]+"\x00") {
+			return cmd
+		}
+		if i > 5000 {
+			t.Fatalf("%v: not exec'd after 5 s", argv)
+		}
+		time.Sleep(time.Millisecond) // exec has no event to wait on from here
+	}
+}
+
+// TestSlurmHelper is not a test: run by TestSlurmJobFromEnviron as a process of this very
+// executable, it sleeps until killed.
+func TestSlurmHelper(t *testing.T) {
+	if os.Getenv("CRASHTUI_SLURM_HELPER") == "" {
+		t.Skip("a helper process of TestSlurmJobFromEnviron")
+	}
+	time.Sleep(time.Minute)
+}
+
+// slurm:ID without a job cgroup: real processes, started outside Slurm, whose environment
+// says SLURM_JOB_ID=ID are the job; SLURM_STEP_ID picks slurm:ID.STEP. Slurm's own programs
+// (sleep here, under the name of each) and crashtui's own executable (this test binary) are
+// never the job's, whatever their environment says.
+func TestSlurmJobFromEnviron(t *testing.T) {
+	id := slurmTestJob()
+	jobEnv := "SLURM_JOB_ID=" + strconv.Itoa(id)
+	step0 := startEnv(t, []string{jobEnv, "SLURM_STEP_ID=0", "SLURM_PROCID=0"}, "sleep", "60")
+	step1 := startEnv(t, []string{jobEnv, "SLURM_STEP_ID=1", "SLURM_PROCID=0"}, "sleep", "60")
+	startEnv(t, []string{"SLURM_JOB_ID=" + strconv.Itoa(id+1), "SLURM_STEP_ID=0"}, "sleep", "60") // another job
+	startEnv(t, []string{"SLURM_JOB_ID=" + strconv.Itoa(id) + "0"}, "sleep", "60")                // a longer id
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"slurmstepd", "slurmd", "slurmctld", "munged", "srun"} {
+		daemon := filepath.Join(t.TempDir(), name) // sleep, under the name of one of Slurm's own
+		if err := os.WriteFile(daemon, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		startEnv(t, []string{jobEnv, "SLURM_STEP_ID=0"}, daemon, "60")
+	}
+	startEnv(t, []string{jobEnv, "SLURM_STEP_ID=0", "CRASHTUI_SLURM_HELPER=1"},
+		os.Args[0], "-test.run=^TestSlurmHelper$")
+
+	for spec, want := range map[string][]int{
+		"slurm:" + strconv.Itoa(id):        {step0.Process.Pid, step1.Process.Pid},
+		"slurm:" + strconv.Itoa(id) + ".0": {step0.Process.Pid},
+		"slurm:" + strconv.Itoa(id) + ".1": {step1.Process.Pid},
+	} {
+		j, err := ParseJob(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids, err := j.Resolve()
+		slices.Sort(want)
+		if err != nil || !slices.Equal(pids, want) {
+			t.Errorf("%s resolves to %v %v, want %v", spec, pids, err, want)
+		}
+	}
+}
+
+// Among processes with the job's environment, those under a slurmstepd are its tasks on this
+// node: the others are the allocation's own shell (salloc's) and what it ran outside any step.
+// The slurmstepd here is a shell under slurmstepd's name; the shell itself is left out.
+func TestSlurmJobUnderStepd(t *testing.T) {
+	id := slurmTestJob()
+	jobEnv := "SLURM_JOB_ID=" + strconv.Itoa(id)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepd := filepath.Join(t.TempDir(), "slurmstepd")
+	if err := os.WriteFile(stepd, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := startEnv(t, []string{jobEnv}, "sleep", "60")
+	if j, _ := ParseJob("slurm:" + strconv.Itoa(id)); true {
+		pids, err := j.Resolve()
+		if err != nil || !slices.Equal(pids, []int{outside.Process.Pid}) {
+			t.Fatalf("with no slurmstepd: %v %v, want [%d]", pids, err, outside.Process.Pid)
+		}
+	}
+	// The shell forks the sleep and waits: the sleep's parent is "slurmstepd".
+	parent := startEnv(t, []string{jobEnv}, stepd, "-c", "sleep 60 & wait")
+	var task int
+	for i := 0; task == 0; i++ {
+		if i > 5000 {
+			t.Fatal("the shell under slurmstepd's name started no sleep in 5 s")
+		}
+		time.Sleep(time.Millisecond)
+		scanStat(func(s procStat) bool {
+			if s.ppid == parent.Process.Pid && s.comm == "sleep" {
+				task = s.pid
+			}
+			return false
+		})
+	}
+	t.Cleanup(func() { syscall.Kill(task, syscall.SIGKILL) }) // reaped by the shell, then by us
+	j, _ := ParseJob("slurm:" + strconv.Itoa(id))
+	pids, err := j.Resolve()
+	if err != nil || !slices.Equal(pids, []int{task}) {
+		t.Errorf("slurm:%d resolves to %v %v, want the task under slurmstepd only [%d] (outside: %d, slurmstepd: %d)",
+			id, pids, err, task, outside.Process.Pid, parent.Process.Pid)
+	}
+}
+
+// A Slurm job that names nothing says what was tried: the cgroup, the environment, scontrol.
+func TestSlurmJobNothing(t *testing.T) {
+	id := slurmTestJob()
+	for _, path := range []string{os.Getenv("PATH"), t.TempDir()} {
+		t.Setenv("PATH", path)
+		j, _ := ParseJob("slurm:" + strconv.Itoa(id) + ".3")
+		_, err := j.Resolve()
+		if err == nil {
+			t.Fatalf("slurm:%d.3 resolves", id)
+		}
+		msg := err.Error()
+		for _, want := range []string{
+			"no cgroup job_" + strconv.Itoa(id) + "/step_3 under /sys/fs/cgroup",
+			"no process with SLURM_JOB_ID=" + strconv.Itoa(id) + " and SLURM_STEP_ID=3 in its environment",
+			"scontrol",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("PATH=%s: error %q lacks %q", path, msg, want)
+			}
+		}
+		if _, lookErr := exec.LookPath("scontrol"); lookErr != nil && !strings.Contains(msg, "scontrol is not on PATH") {
+			t.Errorf("PATH=%s: error %q does not say scontrol is missing", path, msg)
+		}
+		tr := New(Options{})
+		_, err = tr.Attach(j)
+		tr.Close()
+		if !errors.Is(err, ErrNoJob) {
+			t.Errorf("attach: %v, want ErrNoJob", err)
+		}
+	}
+}
+
+func TestParseListPIDs(t *testing.T) {
+	out := "PID      JOBID    STEPID   LOCALID GLOBALID\n" +
+		"15035    4202     0        0       0       \n" +
+		"15030    4202     0        -       -       \n\n"
+	if got := parseListPIDs([]byte(out)); !slices.Equal(got, []int{15035, 15030}) {
+		t.Errorf("parsed %v", got)
 	}
 }
