@@ -12,7 +12,7 @@ DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
 # programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
 APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
 
-.PHONY: all build install demo test test-go test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
+.PHONY: all build install demo test test-go test-slurm test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
 
 all: build
 
@@ -51,10 +51,10 @@ install: build
 demo: build
 	$(BIN) demo
 
-# All tests: unit and real-process tests with the race detector, the cross builds, and the
-# ppc64le and arm64 stages on real kernels under QEMU (installing qemu-system-ppc and
-# qemu-system-arm and fetching Debian's kernels when absent).
-test: deps build test-go cross test-ppc64le test-arm64
+# All tests: unit and real-process tests with the race detector, a one-node Slurm cluster, the
+# cross builds, and the ppc64le and arm64 stages on real kernels under QEMU (installing
+# qemu-system-ppc and qemu-system-arm and fetching Debian's kernels when absent).
+test: deps build test-go test-slurm cross test-ppc64le test-arm64
 
 # The output is one line per package and per stage, with its time; the full logs go to
 # $(LOGS), and what failed is printed in full.
@@ -77,6 +77,11 @@ define stage
 	  grep -E -A15 -- '--- FAIL|panic:|FAIL' $(LOGS)/$(1).log | head -150; tail -5 $(LOGS)/$(1).log; exit 1; \
 	fi
 endef
+
+# A one-node Slurm cluster of this machine (slurmctld, slurmd and munge installed with apt-get
+# when absent), started for crashtui's Slurm tests and stopped after them: .ci/slurm.
+test-slurm: deps
+	$(call stage,slurm,GO=$(GO) LOGS=$(LOGS) .ci/slurm)
 
 test-ppc64le:
 	$(call stage,ppc64le,$(GO) run ./tracer/qemu/cmd/ppc64le-test)
