@@ -114,8 +114,9 @@ type Tracer struct {
 	caves map[int][]cave
 	// mapsCache keeps each process's mappings between stack samples, until exec or exit.
 	mapsCache map[int]mapsCache
-	stackBufs [][]byte // sampling's stack copies, reused (stacks.go)
-	sampleSeq int      // the last stack sample's number
+	stackBufs [][]byte     // sampling's stack copies, reused (stacks.go)
+	sampleSeq int          // the last stack sample's number
+	released  map[int]bool // processes let go of for another debugger (release.go)
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string
@@ -236,7 +237,7 @@ func (t *Tracer) loop() {
 	}()
 	for {
 		t.drain()
-		if t.started && len(t.tasks) == 0 {
+		if t.started && len(t.tasks) == 0 && len(t.released) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
 		}
 		if t.closing && len(t.tasks) == 0 {
@@ -249,7 +250,7 @@ func (t *Tracer) loop() {
 		case <-tick.C:
 			t.expireSteps()
 		}
-		if t.started && len(t.tasks) == 0 {
+		if t.started && len(t.tasks) == 0 && len(t.released) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
 		}
 		if t.closing && len(t.tasks) == 0 {

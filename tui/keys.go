@@ -13,7 +13,7 @@ type KeyMap struct {
 	TabKeys                                              key.Binding // 1-6, for help only
 	Enter, Back, Filter, Sort, Explain                   key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
-	Sample, Auto, Frames                                 key.Binding
+	Sample, Auto, Frames, Debug                          key.Binding
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
 	Help, Quit, ForceQuit                                key.Binding
@@ -44,6 +44,7 @@ func DefaultKeyMap() KeyMap {
 		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample stacks")),
 		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto-sample on/off")),
 		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by function/line/offset")),
+		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb/dlv on this process")),
 		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),
 		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp("./→", "step")),
 		Faster:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
@@ -93,7 +94,7 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	case tabStacks:
 		bs = append(bs, k.Enter, k.Explain, k.Frames)
 		if h.live {
-			bs = append(bs, k.Sample, k.Auto)
+			bs = append(bs, k.Sample, k.Auto, k.Debug)
 		}
 	case tabLog:
 		bs = append(bs, k.Filter, k.Bottom)
@@ -109,7 +110,7 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	cols := [][]key.Binding{
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back, k.Filter, k.Sort},
-		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Sample, k.Auto, k.Frames, k.Help, k.Quit, k.ForceQuit},
+		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Sample, k.Auto, k.Frames, k.Debug, k.Help, k.Quit, k.ForceQuit},
 	}
 	if h.replay {
 		cols = append(cols, []key.Binding{k.Pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})

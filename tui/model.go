@@ -295,6 +295,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detached = true
 		}
 		return m, nil
+	case releasedMsg:
+		return m, m.runDebugger(msg)
+	case debuggerDoneMsg:
+		m.message = fmt.Sprintf("%s exited; taking pid %d back…", msg.name, msg.pid)
+		pid := msg.pid
+		return m, m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
@@ -445,6 +451,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		} else {
 			m.message = "auto-sampling off: S samples"
 		}
+	case key.Matches(msg, k.Debug) && m.tab == tabStacks:
+		return m.debugClass()
 	case key.Matches(msg, k.Frames) && m.tab == tabStacks:
 		m.stk.frames = (m.stk.frames + 1) % len(stackFrames)
 		m.stk.mergedAt = -1

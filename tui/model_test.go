@@ -40,6 +40,8 @@ func (r *recorder) Checkpoint(p string) error { return r.add("checkpoint " + p) 
 func (r *recorder) Detach() error             { return r.add("detach") }
 func (r *recorder) Sample() error             { return r.add("sample") }
 func (r *recorder) AutoSample(on bool)        { r.add(fmt.Sprint("auto ", on)) }
+func (r *recorder) Release(pid int) error     { return r.add(fmt.Sprint("release ", pid)) }
+func (r *recorder) Reacquire(pid int) error   { return r.add(fmt.Sprint("reacquire ", pid)) }
 func (r *recorder) Calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

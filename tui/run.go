@@ -23,6 +23,8 @@ type Controller interface {
 	Detach() error                  // detach everything and stop (q)
 	Sample() error                  // take one stack sample of every thread (S)
 	AutoSample(on bool)             // sample every few seconds, or stop (a)
+	Release(pid int) error          // let go of one process for another debugger (g)
+	Reacquire(pid int) error        // take it back when that debugger exits
 }
 
 // Options configure Run.

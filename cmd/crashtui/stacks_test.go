@@ -570,3 +570,64 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 	}
 	checkDetached(t, append(a.pids, b.pids...), nil)
 }
+
+// TestStacksDebuggerHandOff: g on a class lets go of its process, runs gdb on it in the
+// terminal (the rest of the job stays traced), and takes the process back when gdb exits.
+func TestStacksDebuggerHandOff(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("gdb"); err != nil {
+		t.Skip("gdb is not installed (make test installs it with apt-get)")
+	}
+	j := startHung(t, buildC(t, "hang"), 2) // rank 0 in a receive, rank 1 in a barrier
+	scr := tuitest.Open(t, 100, 40)
+	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	scr.WaitFor(t, 20*time.Second, "procs 2/2")
+	scr.Key(t, "5")
+	scr.Key(t, "S")
+	scr.WaitFor(t, 10*time.Second, "recv_message", "barrier")
+	scr.Type("jjjjj") // down to main's first branch
+	time.Sleep(200 * time.Millisecond)
+	scr.Key(t, "g")
+	txt := scr.WaitFor(t, 20*time.Second, "Attaching to process", "(gdb)")
+	var handed int
+	fmt.Sscanf(txt[strings.Index(txt, "Attaching to process"):], "Attaching to process %d", &handed)
+	other := j.pids[0]
+	if handed == j.pids[0] {
+		other = j.pids[1]
+	} else if handed != j.pids[1] {
+		t.Fatalf("gdb attached to %d, not a rank (%v)", handed, j.pids)
+	}
+	crashtuiTracer := func(pid int) bool {
+		tp := tracerPID(pid)
+		_, err := os.Stat("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/" + strconv.Itoa(tp))
+		return tp > 0 && err == nil
+	}
+	if tp := tracerPID(handed); tp == 0 || crashtuiTracer(handed) {
+		t.Errorf("the handed process is traced by %d, want gdb", tp)
+	}
+	if !crashtuiTracer(other) {
+		t.Errorf("the other rank is no longer traced by crashtui (TracerPid %d)", tracerPID(other))
+	}
+	scr.Type("bt\r")
+	scr.WaitFor(t, 10*time.Second, "in main")
+	scr.Type("quit\r")
+	scr.WaitFor(t, 10*time.Second, "(y or n)")
+	scr.Type("y\r")
+	scr.WaitFor(t, 20*time.Second, "traced again")
+	if !crashtuiTracer(handed) {
+		t.Errorf("pid %d was not taken back (TracerPid %d)", handed, tracerPID(handed))
+	}
+	scr.Key(t, "q")
+	scr.WaitFor(t, 5*time.Second, "quit")
+	scr.Key(t, "y")
+	select {
+	case <-proc.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("crashtui did not quit after q, y")
+	}
+	checkDetached(t, j.pids, []string{"S", "S"})
+}

@@ -26,6 +26,10 @@ func (c controller) Sample() error {
 	return err
 }
 
+// Release lets go of one process for another debugger; Reacquire takes it back.
+func (c controller) Release(pid int) error   { return c.t.Release(pid) }
+func (c controller) Reacquire(pid int) error { return c.t.Reacquire(pid) }
+
 // AutoSample turns the periodic sampling on or off.
 func (c controller) AutoSample(on bool) { c.sp.set(on) }
 
