@@ -246,6 +246,28 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 			loc.FuncOff++
 		}
 		frames = append(frames, Frame{PC: pc, Location: loc})
+		if outermost[loc.Function] {
+			break // a thread's first frame: what is above it is not a caller
+		}
+	}
+	// Past the outermost real frame an unwinder may read one more "return address" out of
+	// whatever the stack holds: a frame outside every file, with no name, at the end of the
+	// stack is that, not code.
+	for len(frames) > 1 {
+		if f := frames[len(frames)-1]; f.Function == "" && garbageModule[f.Module] {
+			frames = frames[:len(frames)-1]
+			continue
+		}
+		break
 	}
 	return frames
+}
+
+var garbageModule = map[string]bool{"[anon]": true, "[heap]": true, "[stack]": true}
+
+// outermost are the functions every thread starts in (glibc's _start and clone, Go's
+// runtime.goexit for goroutines and runtime.mstart for its threads).
+var outermost = map[string]bool{
+	"_start": true, "__clone3": true, "__clone": true, "clone": true, "clone3": true, "thread_start": true,
+	"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true,
 }

@@ -61,7 +61,7 @@ var PPC64LE = &Arch{
 	QEMU: "qemu-system-ppc64", QEMUPkg: "qemu-system-ppc",
 	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel;
 	// TestCrashGo groups crashes and follows a handled fault there.
-	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	// x-vof=on skips SLOF, the cap-* settings only silence TCG warnings.
 	machine: func(cpu string, smp int) []string {
 		return []string{
@@ -82,7 +82,7 @@ var ARM64 = &Arch{
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
 	// TestYama runs here because Debian's kernel has Yama and this machine's may not;
 	// TestCrashGo groups crashes and follows a handled fault on arm64.
-	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	machine: func(cpu string, smp int) []string {
 		model := cpu
 		if cpu == "max" {
@@ -616,15 +616,19 @@ func (a *Arch) BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) er
 		}
 		return nil
 	}
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	go func() {
-		errs <- run(append([]string{"build", "-ldflags=-s -w", "-o", dir + string(filepath.Separator),
-			"./tracer/qemu/guest/init"}, a.Helpers...)...)
+		errs <- run("build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./tracer/qemu/guest/init")
+	}()
+	go func() {
+		// The helpers keep their symbols and DWARF: TestStacksGo unwinds and names their
+		// frames (Go keeps no frame pointers on ppc64le; .debug_frame is the CFI).
+		errs <- run(append([]string{"build", "-o", dir + string(filepath.Separator)}, a.Helpers...)...)
 	}()
 	go func() {
 		errs <- run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
 	}()
-	return errors.Join(<-errs, <-errs)
+	return errors.Join(<-errs, <-errs, <-errs)
 }
 
 // WriteInitramfs writes an uncompressed newc initramfs to path: the

@@ -8,6 +8,8 @@
 //	crashprog recover  a nil dereference that Go's own SIGSEGV handler turns into a panic,
 //	                   recovered: a handled fault; the program goes on and prints "recovered"
 //	crashprog wait     SIGSEGV back to SIG_DFL, then waits to be killed from outside
+//	crashprog hang     for TestStacksGo: a goroutine spins in spin, main blocks in a raw
+//	                   read of stdin in blockRead (it keeps its thread, in the kernel)
 //
 // Each prints "ready PID" and then waits for a line on stdin before faulting; it exits 0
 // at EOF (recover: after printing "recovered").
@@ -40,14 +42,38 @@ var sink int
 //go:noinline
 func crashHere(p *int) { sink = *p }
 
+var spun uint64
+
+//go:noinline
+func spin() {
+	for i := uint64(0); ; i++ {
+		spun += i * i
+	}
+}
+
+//go:noinline
+func blockRead() {
+	var b [64]byte
+	for {
+		if n, err := syscall.Read(0, b[:]); n <= 0 && err != syscall.EINTR {
+			os.Exit(0)
+		}
+	}
+}
+
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: crashprog segv|recover|wait")
+		fmt.Fprintln(os.Stderr, "usage: crashprog segv|recover|wait|hang")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	if mode == "segv" || mode == "wait" {
 		defaultSEGV()
+	}
+	if mode == "hang" {
+		go spin()
+		fmt.Printf("ready %d\n", os.Getpid())
+		blockRead()
 	}
 	fmt.Printf("ready %d\n", os.Getpid())
 	in := bufio.NewScanner(os.Stdin)
