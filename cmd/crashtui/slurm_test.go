@@ -10,9 +10,6 @@ package main
 // end of its test; every srun and salloc a test starts is its child, ended and reaped by
 // startWaited. Slurm's own account of the tasks (scontrol listpids: pid and global rank) is
 // what crashtui's answers are checked against.
-//
-// Not here yet: `crashtui stacks slurm:ID` (the stacks command is being added separately; its
-// Slurm test belongs with it: the merged stacks of the 4-task job below, ranks 0-3).
 
 import (
 	"bufio"
@@ -554,5 +551,46 @@ func TestUnderSlurmOpenMPI(t *testing.T) {
 				t.Errorf("%s: the MPI job failed after crashtui detached: %v: %s", how, err, job.output())
 			}
 		})
+	}
+}
+
+// `crashtui stacks slurm:ID` on a hung 4-task step (demo/c/hang, rank from SLURM_PROCID):
+// rank 0 waits in a receive, ranks 1-3 in a barrier. The samples cover exactly the job's
+// tasks (never slurmstepd), the classes are {1-3} and {0}, both stuck, and rank 0 is the
+// lone culprit.
+func TestUnderSlurmStacks(t *testing.T) {
+	mode := slurmStage(t)
+	id := slurmAlloc(t, 4)
+	s := startSlurm(t, "srun", "--jobid", id, "-N1", "-n", "4", "-O", buildC(t, "hang"))
+	s.waitLines(t, 4, regexp.MustCompile(`^ready`))
+	tasks := slurmTasks(t, id)
+	for pid, rank := range tasks {
+		if rank >= 1 {
+			waitState(t, pid, "S") // from "ready" into the barrier
+		}
+	}
+	evs, stderr, code := crashtuiJSON(t, nil, "stacks", "--json", "--samples", "2", "--interval", "200ms", "slurm:"+id)
+	var st *sessions.Stacks
+	sampled := map[int]int{}
+	for _, e := range evs {
+		switch b := e.Body.(type) {
+		case sessions.Stacks:
+			st = &b
+		case sessions.Sample:
+			sampled[b.PID] = int(b.Rank)
+		}
+	}
+	if code != 0 || st == nil {
+		t.Fatalf("proctrack/%s: stacks slurm:%s: exit %d, %s", mode, id, code, stderr)
+	}
+	if !maps.Equal(sampled, tasks) {
+		t.Errorf("proctrack/%s: sampled%s; the job's tasks are%s", mode, describe(sampled), describe(tasks))
+	}
+	c0, c13 := classWith(*st, "0"), classWith(*st, "1-3")
+	if len(st.Classes) != 2 || c0 == nil || c13 == nil || c0.Progress != sessions.Stuck || c13.Progress != sessions.Stuck {
+		t.Errorf("proctrack/%s: classes %+v, want {1-3} and {0}, stuck", mode, st.Classes)
+	}
+	if st.Culprit == nil || st.Culprit.Rank != 0 {
+		t.Errorf("proctrack/%s: culprit %+v, want rank 0", mode, st.Culprit)
 	}
 }

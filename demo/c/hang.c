@@ -1,6 +1,6 @@
 /*
  * hang: one rank of a hung job, for crashtui stacks (STAT's classic picture). The rank is
- * CRASHTUI_RANK (or argv[1]); with THREADS=n in the environment each rank also starts n-1
+ * CRASHTUI_RANK, else SLURM_PROCID (a task of srun), else argv[1]; with THREADS=n in the environment each rank also starts n-1
  * helper threads blocked in a condition variable.
  *
  *   0     waits in a receive that nobody sends: recv_message -> read on a pipe it owns
@@ -62,6 +62,7 @@ static void *helper(void *arg) {
 
 int main(int argc, char **argv) {
     const char *r = getenv("CRASHTUI_RANK");
+    if (!r) r = getenv("SLURM_PROCID");
     int rank = atoi(r ? r : argc > 1 ? argv[1] : "0");
     int threads = getenv("THREADS") ? atoi(getenv("THREADS")) : 1;
     for (int i = 1; i < threads; i++) {
