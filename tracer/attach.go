@@ -322,6 +322,13 @@ func (t *Tracer) detachAll() error {
 		for _, tk := range t.tasks {
 			tk.want = true
 			if tk.stopped == running && !tk.exited {
+				if round == 0 && !interruptible(tk) {
+					// An interrupt would make its epoll_wait (semop, sigtimedwait…) fail
+					// with EINTR: it is left to the kernel, which detaches it without a
+					// stop when the loop's thread exits (exit_ptrace).
+					t.forgetDetached(tk)
+					continue
+				}
 				if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); errors.Is(err, unix.ESRCH) {
 					continue
 				}

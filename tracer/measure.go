@@ -245,19 +245,31 @@ func safe(a access.SeccompAction) bool {
 }
 
 // measureThread picks the thread of p to inject into: the leader if it can still stop, else
-// the lowest live thread (a leader that called pthread_exit never stops again).
+// the lowest live thread (a leader that called pthread_exit never stops again), never one
+// blocked in a call an interrupt would end with EINTR (noInterrupt); nil when there is none.
 func measureThread(p *proc) *task {
-	if tk := p.tasks[p.pid]; tk != nil && !tk.exited && tk.stopped != stopGroup {
+	usable := func(tk *task) bool {
+		return tk != nil && !tk.exited && tk.stopped != stopGroup && interruptible(tk)
+	}
+	if tk := p.tasks[p.pid]; usable(tk) {
 		return tk
 	}
 	var best *task
 	for _, tk := range p.tasks {
-		if tk.exited || tk.stopped == stopGroup {
-			continue
-		}
-		if best == nil || tk.tid < best.tid {
+		if usable(tk) && (best == nil || tk.tid < best.tid) {
 			best = tk
 		}
 	}
 	return best
+}
+
+// interruptible says whether a PTRACE_INTERRUPT leaves tk's program unchanged: not when it
+// is blocked in epoll_wait, semop, io_getevents or sigtimedwait (signal(7): never
+// restarted), which would return EINTR. A thread already held can always be used.
+func interruptible(tk *task) bool {
+	if tk.stopped != running {
+		return true
+	}
+	sys := readTaskSyscall(tk.pid, tk.tid)
+	return sys.nr < 0 || !noInterrupt[arch.SyscallName(arch.Host(), sys.nr)]
 }

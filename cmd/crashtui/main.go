@@ -33,7 +33,7 @@ Usage:
   crashtui view [SOURCE...]      agents' merged streams (stdin) or JSON Lines files, as one session
   crashtui version               print crashtui's version
 
-JOB is pgid:N, sid:N, pid:N (N and all its descendants), cgroup:PATH, slurm:ID, or a bare
+JOB is pgid:N, sid:N, pid:N (N and all its descendants), cgroup:PATH, slurm:ID[.STEP], or a bare
 number (a process group if one has that id, else pid:N).
 
 Common flags:

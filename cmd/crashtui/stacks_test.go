@@ -277,6 +277,15 @@ func TestStacksThreadsStrippedStopped(t *testing.T) {
 	if c := classWith(st, "0-2"); c == nil || c.Count != 6 || c.Progress != sessions.Stuck {
 		t.Errorf("want one stuck class of the 6 helper threads of ranks 0-2: %+v", st.Classes)
 	}
+	// --hide-unsymbolized drops the stripped binary's frames.
+	_, hidden := stacksJSON(t, "--samples", "1", "--hide-unsymbolized", "pgid:"+strconv.Itoa(j.pgid))
+	for _, c := range hidden.Classes {
+		for _, f := range c.Frames {
+			if f.Function == "" {
+				t.Errorf("--hide-unsymbolized kept %s+%s", f.Module, f.Offset)
+			}
+		}
+	}
 	checkDetached(t, j.pids, []string{"S", "T", "S"})
 	if threadState(j.pids[1], strconv.Itoa(j.pids[1])) != "T" {
 		t.Errorf("the stopped rank was resumed")
@@ -378,6 +387,17 @@ func TestStacksOpenMPI(t *testing.T) {
 	}
 	if st.Culprit == nil || st.Culprit.Rank != 0 {
 		t.Errorf("culprit %+v, want rank 0 (lone: %+v)", st.Culprit, st.Lone)
+	}
+	// --cut '' keeps Open MPI's own frames under MPI_Recv.
+	_, full := stacksJSON(t, "--samples", "1", "--cut", "", "pid:"+strconv.Itoa(cmd.Process.Pid))
+	under := false
+	for _, c := range full.Classes {
+		for i, f := range c.Frames {
+			under = under || (mpi.MatchString(f.Function) && i < len(c.Frames)-1)
+		}
+	}
+	if !under {
+		t.Errorf("--cut '': no frame below an MPI_ call: %+v", full.Classes)
 	}
 	checkDetached(t, append([]int{cmd.Process.Pid}, ranks...), nil)
 }
@@ -630,4 +650,56 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 		t.Fatal("crashtui did not quit after q, y")
 	}
 	checkDetached(t, j.pids, []string{"S", "S"})
+}
+
+// TestStacksNeverInterruptsEpollWait: a thread in epoll_wait is sampled from /proc, never
+// stopped (a PTRACE_INTERRUPT would make its call return EINTR): the program sees no return,
+// and its frames still show where it waits. The matrix's injection and every detach leave
+// it alone too (the detach leaves it to the kernel's exit_ptrace).
+func TestStacksNeverInterruptsEpollWait(t *testing.T) {
+	needRoot(t)
+	cmd := exec.Command(buildC(t, "epollwait"))
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	rd := bufio.NewReader(out)
+	if l, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(l, "ready") {
+		t.Fatalf("%q %v", l, err)
+	}
+	waitState(t, cmd.Process.Pid, "S")
+	samples, st := stacksJSON(t, "--samples", "3", "--interval", "100ms", "pid:"+strconv.Itoa(cmd.Process.Pid))
+	var seen int
+	for _, s := range samples {
+		for _, th := range s.Threads {
+			if th.Syscall != "epoll_wait" {
+				continue
+			}
+			seen++
+			if th.Held || !strings.Contains(th.Note, "EINTR") {
+				t.Errorf("the epoll_wait thread was held (%v) or not said why not: %q", th.Held, th.Note)
+			}
+			var names []string
+			for _, f := range th.Frames {
+				names = append(names, f.Function)
+			}
+			if !strings.Contains(strings.Join(names, " "), "epoll_wait") {
+				t.Errorf("the epoll_wait thread's frames %v do not show where it waits", names)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Errorf("the epoll_wait thread was in %d of 3 samples: %+v", seen, st.Classes)
+	}
+	// Neither does a measured matrix (it injects into the thread in read) or a detach.
+	if out, err := exec.Command(crashtuiBin, "matrix", "pid:"+strconv.Itoa(cmd.Process.Pid)).CombinedOutput(); err != nil {
+		t.Fatalf("matrix: %v\n%s", err, out)
+	}
+	stdin.Close() // main returns; a returned epoll_wait would have printed first
+	rest, _ := io.ReadAll(rd)
+	if strings.Contains(string(rest), "epoll_wait returned") {
+		t.Errorf("sampling made epoll_wait return: %s", rest)
+	}
 }
