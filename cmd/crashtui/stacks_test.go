@@ -703,3 +703,31 @@ func TestStacksNeverInterruptsEpollWait(t *testing.T) {
 		t.Errorf("sampling made epoll_wait return: %s", rest)
 	}
 }
+
+// TestStacksRecordedAndReplayed: samples recorded by crashtui stacks --record replay into the
+// Stacks tab, where S says it needs a live session.
+func TestStacksRecordedAndReplayed(t *testing.T) {
+	needRoot(t)
+	j := startHung(t, buildC(t, "hang"), 6)
+	rec := filepath.Join(t.TempDir(), "stacks.jsonl")
+	if out, err := exec.Command(crashtuiBin, "stacks", "--samples", "2", "--interval", "100ms", "--record", rec, "pgid:"+strconv.Itoa(j.pgid)).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	scr := tuitest.Open(t, 100, 40)
+	cmd := exec.Command(crashtuiBin, "replay", rec)
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	scr.Key(t, "}") // to the end of the recording
+	scr.Key(t, "5")
+	scr.WaitFor(t, 10*time.Second, "2 samples", "recv_message", "barrier", "stuck", "moving")
+	scr.Key(t, "S")
+	scr.WaitFor(t, 5*time.Second, "sampling needs a live session")
+	scr.Key(t, "q")
+	select {
+	case <-proc.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("replay did not quit")
+	}
+}
