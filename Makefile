@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 export PATH := $(PATH):/usr/local/go/bin
+# go install puts dlv (the Stacks tab's debugger for Go programs) here.
+export PATH := $(PATH):$(shell $(GO) env GOPATH 2>/dev/null)/bin
 BUILD := build
 BIN := $(BUILD)/crashtui
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -29,6 +31,7 @@ apt-deps:
 
 go-deps:
 	@$(GO) mod download
+	@command -v dlv >/dev/null 2>&1 || { echo "installing: dlv"; $(GO) install github.com/go-delve/delve/cmd/dlv@v1.27.2; }
 
 deps: apt-deps go-deps
 

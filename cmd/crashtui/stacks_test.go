@@ -731,3 +731,55 @@ func TestStacksRecordedAndReplayed(t *testing.T) {
 		t.Fatal("replay did not quit")
 	}
 }
+
+// TestStacksDlvHandOff: for a Go program, g runs dlv attach (when dlv is installed) and
+// crashtui takes the process back when dlv exits without killing it.
+func TestStacksDlvHandOff(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("dlv"); err != nil {
+		t.Skip("dlv is not installed (make test installs it: go install github.com/go-delve/delve/cmd/dlv)")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "gohang.go"), []byte(goHangSrc), 0o644)
+	bin := filepath.Join(dir, "gohang")
+	build := exec.Command("go", "build", "-o", bin, "gohang.go")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	prog := exec.Command(bin)
+	out, _ := prog.StdoutPipe()
+	if err := prog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Process.Kill(); prog.Wait() })
+	bufio.NewReader(out).ReadString('\n')
+	scr := tuitest.Open(t, 100, 40)
+	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pid:"+strconv.Itoa(prog.Process.Pid))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	scr.WaitFor(t, 20*time.Second, "procs 1/1")
+	scr.Key(t, "5")
+	scr.Key(t, "S")
+	scr.WaitFor(t, 10*time.Second, "main.blockRead")
+	scr.Key(t, "g")
+	scr.WaitFor(t, 30*time.Second, "(dlv)")
+	if tp := tracerPID(prog.Process.Pid); tp == 0 {
+		t.Errorf("the Go program is not traced by dlv")
+	}
+	scr.Type("exit\r")
+	scr.WaitFor(t, 10*time.Second, "kill the process")
+	scr.Type("n\r")
+	scr.WaitFor(t, 20*time.Second, "traced again")
+	scr.Key(t, "q")
+	scr.WaitFor(t, 5*time.Second, "quit")
+	scr.Key(t, "y")
+	select {
+	case <-proc.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("crashtui did not quit")
+	}
+	checkDetached(t, []int{prog.Process.Pid}, nil)
+}
