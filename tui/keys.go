@@ -68,52 +68,52 @@ func DefaultKeyMap() KeyMap {
 // helpKeys adapts the KeyMap to bubbles/help for the active tab and mode.
 type helpKeys struct {
 	k      *KeyMap
-	tab    int
+	tab    []key.Binding // the active tab's own keys (component.shortHelp)
+	name   string        // the active tab's name
 	replay bool
+	paused bool
 	live   bool
+}
+
+// modeKeys are the keys whose help depends on the mode: in a replay q only quits (there is
+// nothing to detach) and space says what it will do (pause, or play when paused).
+func (h helpKeys) modeKeys() (quit, pause key.Binding) {
+	quit, pause = h.k.Quit, h.k.Pause
+	if h.replay || !h.live {
+		quit = key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit"))
+	}
+	if h.paused {
+		pause = key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play"))
+	}
+	return quit, pause
 }
 
 func (h helpKeys) ShortHelp() []key.Binding {
 	k := h.k
-	bs := []key.Binding{k.Help, k.NextTab}
-	switch h.tab {
-	case tabProcs:
-		bs = append(bs, k.Filter, k.Sort, k.Explain)
-	case tabMatrix:
-		bs = append(bs, k.Explain, k.Enter, k.Group)
-		if h.live {
-			bs = append(bs, k.Measure)
-		}
-	case tabCrashes:
-		bs = append(bs, k.Enter, k.Explain)
-	case tabThreads:
-		bs = append(bs, k.Explain)
-		if h.live {
-			bs = append(bs, k.Checkpoint)
-		}
-	case tabStacks:
-		bs = append(bs, k.Enter, k.Explain, k.Frames)
-		if h.live {
-			bs = append(bs, k.Sample, k.Auto, k.Debug)
-		}
-	case tabLog:
-		bs = append(bs, k.Filter, k.Bottom)
-	}
+	quit, pause := h.modeKeys()
+	bs := append([]key.Binding{k.Help, k.NextTab}, h.tab...)
 	if h.replay {
-		bs = append(bs, k.Pause, k.Step, k.Faster, k.Slower)
+		bs = append(bs, pause, k.Step, k.Faster, k.Slower)
 	}
-	return append(bs, k.Quit)
+	return append(bs, quit)
 }
 
+// FullHelp lists the active tab's keys first (?), then moving, tabs, actions and replay.
 func (h helpKeys) FullHelp() [][]key.Binding {
 	k := h.k
+	quit, pause := h.modeKeys()
+	global := []key.Binding{k.Explain, k.Help, quit, k.ForceQuit}
+	if h.live {
+		global = append([]key.Binding{k.Measure, k.Checkpoint, k.Sample}, global...)
+	}
 	cols := [][]key.Binding{
+		append([]key.Binding{key.NewBinding(key.WithKeys(h.name), key.WithHelp(h.name, "keys"))}, h.tab...),
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back, k.Filter, k.Sort},
-		{k.Explain, k.Group, k.Host, k.Measure, k.Checkpoint, k.Sample, k.Auto, k.Frames, k.Debug, k.Help, k.Quit, k.ForceQuit},
+		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back},
+		global,
 	}
 	if h.replay {
-		cols = append(cols, []key.Binding{k.Pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})
+		cols = append(cols, []key.Binding{pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})
 	}
 	return cols
 }

@@ -123,38 +123,13 @@ type Model struct {
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
 
-	proc struct {
-		cursor, offset, sort int
-		filter               string
-	}
-	mx struct {
-		row, col int
-		group    int
-		expanded map[int]bool
-		host     string
-		ix       *views.MatrixIndex
-	}
-	crash struct {
-		cursor int
-		detail bool
-		scroll int
-	}
-	thr struct{ cursor int }
-	stk struct {
-		cursor    int
-		collapsed map[string]bool
-		detail    bool
-		frames    int // index into stackFrames
-		every     time.Duration
-		auto      bool
-		merged    sessions.Stacks
-		mergedAt  int // state.SampleEvents when merged was computed, -1: never
-		scroll    int
-	}
-	log struct {
-		filter string
-		back   int
-	}
+	// The tabs (tab.go): each owns its cursor, keys and view.
+	proc  *procsTab
+	mx    *matrixTab
+	crash *crashesTab
+	thr   *threadsTab
+	stk   *stacksTab
+	log   *logTab
 }
 
 // NewModel builds the program's model. Tests drive it with Update and read View.
@@ -169,10 +144,9 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.ShortSeparator = st.Dim
 	m.help.Styles.FullSeparator = st.Dim
 	m.help.Styles.Ellipsis = st.Dim
-	m.mx.expanded = map[int]bool{}
-	m.stk.collapsed = map[string]bool{}
-	m.stk.mergedAt = -1
-	m.stk.every, m.stk.auto = o.SampleEvery, o.SampleEvery > 0
+	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{}, &logTab{}
+	m.mx = &matrixTab{expanded: map[int]bool{}}
+	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
 	if o.Replay != nil || o.Mode == "replay" {
 		m.mode = "replay"
 		m.replay = o.Replay
@@ -231,16 +205,12 @@ func (m *Model) apply(evs []sessions.Event) {
 	for _, e := range evs {
 		m.state.Apply(e)
 	}
-	m.refreshMatrix()
-	m.refreshStacks()
 }
 
-// refreshMatrix re-indexes the matrix when a new Matrix event replaced it (the index is the
-// expensive part of drawing a 1000-process matrix, so it is built once per event).
-func (m *Model) refreshMatrix() {
-	host, mat := views.MatrixFor(m.state, m.mx.host)
-	if m.mx.ix == nil || m.mx.ix.M != mat || m.mx.ix.Host != host {
-		m.mx.ix = views.IndexMatrix(host, mat)
+// normalize lets every tab fit its cursor to the State after a message: View only draws.
+func (m *Model) normalize() {
+	for _, c := range m.tabs() {
+		c.normalize(m)
 	}
 }
 
@@ -252,8 +222,15 @@ func (m *Model) ctrlCmd(op string, f func() error) tea.Cmd {
 	}
 }
 
-// Update handles one message; it never blocks.
+// Update handles one message; it never blocks. Every tab's cursor is fitted to the State
+// afterwards, so View changes nothing.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	m.normalize()
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -404,6 +381,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 	}
+	c := m.active()
 	switch {
 	case key.Matches(msg, k.Quit):
 		return m.askQuit()
@@ -428,48 +406,20 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.message = "measuring the access matrix…"
 		return m.ctrlCmd("measure", m.ctrl.Measure)
-	case key.Matches(msg, k.Sample):
-		if m.ctrl == nil || m.player != nil {
-			m.message = "sampling needs a live session (no tracer in replay or view)"
-			return nil
-		}
-		m.tab = tabStacks
-		m.message = "sampling every thread…"
-		return m.ctrlCmd("stack sample", m.ctrl.Sample)
-	case key.Matches(msg, k.Auto) && m.tab == tabStacks:
-		if m.ctrl == nil || m.player != nil {
-			m.message = "auto-sampling needs a live session"
-			return nil
-		}
-		if m.stk.every <= 0 {
-			m.stk.every = 5 * time.Second
-		}
-		m.stk.auto = !m.stk.auto
-		m.ctrl.AutoSample(m.stk.auto)
-		if m.stk.auto {
-			m.message = fmt.Sprintf("auto-sampling every %v", m.stk.every)
-		} else {
-			m.message = "auto-sampling off: S samples"
-		}
-	case key.Matches(msg, k.Debug) && m.tab == tabStacks:
-		return m.debugClass()
-	case key.Matches(msg, k.Frames) && m.tab == tabStacks:
-		m.stk.frames = (m.stk.frames + 1) % len(stackFrames)
-		m.stk.mergedAt = -1
-		m.stk.collapsed = map[string]bool{}
-		m.refreshStacks()
-		m.message = "frames by " + stackFrames[m.stk.frames]
-	case key.Matches(msg, k.Filter) && (m.tab == tabProcs || m.tab == tabLog):
+	case key.Matches(msg, k.Sample) && m.tab != tabStacks:
+		m.tab = tabStacks // S samples from anywhere and shows the result
+		return m.stk.key(m, msg, 0)
+	case key.Matches(msg, k.Filter) && c.filterRef(m) != nil:
 		m.filtering = true
 	case key.Matches(msg, k.Filter):
 		// Said, not silently ignored (the filter is for the long lists).
 		m.message = "/ filters the Processes (1) and Log (6) tabs; this tab has no filter"
-	case key.Matches(msg, k.Sort) && m.tab != tabProcs:
+	case key.Matches(msg, k.Sort) && !c.sorts():
 		m.message = "s sorts the Processes tab (1); this tab keeps its own order"
 	case key.Matches(msg, k.Back):
-		m.back()
+		c.escape(m)
 	default:
-		m.move(msg)
+		return c.key(m, msg, m.delta(msg))
 	}
 	return nil
 }
@@ -488,23 +438,11 @@ func (m *Model) askQuit() tea.Cmd {
 	return m.quit()
 }
 
-func (m *Model) back() {
-	switch m.tab {
-	case tabProcs:
-		m.proc.filter = ""
-	case tabLog:
-		m.log.filter = ""
-	case tabCrashes:
-		m.crash.detail = false
-	case tabStacks:
-		m.stk.detail = false
-	}
-}
-
 func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
-	f := &m.proc.filter
-	if m.tab == tabLog {
-		f = &m.log.filter
+	f := m.active().filterRef(m)
+	if f == nil {
+		m.filtering = false
+		return nil
 	}
 	switch msg.Type {
 	case tea.KeyEnter:
@@ -581,206 +519,9 @@ func (m *Model) seek(to time.Duration) {
 // bodyH is the height left for the active tab.
 func (m *Model) bodyH() int { return max(m.height-chromeH, 1) }
 
-func (m *Model) move(msg tea.KeyMsg) {
-	k := &m.keys
-	d := 0
-	switch {
-	case key.Matches(msg, k.Up):
-		d = -1
-	case key.Matches(msg, k.Down):
-		d = 1
-	case key.Matches(msg, k.PageUp):
-		d = -max(m.bodyH()-3, 1)
-	case key.Matches(msg, k.PageDown):
-		d = max(m.bodyH()-3, 1)
-	case key.Matches(msg, k.Top):
-		d = -1 << 30
-	case key.Matches(msg, k.Bottom):
-		d = 1 << 30
-	}
-	switch m.tab {
-	case tabProcs:
-		switch {
-		case key.Matches(msg, k.Sort):
-			m.proc.sort = (m.proc.sort + 1) % len(views.ProcSorts)
-		case key.Matches(msg, k.Enter):
-			// Jump to the process's crash group, when it has one.
-			rows := m.procRows()
-			if c := clamp(m.proc.cursor, len(rows)); c >= 0 && rows[c].Proc.Crashes > 0 {
-				for i, g := range m.state.Groups {
-					for _, mem := range g.Members {
-						if mem.Host == rows[c].Proc.Host && mem.Crash.PID == rows[c].Proc.PID {
-							m.tab, m.crash.cursor, m.crash.detail = tabCrashes, i, true
-							return
-						}
-					}
-				}
-			}
-		}
-		m.proc.cursor = clamp(m.proc.cursor+d, len(m.procRows()))
-	case tabMatrix:
-		units := m.units()
-		switch {
-		case key.Matches(msg, k.Left):
-			m.mx.col--
-		case key.Matches(msg, k.Right):
-			m.mx.col++
-		case key.Matches(msg, k.Group):
-			if views.Grouped(m.mx.ix, m.matrixOpts()) {
-				m.mx.group = -1
-			} else {
-				m.mx.group = 1
-			}
-		case key.Matches(msg, k.Host):
-			hs := views.MatrixHosts(m.state)
-			for i, h := range hs {
-				if h == m.mx.ix.Host {
-					m.mx.host = hs[(i+1)%len(hs)]
-					break
-				}
-			}
-			m.refreshMatrix()
-		case key.Matches(msg, k.Enter):
-			// Expand (or collapse) the class under the cursor's row.
-			if r := clamp(m.mx.row, len(units)); r >= 0 && m.mx.ix != nil {
-				c := m.mx.ix.Classes[units[r].Class]
-				m.mx.expanded[c.ID] = !m.mx.expanded[c.ID] && len(c.Members) > 1
-			}
-		}
-		m.mx.row += d
-		units = m.units()
-		m.mx.row, m.mx.col = clamp(m.mx.row, len(units)), clamp(m.mx.col, len(units))
-	case tabCrashes:
-		if m.crash.detail {
-			m.crash.scroll = max(0, m.crash.scroll+d)
-			if key.Matches(msg, k.Left) {
-				m.crash.detail = false
-			}
-			return
-		}
-		if key.Matches(msg, k.Enter) || key.Matches(msg, k.Right) {
-			if len(m.state.Groups) > 0 {
-				m.crash.detail, m.crash.scroll = true, 0
-			}
-			return
-		}
-		m.crash.cursor = clamp(m.crash.cursor+d, len(m.state.Groups))
-	case tabThreads:
-		m.thr.cursor = clamp(m.thr.cursor+d, len(m.state.Threads))
-	case tabStacks:
-		lines := m.stackLines()
-		c := clamp(m.stk.cursor, len(lines))
-		switch {
-		case c < 0:
-		case key.Matches(msg, k.Enter):
-			m.stk.detail = !m.stk.detail
-		case key.Matches(msg, k.Left):
-			if l := lines[c]; len(l.Node.Children) > 0 && !m.stk.collapsed[l.Path] {
-				m.stk.collapsed[l.Path] = true
-			} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
-				// Already collapsed or a leaf: go to its parent, as file trees do.
-				for j, p := range lines {
-					if p.Path == l.Path[:i] {
-						m.stk.cursor = j
-					}
-				}
-			}
-			return
-		case key.Matches(msg, k.Right):
-			delete(m.stk.collapsed, lines[c].Path)
-			return
-		}
-		m.stk.cursor = clamp(m.stk.cursor+d, len(m.stackLines()))
-	case tabLog:
-		m.log.back = max(0, m.log.back-d) // up scrolls back in time
-		if key.Matches(msg, k.Bottom) {
-			m.log.back = 0
-		}
-		if top := max(0, len(m.state.Log)-(m.bodyH()-1)); m.log.back > top {
-			m.log.back = top // g: the oldest full page, not past it
-		}
-	}
-}
-
-func clamp(v, n int) int {
-	if v >= n {
-		v = n - 1
-	}
-	if v < 0 {
-		v = 0
-	}
-	if n == 0 {
-		return -1
-	}
-	return v
-}
-
-func (m *Model) procRows() []views.ProcRow {
-	return views.ProcRows(m.state, views.ProcSorts[m.proc.sort], m.proc.filter)
-}
-
-func (m *Model) matrixOpts() views.MatrixOptions {
-	return views.MatrixOptions{Width: m.width, Height: m.bodyH(), Row: m.mx.row, Col: m.mx.col,
-		Group: m.mx.group, Expanded: m.mx.expanded, Host: m.mx.host}
-}
-
-func (m *Model) units() []views.Unit {
-	if m.mx.ix == nil {
-		m.refreshMatrix()
-	}
-	return views.Units(m.mx.ix, m.matrixOpts())
-}
-
 // explain opens the teaching overlay for whatever is under the cursor.
 func (m *Model) explain() {
-	var ex *views.Explanation
-	switch m.tab {
-	case tabMatrix:
-		units := m.units()
-		if len(units) > 0 {
-			r, c := clamp(m.mx.row, len(units)), clamp(m.mx.col, len(units))
-			if cell := m.mx.ix.PairCell(units[r], units[c]); cell != nil {
-				e := views.ExplainCell(cell)
-				ex = &e
-			}
-		}
-	case tabCrashes:
-		if c := clamp(m.crash.cursor, len(m.state.Groups)); c >= 0 {
-			e := views.ExplainGroup(m.state.Groups[c])
-			ex = &e
-		}
-	case tabStacks:
-		lines := m.stackLines()
-		if c := clamp(m.stk.cursor, len(lines)); c >= 0 {
-			if cl := views.StackNodeClass(m.stk.merged, lines[c].Node); cl != nil {
-				e := views.ExplainClass(m.stk.merged, *cl)
-				ex = &e
-			}
-		}
-	case tabThreads:
-		ts := views.ThreadList(m.state)
-		if c := clamp(m.thr.cursor, len(ts)); c >= 0 {
-			e := views.ExplainThread(ts[c].Thread)
-			ex = &e
-		}
-	case tabProcs:
-		rows := m.procRows()
-		if c := clamp(m.proc.cursor, len(rows)); c >= 0 {
-			p := rows[c].Proc
-			for _, g := range m.state.Groups {
-				for _, mem := range g.Members {
-					if mem.Host == p.Host && mem.Crash.PID == p.PID {
-						e := views.ExplainGroup(g)
-						ex = &e
-					}
-				}
-			}
-			if ex == nil {
-				e := views.ExplainProc(p)
-				ex = &e
-			}
-		}
-	}
+	ex := m.active().explain(m)
 	if ex == nil {
 		m.message = "nothing to explain here: select a cell, a crash group, a thread or a stack frame"
 		return
@@ -832,12 +573,8 @@ func (m *Model) View() string {
 		body = m.body(w, bh)
 	}
 	var footer string
-	if m.filtering {
-		f := m.proc.filter
-		if m.tab == tabLog {
-			f = m.log.filter
-		}
-		footer = "/" + f + "█  " + m.st.Dim.Render("enter keep · esc clear")
+	if f := m.active().filterRef(m); m.filtering && f != nil {
+		footer = "/" + *f + "█  " + m.st.Dim.Render("enter keep · esc clear")
 	} else {
 		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())
 		if m.message != "" {
@@ -857,34 +594,11 @@ func (m *Model) View() string {
 }
 
 func (m *Model) helpKeys() helpKeys {
-	return helpKeys{k: &m.keys, tab: m.tab, replay: m.player != nil, live: m.player == nil && m.ctrl != nil}
+	return helpKeys{k: &m.keys, tab: m.active().shortHelp(m), name: views.TabNames[m.tab],
+		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live()}
 }
 
-func (m *Model) body(w, h int) string {
-	switch m.tab {
-	case tabProcs:
-		rows := m.procRows()
-		m.proc.cursor = clamp(m.proc.cursor, len(rows))
-		m.proc.offset = views.Window(m.proc.cursor, m.proc.offset, h-2, len(rows))
-		return views.Processes(m.st, m.state, rows, views.ProcOptions{Width: w, Height: h,
-			Cursor: m.proc.cursor, Offset: m.proc.offset, Sort: views.ProcSorts[m.proc.sort], Filter: m.proc.filter})
-	case tabMatrix:
-		if m.mx.ix == nil {
-			m.refreshMatrix()
-		}
-		return views.Matrix(m.st, m.state, m.mx.ix, m.matrixOpts())
-	case tabCrashes:
-		return views.Crashes(m.st, m.state, views.CrashOptions{Width: w, Height: h, Cursor: m.crash.cursor,
-			Detail: m.crash.detail, Scroll: m.crash.scroll})
-	case tabThreads:
-		return views.Threads(m.st, m.state, views.ThreadOptions{Width: w, Height: h, Cursor: m.thr.cursor})
-	case tabStacks:
-		return m.stacksBody(w, h)
-	case tabLog:
-		return views.Log(m.st, m.state, views.LogOptions{Width: w, Height: h, Filter: m.log.filter, Back: m.log.back})
-	}
-	return ""
-}
+func (m *Model) body(w, h int) string { return m.active().view(m, w, h) }
 
 // mouse: the wheel moves the cursor, a click on the tab bar switches tabs, a click on a row
 // selects it.
@@ -894,11 +608,9 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	}
 	switch msg.Button {
 	case tea.MouseButtonWheelUp:
-		m.move(tea.KeyMsg{Type: tea.KeyUp})
-		return nil
+		return m.active().key(m, tea.KeyMsg{Type: tea.KeyUp}, -1)
 	case tea.MouseButtonWheelDown:
-		m.move(tea.KeyMsg{Type: tea.KeyDown})
-		return nil
+		return m.active().key(m, tea.KeyMsg{Type: tea.KeyDown}, 1)
 	case tea.MouseButtonLeft:
 	default:
 		return nil
@@ -912,47 +624,8 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		}
 		return nil
 	}
-	row := msg.Y - bodyTop - 2 // each list has a title and a column header line
-	if row < 0 {
-		return nil
-	}
-	h := m.bodyH()
-	switch m.tab {
-	case tabProcs:
-		n := len(m.procRows())
-		if i := m.proc.offset + row; i < n {
-			m.proc.cursor = i
-		}
-	case tabCrashes:
-		if m.crash.detail {
-			return nil
-		}
-		n := len(m.state.Groups)
-		if i := views.Window(m.crash.cursor, 0, h-2, n) + row; i < n {
-			m.crash.cursor = i
-		}
-	case tabThreads:
-		n := len(m.state.Threads)
-		listH := h - min(12, h/2) - 2
-		if i := views.Window(m.thr.cursor, 0, listH, n) + row; i < n && row < listH {
-			m.thr.cursor = i
-		}
-	case tabStacks:
-		n := len(m.stackLines())
-		listH := h - min(10, h/3) - 2
-		if m.stk.detail {
-			listH = h - min(14, h/2) - 2
-		}
-		if i := views.Window(m.stk.cursor, 0, listH, n) + row; i < n && row < listH {
-			m.stk.cursor = i
-		}
-	case tabMatrix:
-		units := m.units()
-		o := m.matrixOpts()
-		r, c := views.MatrixHit(m.mx.ix, units, o, msg.X, row)
-		if r >= 0 && c >= 0 {
-			m.mx.row, m.mx.col = r, c
-		}
+	if msg.Y >= bodyTop {
+		m.active().click(m, msg.X, msg.Y-bodyTop)
 	}
 	return nil
 }

@@ -264,8 +264,8 @@ func TestExplainOverlay(t *testing.T) {
 		}
 	}
 	press(t, m, "?")
-	if m.overlay != helpOverlay || !strings.Contains(m.View(), "checkpoint") {
-		t.Fatalf("help overlay:\n%s", m.View())
+	if m.overlay != helpOverlay || !strings.Contains(m.View(), "Processes keys") {
+		t.Fatalf("help overlay (the tab's own keys first):\n%s", m.View())
 	}
 	press(t, m, "?")
 	if m.overlay != noOverlay {
@@ -469,7 +469,7 @@ func BenchmarkView1000(b *testing.B) {
 		b.Run(views.TabNames[tab], func(b *testing.B) {
 			m := NewModel(Options{Mode: "attach"}, views.Plain())
 			m.state = viewtest.Big(1000)
-			m.refreshMatrix()
+			m.normalize()
 			m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 			m.tab = tab
 			m.View()

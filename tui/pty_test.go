@@ -64,8 +64,8 @@ func runOnPty(t *testing.T) string {
 	scr.WaitFor(t, 15*time.Second, "relax_cell")
 	scr.Type("2")
 	scr.WaitFor(t, 15*time.Second, "itself: always allowed")
-	scr.Type("?")
-	scr.WaitFor(t, 15*time.Second, "checkpoint")
+	scr.Type("?") // the Matrix tab's own keys first
+	scr.WaitFor(t, 15*time.Second, "Matrix keys", "classes on/off")
 	scr.Type("q")
 
 	var res result

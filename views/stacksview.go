@@ -83,11 +83,8 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	}
 	lines := StackLines(merged.Tree, o.Collapsed)
 	cur := clampI(o.Cursor, len(lines))
-	paneH := min(10, o.Height/3)
-	if o.Detail != nil {
-		paneH = min(14, o.Height/2)
-	}
-	listH := o.Height - paneH
+	listH := stacksListH(o.Height, o.Detail != nil)
+	paneH := o.Height - listH
 	nthreads := 0
 	for _, c := range merged.Classes {
 		nthreads += c.Count

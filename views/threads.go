@@ -67,8 +67,8 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		return fit(st.Dim.Render("no thread states yet — c runs a simulated checkpoint (live sessions)"), o.Width, o.Height)
 	}
 	cur := clampI(o.Cursor, len(ts))
-	detailH := min(12, o.Height/2)
-	listH := o.Height - detailH
+	listH := threadsListH(o.Height)
+	detailH := o.Height - listH
 	var b strings.Builder
 	b.WriteString(st.Dim.Render(fmt.Sprintf("%d threads · c: simulated checkpoint · e: explain", len(ts))) + "\n")
 	head := fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")

@@ -719,7 +719,8 @@ func TestStacksRecordedAndReplayed(t *testing.T) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	proc := startWaited(t, cmd, syscall.SIGTERM)
-	scr.Key(t, "}") // to the end of the recording
+	scr.WaitFor(t, 10*time.Second, "crashtui replay") // keys typed before the first frame are lost
+	scr.Key(t, "}")                                   // to the end of the recording
 	scr.Key(t, "5")
 	scr.WaitFor(t, 10*time.Second, "2 samples", "recv_message", "barrier", "stuck", "moving")
 	scr.Key(t, "S")

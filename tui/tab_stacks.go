@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/crashtui/crashtui/arch"
@@ -28,40 +29,152 @@ const stackWindow = 3
 
 var defaultCut = regexp.MustCompile(sessions.DefaultCut)
 
-// refreshStacks re-merges the samples when new ones arrived or the frame identity changed
-// (merging is the expensive part; View only draws the result).
-func (m *Model) refreshStacks() {
-	if m.stk.mergedAt == m.state.SampleEvents {
+// stacksTab is Stacks: the merged call-path tree of the samples, its classes, one frame's
+// detail.
+type stacksTab struct {
+	cursor    int
+	collapsed map[string]bool
+	detail    bool
+	frames    int // index into stackFrames
+	every     time.Duration
+	auto      bool
+	merged    sessions.Stacks
+	mergedAt  int // State.SampleEvents when merged was computed, -1: never
+}
+
+// refresh re-merges the samples when new ones arrived or the frame identity changed
+// (merging is the expensive part; view only draws the result).
+func (s *stacksTab) refresh(m *Model) {
+	if s.mergedAt == m.state.SampleEvents {
 		return
 	}
-	m.stk.mergedAt = m.state.SampleEvents
-	m.stk.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[m.stk.frames], Cut: defaultCut, Window: stackWindow})
+	s.mergedAt = m.state.SampleEvents
+	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: defaultCut, Window: stackWindow})
 }
 
-func (m *Model) stackLines() []views.StackLine {
-	m.refreshStacks()
-	return views.StackLines(m.stk.merged.Tree, m.stk.collapsed)
-}
+func (s *stacksTab) lines() []views.StackLine { return views.StackLines(s.merged.Tree, s.collapsed) }
 
-func (m *Model) stacksBody(w, h int) string {
-	lines := views.StackLines(m.stk.merged.Tree, m.stk.collapsed)
-	o := views.StacksOptions{Width: w, Height: h, Cursor: m.stk.cursor, Collapsed: m.stk.collapsed,
-		Live: m.live()}
+func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
+	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live()}
 	switch {
 	case m.player != nil:
-	case m.stk.auto:
-		o.Status = fmt.Sprintf("auto every %v (a: off)", m.stk.every)
+	case s.auto:
+		o.Status = fmt.Sprintf("auto every %v (a: off)", s.every)
 	case m.live():
 		o.Status = "S samples · a: auto"
 	}
 	if last := m.lastSample(); !last.IsZero() {
-		o.Status += " · last " + last.Format(time.TimeOnly)
+		if o.Status != "" {
+			o.Status += " · "
+		}
+		o.Status += "last " + last.Format(time.TimeOnly)
 	}
-	if c := clamp(m.stk.cursor, len(lines)); c >= 0 && m.stk.detail {
-		o.Detail = append(views.StackNodeDetail(m.st, m.stk.merged, lines[c].Node, w),
+	lines := s.lines()
+	if c := clamp(s.cursor, len(lines)); c >= 0 && s.detail {
+		o.Detail = append(views.StackNodeDetail(m.st, s.merged, lines[c].Node, w),
 			frameSource(m.st, lines[c].Node, w)...)
 	}
-	return views.Stacks(m.st, m.stk.merged, o)
+	return o
+}
+
+func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
+	k := &m.keys
+	switch {
+	case key.Matches(msg, k.Sample):
+		if m.ctrl == nil || m.player != nil {
+			m.message = "sampling needs a live session (no tracer in replay or view)"
+			return nil
+		}
+		m.message = "sampling every thread…"
+		return m.ctrlCmd("stack sample", m.ctrl.Sample)
+	case key.Matches(msg, k.Auto):
+		if m.ctrl == nil || m.player != nil {
+			m.message = "auto-sampling needs a live session"
+			return nil
+		}
+		if s.every <= 0 {
+			s.every = 5 * time.Second
+		}
+		s.auto = !s.auto
+		m.ctrl.AutoSample(s.auto)
+		if s.auto {
+			m.message = fmt.Sprintf("auto-sampling every %v", s.every)
+		} else {
+			m.message = "auto-sampling off: S samples"
+		}
+		return nil
+	case key.Matches(msg, k.Debug):
+		return m.debugClass()
+	case key.Matches(msg, k.Frames):
+		s.frames = (s.frames + 1) % len(stackFrames)
+		s.mergedAt = -1
+		s.collapsed = map[string]bool{}
+		s.refresh(m)
+		m.message = "frames by " + stackFrames[s.frames]
+		return nil
+	}
+	lines := s.lines()
+	c := clamp(s.cursor, len(lines))
+	switch {
+	case c < 0:
+	case key.Matches(msg, k.Enter):
+		s.detail = !s.detail
+	case key.Matches(msg, k.Left):
+		if l := lines[c]; len(l.Node.Children) > 0 && !s.collapsed[l.Path] {
+			s.collapsed[l.Path] = true
+		} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
+			// Already collapsed or a leaf: go to its parent, as file trees do.
+			for j, p := range lines {
+				if p.Path == l.Path[:i] {
+					s.cursor = j
+				}
+			}
+		}
+		return nil
+	case key.Matches(msg, k.Right):
+		delete(s.collapsed, lines[c].Path)
+		return nil
+	}
+	s.cursor += d
+	return nil
+}
+
+func (s *stacksTab) normalize(m *Model) {
+	s.refresh(m)
+	s.cursor = clamp(s.cursor, len(s.lines()))
+}
+
+func (s *stacksTab) view(m *Model, w, h int) string {
+	return views.Stacks(m.st, s.merged, s.opts(m, w, h))
+}
+
+func (s *stacksTab) explain(m *Model) *views.Explanation {
+	lines := s.lines()
+	if c := clamp(s.cursor, len(lines)); c >= 0 {
+		if cl := views.StackNodeClass(s.merged, lines[c].Node); cl != nil {
+			e := views.ExplainClass(s.merged, *cl)
+			return &e
+		}
+	}
+	return nil
+}
+
+func (s *stacksTab) click(m *Model, x, y int) {
+	if i := views.StacksHit(s.opts(m, m.width, m.bodyH()), len(s.lines()), y); i >= 0 {
+		s.cursor = i
+	}
+}
+
+func (s *stacksTab) escape(m *Model)           { s.detail = false }
+func (s *stacksTab) filterRef(m *Model) *string { return nil }
+func (s *stacksTab) sorts() bool               { return false }
+func (s *stacksTab) shortHelp(m *Model) []key.Binding {
+	k := &m.keys
+	bs := []key.Binding{k.Enter, k.Explain, k.Frames}
+	if m.live() {
+		bs = append(bs, k.Sample, k.Auto, k.Debug)
+	}
+	return bs
 }
 
 func (m *Model) lastSample() time.Time {
@@ -197,7 +310,7 @@ func (m *Model) debugClass() tea.Cmd {
 		m.message = "g needs a live session: it hands one process to gdb and takes it back"
 		return nil
 	}
-	lines := m.stackLines()
+	lines := m.stk.lines()
 	c := clamp(m.stk.cursor, len(lines))
 	if c < 0 {
 		m.message = "no stacks yet: S samples"

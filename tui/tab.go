@@ -1,0 +1,72 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/crashtui/crashtui/views"
+)
+
+// component is one tab (soft-serve's pkg/ui shape): it owns its cursor, its keys, its view,
+// its explanation and its mouse hits. The Model keeps only the routing, the overlays and what
+// every tab shares (the State, the styles, the size, the controller).
+type component interface {
+	// key handles a key meant for this tab (after the Model's global keys); d is the cursor
+	// movement the key asks for (0 for none).
+	key(m *Model, msg tea.KeyMsg, d int) tea.Cmd
+	// normalize clamps the cursor and scroll offsets to what the State has now; the Model
+	// calls it after every message, so view changes nothing.
+	normalize(m *Model)
+	view(m *Model, w, h int) string
+	// explain is the teaching text of what is selected, nil when nothing is.
+	explain(m *Model) *views.Explanation
+	// click selects what is at body line y (0 = the body's first line), column x.
+	click(m *Model, x, y int)
+	// escape is esc: close a detail, clear a filter.
+	escape(m *Model)
+	// filterRef is the tab's filter text, nil when the tab has none.
+	filterRef(m *Model) *string
+	// sorts says whether s sorts this tab.
+	sorts() bool
+	shortHelp(m *Model) []key.Binding
+}
+
+// tabs returns the components in tab order (views.TabNames).
+func (m *Model) tabs() []component {
+	return []component{m.proc, m.mx, m.crash, m.thr, m.stk, m.log}
+}
+
+func (m *Model) active() component { return m.tabs()[m.tab] }
+
+// delta is the cursor movement a key asks for.
+func (m *Model) delta(msg tea.KeyMsg) int {
+	k := &m.keys
+	switch {
+	case key.Matches(msg, k.Up):
+		return -1
+	case key.Matches(msg, k.Down):
+		return 1
+	case key.Matches(msg, k.PageUp):
+		return -max(m.bodyH()-3, 1)
+	case key.Matches(msg, k.PageDown):
+		return max(m.bodyH()-3, 1)
+	case key.Matches(msg, k.Top):
+		return -1 << 30
+	case key.Matches(msg, k.Bottom):
+		return 1 << 30
+	}
+	return 0
+}
+
+func clamp(v, n int) int {
+	if v >= n {
+		v = n - 1
+	}
+	if v < 0 {
+		v = 0
+	}
+	if n == 0 {
+		return -1
+	}
+	return v
+}
