@@ -68,9 +68,9 @@ func (c *crashesTab) click(m *Model, x, y int) {
 	}
 }
 
-func (c *crashesTab) escape(m *Model)           { c.detail = false }
+func (c *crashesTab) escape(m *Model)            { c.detail = false }
 func (c *crashesTab) filterRef(m *Model) *string { return nil }
-func (c *crashesTab) sorts() bool             { return false }
+func (c *crashesTab) sorts() bool                { return false }
 func (c *crashesTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	return []key.Binding{k.Enter, k.Explain}

@@ -33,9 +33,9 @@ func (l *logTab) view(m *Model, w, h int) string {
 
 func (l *logTab) explain(m *Model) *views.Explanation { return nil }
 func (l *logTab) click(m *Model, x, y int)            {}
-func (l *logTab) escape(m *Model)                        { l.filter = "" }
-func (l *logTab) filterRef(m *Model) *string              { return &l.filter }
-func (l *logTab) sorts() bool                          { return false }
+func (l *logTab) escape(m *Model)                     { l.filter = "" }
+func (l *logTab) filterRef(m *Model) *string          { return &l.filter }
+func (l *logTab) sorts() bool                         { return false }
 func (l *logTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	return []key.Binding{k.Filter, k.Bottom}

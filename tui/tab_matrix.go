@@ -96,9 +96,9 @@ func (x *matrixTab) click(m *Model, px, y int) {
 	}
 }
 
-func (x *matrixTab) escape(m *Model)           {}
+func (x *matrixTab) escape(m *Model)            {}
 func (x *matrixTab) filterRef(m *Model) *string { return nil }
-func (x *matrixTab) sorts() bool             { return false }
+func (x *matrixTab) sorts() bool                { return false }
 func (x *matrixTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	bs := []key.Binding{k.Explain, k.Enter, k.Group}

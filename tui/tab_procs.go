@@ -80,8 +80,8 @@ func (p *procsTab) click(m *Model, x, y int) {
 	}
 }
 
-func (p *procsTab) escape(m *Model)              { p.filter = "" }
-func (p *procsTab) filterRef(m *Model) *string    { return &p.filter }
+func (p *procsTab) escape(m *Model)            { p.filter = "" }
+func (p *procsTab) filterRef(m *Model) *string { return &p.filter }
 func (p *procsTab) sorts() bool                { return true }
 func (p *procsTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys

@@ -165,9 +165,9 @@ func (s *stacksTab) click(m *Model, x, y int) {
 	}
 }
 
-func (s *stacksTab) escape(m *Model)           { s.detail = false }
+func (s *stacksTab) escape(m *Model)            { s.detail = false }
 func (s *stacksTab) filterRef(m *Model) *string { return nil }
-func (s *stacksTab) sorts() bool               { return false }
+func (s *stacksTab) sorts() bool                { return false }
 func (s *stacksTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	bs := []key.Binding{k.Enter, k.Explain, k.Frames}

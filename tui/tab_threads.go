@@ -40,9 +40,9 @@ func (t *threadsTab) click(m *Model, x, y int) {
 	}
 }
 
-func (t *threadsTab) escape(m *Model)           {}
+func (t *threadsTab) escape(m *Model)            {}
 func (t *threadsTab) filterRef(m *Model) *string { return nil }
-func (t *threadsTab) sorts() bool             { return false }
+func (t *threadsTab) sorts() bool                { return false }
 func (t *threadsTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	bs := []key.Binding{k.Explain}
