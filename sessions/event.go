@@ -223,6 +223,10 @@ type Thread struct {
 	After     []RegVal `json:"after,omitempty"`
 	// Outcome is what the program did after the policy was applied, when known.
 	Outcome string `json:"outcome,omitempty"`
+	// Checkpoint numbers the checkpoint (per tracer, from 1) and Policy is its restore
+	// policy; 0 and "" in recordings made before they were recorded.
+	Checkpoint int    `json:"checkpoint,omitempty"`
+	Policy     string `json:"policy,omitempty"`
 }
 
 // RegVal is one named register.

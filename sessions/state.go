@@ -82,7 +82,10 @@ type State struct {
 	groupOf  map[string]*Group
 	Handled  []CrashRef // handled faults, as refs with the fields that apply
 	Matrix   map[string]*Matrix
-	Threads  map[TaskKey]*Thread
+	// Threads are the threads of the latest checkpoint (Checkpoints[len-1]); the earlier
+	// checkpoints stay browsable in Checkpoints (at most MaxCheckpoints).
+	Threads     map[TaskKey]*Thread
+	Checkpoints []*Checkpoint
 	Log      []LogEntry
 	Errors   []Error
 	Exits    int
@@ -215,7 +218,27 @@ func (s *State) Apply(e Event) {
 		s.Matrix[h] = &m
 	case Thread:
 		t := b
-		s.Threads[TaskKey{h, b.TID}] = &t
+		k := TaskKey{h, b.TID}
+		var cur *Checkpoint
+		if n := len(s.Checkpoints); n > 0 {
+			cur = s.Checkpoints[n-1]
+		}
+		// A new checkpoint: another number, or (recordings without numbers) a thread the
+		// current one already has, unless it is that thread's outcome arriving.
+		old := (*Thread)(nil)
+		if cur != nil {
+			old = cur.Threads[k]
+		}
+		update := old != nil && old.PC == b.PC && old.Applied == b.Applied && old.Outcome == "" && b.Outcome != ""
+		if cur == nil || cur.Host != h || cur.ID != b.Checkpoint || (b.Checkpoint == 0 && old != nil && !update) {
+			cur = &Checkpoint{Host: h, ID: b.Checkpoint, Policy: b.Policy, Time: e.Time, Threads: map[TaskKey]*Thread{}}
+			s.Checkpoints = append(s.Checkpoints, cur)
+			if len(s.Checkpoints) > MaxCheckpoints {
+				s.Checkpoints = append(s.Checkpoints[:0:0], s.Checkpoints[len(s.Checkpoints)-MaxCheckpoints:]...)
+			}
+			s.Threads = cur.Threads
+		}
+		cur.Threads[k] = &t
 	case Sample:
 		s.SampleEvents++
 		k := ProcKey{h, b.PID}
@@ -248,6 +271,18 @@ func (s *State) Stacks(o StackOptions) Stacks {
 	}
 	return MergeStacks(all, o)
 }
+
+// Checkpoint is one simulated checkpoint's threads.
+type Checkpoint struct {
+	Host    string
+	ID      int // 0 in recordings made before checkpoints were numbered
+	Policy  string
+	Time    time.Time // its first thread event
+	Threads map[TaskKey]*Thread
+}
+
+// MaxCheckpoints bounds the checkpoints State keeps.
+const MaxCheckpoints = 32
 
 // GroupByKey returns the group with that site key, or nil.
 func (s *State) GroupByKey(key string) *Group { return s.groupOf[key] }

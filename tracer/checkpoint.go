@@ -171,8 +171,10 @@ func (t *Tracer) checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thr
 		}
 	}
 
+	t.checkpointSeq++
 	out := make([]sessions.Thread, 0, len(caps))
 	for _, c := range caps {
+		c.ev.Checkpoint, c.ev.Policy = t.checkpointSeq, string(policy)
 		if err := c.apply(policy); err != nil {
 			errs = append(errs, err)
 			t.emitErr(c.pid, "checkpoint restore", err)

@@ -113,10 +113,11 @@ type Tracer struct {
 	// caves caches where each process's injection guards can go, until exec or exit.
 	caves map[int][]cave
 	// mapsCache keeps each process's mappings between stack samples, until exec or exit.
-	mapsCache map[int]mapsCache
-	stackBufs [][]byte     // sampling's stack copies, reused (stacks.go)
-	sampleSeq int          // the last stack sample's number
-	released  map[int]bool // processes let go of for another debugger (release.go)
+	mapsCache     map[int]mapsCache
+	stackBufs     [][]byte     // sampling's stack copies, reused (stacks.go)
+	sampleSeq     int          // the last stack sample's number
+	checkpointSeq int          // the last checkpoint's number
+	released      map[int]bool // processes let go of for another debugger (release.go)
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string

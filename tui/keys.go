@@ -14,6 +14,7 @@ type KeyMap struct {
 	Enter, Back, Filter, Sort, Explain                   key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
+	Earlier, Later                                       key.Binding // Threads: other checkpoints
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
 	Help, Quit, ForceQuit                                key.Binding
@@ -45,6 +46,8 @@ func DefaultKeyMap() KeyMap {
 		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto-sample on/off")),
 		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by function/line/offset")),
 		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb/dlv on this process")),
+		Earlier:    key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "earlier checkpoint")),
+		Later:      key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "later checkpoint")),
 		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),
 		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp("./→", "step")),
 		Faster:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),

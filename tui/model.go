@@ -120,6 +120,7 @@ type Model struct {
 	tab           int
 	overlay       overlay
 	explanation   views.Explanation
+	explainFrom   int // first line of the explanation shown (it scrolls)
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
 
@@ -324,6 +325,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch m.overlay {
 	case helpOverlay, explainOverlay:
+		if d := m.delta(msg); d != 0 && m.overlay == explainOverlay {
+			m.explainFrom = max(0, m.explainFrom+d) // clamped when drawn (RenderExplanationFrom)
+			_, m.explainFrom = views.RenderExplanationFrom(m.st, m.explanation, m.width, m.bodyH(), m.explainFrom)
+			return nil
+		}
 		if key.Matches(msg, k.Back, k.Help, k.Explain, k.Enter) {
 			m.overlay = noOverlay
 		} else if key.Matches(msg, k.Quit) {
@@ -528,6 +534,7 @@ func (m *Model) explain() {
 	}
 	m.explanation = *ex
 	m.overlay = explainOverlay
+	m.explainFrom = 0
 }
 
 func (m *Model) status() views.Status {
@@ -556,7 +563,8 @@ func (m *Model) View() string {
 		hm.ShowAll, hm.Width = true, 0
 		body = views.Place(m.st.Box.Render(hm.View(m.helpKeys())), w, bh)
 	case explainOverlay:
-		body = views.Place(views.RenderExplanation(m.st, m.explanation, w, bh), w, bh)
+		box, _ := views.RenderExplanationFrom(m.st, m.explanation, w, bh, m.explainFrom)
+		body = views.Place(box, w, bh)
 	case checkpointOverlay:
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
 	case naiveOverlay:

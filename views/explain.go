@@ -264,6 +264,14 @@ var Policies = []string{"correct", "naive", "none"}
 
 // RenderExplanation draws an explanation as a box of at most width×height.
 func RenderExplanation(st *Styles, ex Explanation, width, height int) string {
+	out, _ := RenderExplanationFrom(st, ex, width, height, 0)
+	return out
+}
+
+// RenderExplanationFrom renders the explanation scrolled to line from (clamped); it returns
+// the box and the first line actually shown. When the text is taller than the box, the last
+// line says how to scroll and how much is left, so nothing is cut silently mid-sentence.
+func RenderExplanationFrom(st *Styles, ex Explanation, width, height, from int) (string, int) {
 	w := min(width-4, 96)
 	if w < 16 {
 		w = max(width-2, 4)
@@ -281,9 +289,19 @@ func RenderExplanation(st *Styles, ex Explanation, width, height int) string {
 	add("Kernel:", ex.Kernel)
 	add("Fix:", ex.Fix)
 	add("Story:", ex.Story)
-	parts = append(parts, st.Dim.Render("esc closes"))
-	body := fit(strings.Join(parts, "\n"), w, min(strings.Count(strings.Join(parts, "\n"), "\n")+1, max(height-2, 1)))
-	return st.Box.Render(body)
+	lines := strings.Split(strings.Join(parts, "\n"), "\n")
+	room := max(height-3, 1) // the box's borders and the hint line
+	from = max(0, min(from, len(lines)-room))
+	shown := lines[from:min(len(lines), from+room)]
+	hint := "esc closes"
+	if len(lines) > room {
+		hint = fmt.Sprintf("esc closes · j/k scroll (%d more below)", len(lines)-from-len(shown))
+		if from+len(shown) >= len(lines) {
+			hint = "esc closes · k scrolls back"
+		}
+	}
+	shown = append(shown, st.Dim.Render(hint))
+	return st.Box.Render(fit(strings.Join(shown, "\n"), w, len(shown))), from
 }
 
 // ExplainProc teaches a process's state (for processes without a crash group).

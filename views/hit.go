@@ -32,6 +32,9 @@ func threadsListH(height int) int { return height - min(12, height/2) }
 
 // ThreadsHit is the thread at body line y of the Threads list.
 func ThreadsHit(o ThreadOptions, n, y int) int {
+	if o.Detail {
+		return -1
+	}
 	h := threadsListH(o.Height) - 2
 	return listHit(y, window(clampI(o.Cursor, n), 0, h, n), h, n)
 }

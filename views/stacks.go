@@ -262,28 +262,8 @@ func StacksText(st sessions.Stacks, s *sessions.State, width int) string {
 	if sum := StacksSummary(st); len(sum) > 0 {
 		b.WriteString("\n")
 		for _, line := range sum {
-			b.WriteString(wrapText(line, max(width, 100)) + "\n")
+			b.WriteString(wrap(line, max(width, 100)) + "\n")
 		}
-	}
-	return b.String()
-}
-
-// wrapText wraps s at width runes on spaces.
-func wrapText(s string, width int) string {
-	words := strings.Fields(s)
-	var b strings.Builder
-	n := 0
-	for _, w := range words {
-		l := len([]rune(w))
-		if n > 0 && n+1+l > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if n > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += l
 	}
 	return b.String()
 }

@@ -37,7 +37,13 @@ type Styles struct {
 // terminal shows no attributes (NO_COLOR) a leading ">" that survives them.
 func (s *Styles) Cursor(line string, w int) string {
 	if s.plain {
-		return cut(">"+ansi.Strip(line), w)
+		// The marker takes the place of a leading space, so the row stays aligned with the
+		// others.
+		l := ansi.Strip(line)
+		if strings.HasPrefix(l, " ") {
+			l = l[1:]
+		}
+		return cut(">"+l, w)
 	}
 	return s.Selected.Render(pad(line, w))
 }

@@ -12,6 +12,11 @@ import (
 type ThreadOptions struct {
 	Width, Height int
 	Cursor        int
+	// Checkpoint is which of State.Checkpoints to show (out of range: the latest).
+	Checkpoint int
+	// Detail shows the selected thread's detail on the whole body, from line Scroll.
+	Detail bool
+	Scroll int
 }
 
 // ThreadRef is a thread with the host it lives on.
@@ -20,10 +25,27 @@ type ThreadRef struct {
 	*sessions.Thread
 }
 
-// ThreadList is the threads with a restart state, by host, pid and tid.
-func ThreadList(s *sessions.State) []ThreadRef {
-	out := make([]ThreadRef, 0, len(s.Threads))
-	for k, t := range s.Threads {
+// ThreadList is the threads of the latest checkpoint, by host, pid and tid.
+func ThreadList(s *sessions.State) []ThreadRef { return ThreadListOf(s, len(s.Checkpoints)-1) }
+
+// CheckpointIndex is the checkpoint i names: i itself when in range, else the latest (-1
+// when there is none).
+func CheckpointIndex(s *sessions.State, i int) int {
+	if i < 0 || i >= len(s.Checkpoints) {
+		return len(s.Checkpoints) - 1
+	}
+	return i
+}
+
+// ThreadListOf is the threads of checkpoint i (CheckpointIndex), by host, pid and tid.
+func ThreadListOf(s *sessions.State, i int) []ThreadRef {
+	i = CheckpointIndex(s, i)
+	if i < 0 {
+		return nil
+	}
+	threads := s.Checkpoints[i].Threads
+	out := make([]ThreadRef, 0, len(threads))
+	for k, t := range threads {
 		out = append(out, ThreadRef{k.Host, t})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -62,16 +84,27 @@ func threadWhere(t *sessions.Thread) string {
 
 // Threads renders the restart state of every thread and the selected thread's registers.
 func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
-	ts := ThreadList(s)
+	ts := ThreadListOf(s, o.Checkpoint)
 	if len(ts) == 0 {
 		return fit(st.Dim.Render("no thread states yet — c runs a simulated checkpoint (live sessions)"), o.Width, o.Height)
 	}
 	cur := clampI(o.Cursor, len(ts))
+	if o.Detail {
+		lines := wrapLines(threadDetail(st, ts[cur].Thread, o.Width), o.Width)
+		off := max(0, min(o.Scroll, len(lines)-o.Height))
+		return fit(strings.Join(lines[off:], "\n"), o.Width, o.Height)
+	}
 	listH := threadsListH(o.Height)
 	detailH := o.Height - listH
 	var b strings.Builder
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%d threads · c: simulated checkpoint · e: explain", len(ts))) + "\n")
-	head := fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")
+	b.WriteString(st.Dim.Render(cut(CheckpointTitle(s, o.Checkpoint, len(ts)), o.Width)) + "\n")
+	// Below 110 columns the instruction goes to the detail pane, so that APPLIED still fits at
+	// 80 and the outcome (a sentence) is read there too.
+	wide := o.Width >= 110
+	head := fmt.Sprintf("%7s %7s %-12s %-21s %-15s %-7s", "PID", "TID", "SYSCALL", "CODE", "ON RESUME", "APPLIED")
+	if wide {
+		head = fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")
+	}
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(ts))
@@ -93,8 +126,14 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		if ended {
 			outcome = "(ended) " + outcome // its state is history, not the thread's now
 		}
-		line := fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
-			pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), outcome)
+		line := fmt.Sprintf("%7d %7d %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(code, 21),
+			pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 7))
+		if wide {
+			line = fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
+				pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), outcome)
+		} else if ended {
+			line += " ended" // 80 columns exactly
+		}
 		line = cut(line, o.Width)
 		switch {
 		case i == cur:
@@ -113,6 +152,47 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 // keyRegisters are the registers a syscall restart is about, on every architecture: the pc,
 // the stack pointer, the syscall number and the return (and restart) registers.
 var keyRegisters = []string{"rip", "rsp", "orig_rax", "rax", "pc", "sp", "x8", "x0", "nip", "r1", "r0", "r3", "orig_gpr3", "trap", "ccr"}
+
+// CheckpointTitle is the Threads tab's first line: which checkpoint, its policy and time,
+// and how to reach the others.
+func CheckpointTitle(s *sessions.State, i, n int) string {
+	i = CheckpointIndex(s, i)
+	ck := s.Checkpoints[i]
+	title := "checkpoint"
+	if ck.ID > 0 {
+		title += fmt.Sprintf(" #%d", ck.ID)
+	}
+	if ck.Policy != "" {
+		title += " (" + sessions.Sanitize(ck.Policy) + ")"
+	}
+	title += " at " + hms(ck.Time) + " · " + Count(n, "thread", "threads")
+	if len(s.Checkpoints) > 1 {
+		title += fmt.Sprintf(" · %d of %d (</> earlier/later)", i+1, len(s.Checkpoints))
+	}
+	return title + " · enter: detail · e: explain · c: checkpoint"
+}
+
+// wrapLines wraps every line to width (the full-body detail shows whole sentences).
+func wrapLines(lines []string, width int) []string {
+	var out []string
+	for _, l := range lines {
+		if lipglossWidth(l) <= width {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, strings.Split(wrap(l, width), "\n")...)
+	}
+	return out
+}
+
+// ThreadDetailLen is how many lines the detail of the selected thread has (for scrolling).
+func ThreadDetailLen(st *Styles, s *sessions.State, o ThreadOptions) int {
+	ts := ThreadListOf(s, o.Checkpoint)
+	if len(ts) == 0 {
+		return 0
+	}
+	return len(wrapLines(threadDetail(st, ts[clampI(o.Cursor, len(ts))].Thread, o.Width), o.Width))
+}
 
 func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 	var out []string

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/tui/tuitest"
+)
+
+// TestThreadsTabAt80x24 drives the Threads tab at 80×24 on a real job as a user would: a
+// correct checkpoint rewinds the blocked read, and the register it changed is on screen; a
+// second checkpoint (none) becomes the one shown, the first stays browsable with <, and a
+// thread's full detail opens with enter and scrolls.
+func TestThreadsTabAt80x24(t *testing.T) {
+	needRoot(t)
+	j := startHung(t, buildC(t, "hang"), 2) // rank 0 in read, rank 1 in a futex
+	scr := tuitest.Open(t, 80, 24)
+	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	proc := startWaited(t, cmd, syscall.SIGTERM)
+	scr.WaitFor(t, 20*time.Second, "procs 2/2")
+	scr.Key(t, "4")
+	scr.Key(t, "c")
+	scr.WaitFor(t, 5*time.Second, "correct")
+	scr.Key(t, "\r")
+	// The leader of rank 0 is first: its read was rewound, rip moved back over the syscall.
+	scr.WaitFor(t, 20*time.Second, "checkpoint #1 (correct)", "read", "changed")
+	scr.Key(t, "c")
+	scr.Type("jj") // none
+	time.Sleep(100 * time.Millisecond)
+	scr.Key(t, "\r")
+	scr.WaitFor(t, 20*time.Second, "checkpoint #2 (none)", "2 of 2")
+	scr.Key(t, "<")
+	scr.WaitFor(t, 5*time.Second, "checkpoint #1 (correct)", "1 of 2")
+	scr.Key(t, "\r")
+	scr.WaitFor(t, 5*time.Second, "register", "before", "after")
+	scr.Key(t, "G") // the end of the detail
+	scr.Key(t, "\x1b")
+	scr.WaitFor(t, 5*time.Second, "PID", "TID", "SYSCALL")
+	scr.Key(t, "q")
+	scr.WaitFor(t, 5*time.Second, "quit")
+	scr.Key(t, "y")
+	select {
+	case <-proc.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("crashtui did not quit")
+	}
+	checkDetached(t, j.pids, []string{"S", "S"})
+}
