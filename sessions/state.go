@@ -75,25 +75,25 @@ const MaxLog = 20000
 // State is everything the events have said so far. Apply is a pure reducer: the live TUI,
 // the --json summary and replay all build State the same way.
 type State struct {
-	Session  Session
-	Procs    map[ProcKey]*Proc
-	Order    []ProcKey // first-seen order
-	Groups   []*Group
-	groupOf  map[string]*Group
-	Handled  []CrashRef // handled faults, as refs with the fields that apply
-	Matrix   map[string]*Matrix
+	Session Session
+	Procs   map[ProcKey]*Proc
+	Order   []ProcKey // first-seen order
+	Groups  []*Group
+	groupOf map[string]*Group
+	Handled []CrashRef // handled faults, as refs with the fields that apply
+	Matrix  map[string]*Matrix
 	// Threads are the threads of the latest checkpoint (Checkpoints[len-1]); the earlier
 	// checkpoints stay browsable in Checkpoints (at most MaxCheckpoints).
 	Threads     map[TaskKey]*Thread
 	Checkpoints []*Checkpoint
-	Log      []LogEntry
-	Errors   []Error
-	Exits    int
-	Crashes  int
-	NHandled int
-	Seq      int
-	Last     time.Time
-	Closed   *Summary // the summary event, once seen
+	Log         []LogEntry
+	Errors      []Error
+	Exits       int
+	Crashes     int
+	NHandled    int
+	Seq         int
+	Last        time.Time
+	Closed      *Summary // the summary event, once seen
 	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
 	// SampleSeq is the newest sample's seq per host.
 	Samples      map[ProcKey][]StampedSample
