@@ -27,7 +27,9 @@ const (
 	KindSummary Kind = "summary"
 	KindError   Kind = "error"
 	KindSample  Kind = "sample"
-	KindStacks  Kind = "stacks"
+	// KindMatrixProgress says how far a measurement of the matrix has got.
+	KindMatrixProgress Kind = "matrix_progress"
+	KindStacks         Kind = "stacks"
 )
 
 // Body is the kind-specific part of an Event.
@@ -201,6 +203,15 @@ type Matrix struct {
 	Measured bool `json:"measured"`
 }
 
+// MatrixProgress is how far a measurement of the access matrix has got: Done of Total
+// ordered pairs measured (each A is stopped once for all its B).
+type MatrixProgress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+func (MatrixProgress) Kind() Kind { return KindMatrixProgress }
+
 // Thread is the syscall restart state of one thread (captured at a checkpoint).
 type Thread struct {
 	PID       int      `json:"pid"`
@@ -310,6 +321,8 @@ func newBody(k Kind) (Body, bool) {
 		return &Error{}, true
 	case KindSample:
 		return &Sample{Rank: NoRank}, true
+	case KindMatrixProgress:
+		return &MatrixProgress{}, true
 	case KindStacks:
 		return &Stacks{}, true
 	}
@@ -433,6 +446,8 @@ func deref(b Body) Body {
 	case *Error:
 		return *v
 	case *Sample:
+		return *v
+	case *MatrixProgress:
 		return *v
 	case *Stacks:
 		return *v

@@ -82,6 +82,8 @@ type State struct {
 	groupOf map[string]*Group
 	Handled []CrashRef // handled faults, as refs with the fields that apply
 	Matrix  map[string]*Matrix
+	// Measuring is the progress of a measurement under way, per host (nil when none).
+	Measuring map[string]*MatrixProgress
 	// Threads are the threads of the latest checkpoint (Checkpoints[len-1]); the earlier
 	// checkpoints stay browsable in Checkpoints (at most MaxCheckpoints).
 	Threads     map[TaskKey]*Thread
@@ -106,7 +108,7 @@ func NewState() *State {
 	return &State{
 		Procs:   map[ProcKey]*Proc{},
 		groupOf: map[string]*Group{},
-		Matrix:  map[string]*Matrix{},
+		Matrix:  map[string]*Matrix{}, Measuring: map[string]*MatrixProgress{},
 		Threads: map[TaskKey]*Thread{},
 		Samples: map[ProcKey][]StampedSample{}, SampleSeq: map[string]int{},
 	}
@@ -216,6 +218,12 @@ func (s *State) Apply(e Event) {
 	case Matrix:
 		m := b
 		s.Matrix[h] = &m
+		if m.Measured {
+			delete(s.Measuring, h)
+		}
+	case MatrixProgress:
+		p := b
+		s.Measuring[h] = &p
 	case Thread:
 		t := b
 		k := TaskKey{h, b.TID}

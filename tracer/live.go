@@ -53,16 +53,19 @@ func (t *Tracer) RefreshMatrix(measure bool) (changed bool, err error) {
 	if !same && measure {
 		t.live.measureDue = true
 	}
+	if !same {
+		// The prediction at once, so the matrix is never blank while it is being measured.
+		if err := t.do(func() error { t.emit(pred); return nil }); err != nil {
+			return true, err
+		}
+	}
 	if measure && t.live.measureDue && time.Since(t.live.lastMeasure) >= liveMeasureEvery {
 		t.live.measureDue = false
 		t.live.lastMeasure = time.Now()
 		_, _, err := t.Matrix(true)
 		return true, err
 	}
-	if same {
-		return false, nil
-	}
-	return true, t.do(func() error { t.emit(pred); return nil })
+	return !same, nil
 }
 
 // matrixKey is what a matrix depends on: the cells as predicted, and the identity of each

@@ -42,8 +42,19 @@ func (t *Tracer) Matrix(measure bool) (sessions.Matrix, MatrixStats, error) {
 		// Filters must be read before predicting: the seccomp row evaluates them.
 		meas = map[[2]int]access.Measurement{}
 		mstart := time.Now()
+		total := len(procs) * (len(procs) - 1)
+		var said time.Time
 		for i := range procs {
-			if err := t.do(func() error { t.measureFrom(sys, procs, i, meas, &st); return nil }); err != nil {
+			err := t.do(func() error {
+				// Long work shows progress: a fact every quarter second (the pairs done).
+				if time.Since(said) >= 250*time.Millisecond && total > 0 {
+					t.emit(sessions.MatrixProgress{Done: i * (len(procs) - 1), Total: total})
+					said = time.Now()
+				}
+				t.measureFrom(sys, procs, i, meas, &st)
+				return nil
+			})
+			if err != nil {
 				return sessions.Matrix{}, st, err
 			}
 		}

@@ -424,7 +424,14 @@ func (ix *MatrixIndex) unitLabel(s *sessions.State, u Unit) string {
 // Matrix renders the access matrix of o.Host with the cursor cell explained underneath.
 // ix must index the matrix MatrixFor(s, o.Host) returns (IndexMatrix of it; the tui caches it).
 func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) string {
+	progress := ""
+	if p := s.Measuring[o.Host]; p != nil && p.Total > 0 {
+		progress = fmt.Sprintf("measuring inside each process: %d/%d pairs (%d%%)", p.Done, p.Total, p.Done*100/p.Total)
+	}
 	if ix == nil || ix.M == nil || len(ix.PIDs) == 0 {
+		if progress != "" {
+			return fit(st.Info.Render(progress), o.Width, o.Height)
+		}
 		return fit(st.Dim.Render("no access matrix yet — m measures it (needs a live session)"), o.Width, o.Height)
 	}
 	units := Units(ix, o)
@@ -432,6 +439,9 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	what := "predicted from /proc"
 	if ix.M.Measured {
 		what = "measured inside each process"
+	}
+	if progress != "" {
+		what += " · " + progress
 	}
 	grouped := ""
 	if Grouped(ix, o) {
