@@ -90,7 +90,7 @@ func (x *matrixTab) explain(m *Model) *views.Explanation {
 }
 
 func (x *matrixTab) click(m *Model, px, y int) {
-	r, c := views.MatrixHit(x.ix, x.units(m), x.opts(m), px, y-2)
+	r, c := views.MatrixHit(x.ix, x.units(m), x.opts(m), px, y)
 	if r >= 0 && c >= 0 {
 		x.row, x.col = r, c
 	}

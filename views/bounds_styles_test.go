@@ -10,6 +10,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views/viewtest"
 )
 
 // TestMatrixIndexBounded: a matrix event naming 30,000 pids (a 200 kB line of a hostile
@@ -58,5 +59,29 @@ func TestStylesAdaptToLightTerminals(t *testing.T) {
 				t.Errorf("dark background %v: %q lacks %q", dark, got, w)
 			}
 		}
+	}
+}
+
+// TestMatrixPast99: with more than 100 processes the rows carry three-digit numbers and a
+// line of hundreds sits above the column numbers, so row 120 and column 120 read the same;
+// the mouse hit accounts for that line.
+func TestMatrixPast99(t *testing.T) {
+	s := viewtest.Big(150)
+	host, m := MatrixFor(s, "")
+	ix := IndexMatrix(host, m)
+	o := MatrixOptions{Width: 80, Height: 30, Row: 120, Col: 120, Group: -1}
+	out := Matrix(Plain(), s, ix, o)
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[1], "1··") || !strings.Contains(lines[2], "20<") {
+		t.Errorf("no hundreds line above the column numbers:\n%s", strings.Join(lines[:4], "\n"))
+	}
+	if !strings.Contains(out, "120 ") {
+		t.Errorf("row 120 is not numbered 120:\n%s", out)
+	}
+	units := Units(ix, o)
+	gridH, _, _ := geometry(o)
+	roff := window(120, 0, gridH-1, len(units))
+	if r, c := MatrixHit(ix, units, o, matrixLabelW, 3+(120-roff)); r != 120 || c < 0 {
+		t.Errorf("click on row 120: %d,%d", r, c)
 	}
 }

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/crashtui/crashtui/sessions"
@@ -458,15 +459,43 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	if ix.Omitted > 0 {
 		omitted = fmt.Sprintf(" (the first of %d: %d left out, more than %d per host)", len(ix.PIDs)+ix.Omitted, ix.Omitted, MaxMatrixPIDs)
 	}
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%d processes%s%s · %s · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
-		len(ix.PIDs), omitted, grouped, what)) + "\n")
+	// The legend as long as the width allows (the detail pane and e say the rest).
+	title := fmt.Sprintf("%d processes%s%s · %s", len(ix.PIDs), omitted, grouped, what)
+	for _, legend := range []string{
+		" · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
+		" · row reads column · vm_readv,kcmp: + ok x denied ! disagree",
+		" · + ok x denied ! disagree",
+		"",
+	} {
+		if lipglossWidth(title+legend) <= o.Width || legend == "" {
+			title += legend
+			break
+		}
+	}
+	b.WriteString(st.Dim.Render(title) + "\n")
 
 	gridH, detailH, cols := geometry(o)
+	wide := len(units) > 100 // three-digit indices: a line of hundreds above the columns'
+	if wide {
+		gridH = max(gridH-1, 1)
+		var hun strings.Builder
+		hun.WriteString(strings.Repeat(" ", matrixLabelW))
+		coff := window(clampI(o.Col, len(units)), 0, cols, len(units))
+		for j := coff; j < len(units) && j < coff+cols; j++ {
+			if j == coff || j%100 == 0 {
+				hun.WriteString(fmt.Sprintf("%-3s", strconv.Itoa(j/100)+"··"))
+			} else {
+				hun.WriteString("   ")
+			}
+		}
+		b.WriteString(st.Dim.Render(cut(hun.String(), o.Width)) + "\n")
+	}
 	row, col := clampI(o.Row, len(units)), clampI(o.Col, len(units))
 	roff := window(row, 0, gridH, len(units))
 	coff := window(col, 0, cols, len(units))
 
-	// Column header: unit numbers (mod 100), the labels are on the rows.
+	// Column header: unit numbers (their last two digits; the hundreds are on the line above
+	// when there are more than 100), the labels are on the rows, numbered the same way.
 	var hdr strings.Builder
 	hdr.WriteString(strings.Repeat(" ", matrixLabelW))
 	for j := coff; j < len(units) && j < coff+cols; j++ {
@@ -478,9 +507,13 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	}
 	b.WriteString(cut(hdr.String(), o.Width) + "\n")
 	for i := roff; i < len(units) && i < roff+gridH; i++ {
-		label := pad(fmt.Sprintf("%2d %s", i%100, ix.unitLabel(s, units[i])), matrixLabelW-1) + " "
+		num := fmt.Sprintf("%2d", i)
+		if wide {
+			num = fmt.Sprintf("%3d", i)
+		}
+		label := pad(num+" "+ix.unitLabel(s, units[i]), matrixLabelW-1) + " "
 		if i == row {
-			label = st.Bold.Render(pad(fmt.Sprintf("%2d %s", i%100, ix.unitLabel(s, units[i])), matrixLabelW-1) + ">")
+			label = st.Bold.Render(pad(num+" "+ix.unitLabel(s, units[i]), matrixLabelW-1) + ">")
 		}
 		var line strings.Builder
 		line.WriteString(label)
@@ -599,6 +632,13 @@ func MatrixHit(ix *MatrixIndex, units []Unit, o MatrixOptions, x, y int) (row, c
 		return -1, -1
 	}
 	gridH, _, cols := geometry(o)
+	y -= 2 // the title and the column numbers
+	if n > 100 {
+		gridH, y = max(gridH-1, 1), y-1 // and the hundreds
+	}
+	if y < 0 {
+		return -1, -1
+	}
 	roff := window(clampI(o.Row, n), 0, gridH, n)
 	coff := window(clampI(o.Col, n), 0, cols, n)
 	row, col = roff+y, coff+(x-matrixLabelW)/matrixCellW
