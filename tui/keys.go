@@ -49,7 +49,7 @@ func DefaultKeyMap() KeyMap {
 		Earlier:    key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "earlier checkpoint")),
 		Later:      key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "later checkpoint")),
 		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),
-		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp("./→", "step")),
+		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
 		Faster:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:     key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
 		SeekBack:   key.NewBinding(key.WithKeys("["), key.WithHelp("[", "-10s")),

@@ -481,7 +481,8 @@ func (m *Model) replayKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		}
 		m.tickSeq++ // drop the pending tick
 		return nil, true
-	case key.Matches(msg, k.Step) || (key.Matches(msg, k.Right) && msg.String() == "right" && m.tab != tabMatrix):
+	case key.Matches(msg, k.Step):
+		// Only . steps: → moves (or opens) on every tab, as in a live session.
 		if !p.Paused() {
 			p.SetPaused(now, true)
 			m.tickSeq++

@@ -590,3 +590,25 @@ func TestLogTopShowsTheOldestPage(t *testing.T) {
 		t.Errorf("g on the Log tab does not show the oldest event %q:\n%s", first, v)
 	}
 }
+
+// TestReplayArrowsMoveNotStep: in a replay → moves or opens on every tab as it does live;
+// only . steps. While paused the footer says space plays, and q only quits.
+func TestReplayArrowsMoveNotStep(t *testing.T) {
+	m := NewModel(Options{Replay: viewtest.Events(), Mode: "replay"}, views.Plain())
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	press(t, m, "}") // everything applied: groups exist
+	press(t, m, " ") // paused
+	at := m.player.Index()
+	press(t, m, "3", "right")
+	if !m.crash.detail || m.player.Index() != at {
+		t.Fatalf("→ on Crashes: detail %v, player %d → %d (must not step)", m.crash.detail, at, m.player.Index())
+	}
+	v := m.View()
+	if !strings.Contains(v, "space play") || strings.Contains(v, "detach") {
+		t.Errorf("paused replay footer:\n%s", v[strings.LastIndex(v, "\n")+1:])
+	}
+	press(t, m, "{", ".") // back to the start, one step
+	if m.player.Index() == 0 {
+		t.Errorf(". did not step")
+	}
+}
