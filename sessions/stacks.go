@@ -642,9 +642,24 @@ func rankSet(ts []*threadTrack) (string, []int, []string) {
 			unranked = append(unranked, strconv.Itoa(t.pid))
 		}
 	}
+	// By host, then pid: the same however the streams interleaved.
+	idx := make([]int, len(pids))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		if hosts[idx[a]] != hosts[idx[b]] {
+			return hosts[idx[a]] < hosts[idx[b]]
+		}
+		return pids[idx[a]] < pids[idx[b]]
+	})
+	sp, sh := make([]int, len(pids)), make([]string, len(pids))
+	for i, j := range idx {
+		sp[i], sh[i] = pids[j], hosts[j]
+	}
+	pids, hosts = sp, sh
 	if !multi {
 		hosts = nil
-		sort.Ints(pids)
 	}
 	s := CompressInts(ranks)
 	if len(unranked) > 0 {

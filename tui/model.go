@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -109,6 +110,10 @@ type Model struct {
 	detached  bool
 	message   string
 
+	// lock guards state when it is the session's own (Options.State); nil when the Model
+	// reduces the events itself (replay, tests).
+	lock sync.Locker
+
 	player  *sessions.Player
 	replay  []sessions.Event
 	tickSeq int
@@ -148,6 +153,9 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{}, &logTab{}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	if o.State != nil && o.Lock != nil && o.Replay == nil {
+		m.state, m.lock = o.State, o.Lock
+	}
 	if o.Replay != nil || o.Mode == "replay" {
 		m.mode = "replay"
 		m.replay = o.Replay
@@ -203,6 +211,9 @@ func (m *Model) schedule() tea.Cmd {
 }
 
 func (m *Model) apply(evs []sessions.Event) {
+	if m.lock != nil {
+		return // the session's owner has reduced them already
+	}
 	for _, e := range evs {
 		m.state.Apply(e)
 	}
@@ -226,6 +237,10 @@ func (m *Model) ctrlCmd(op string, f func() error) tea.Cmd {
 // Update handles one message; it never blocks. Every tab's cursor is fitted to the State
 // afterwards, so View changes nothing.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if m.lock != nil {
+		m.lock.Lock()
+		defer m.lock.Unlock()
+	}
 	_, cmd := m.update(msg)
 	m.normalize()
 	return m, cmd
@@ -550,6 +565,10 @@ func (m *Model) status() views.Status {
 // View draws the frame: header, tabs, body (or an overlay), footer. Every line is cut to the
 // width and the frame is exactly the height, so nothing wraps or scrolls.
 func (m *Model) View() string {
+	if m.lock != nil {
+		m.lock.Lock()
+		defer m.lock.Unlock()
+	}
 	w, h := m.width, m.height
 	if w < minW || h < minH {
 		return views.Fit(fmt.Sprintf("too small: %d×%d (need %d×%d) · q quits", w, h, minW, minH), w, h)

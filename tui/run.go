@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -25,6 +26,8 @@ type Controller interface {
 	AutoSample(on bool)             // sample every few seconds, or stop (a)
 	Release(pid int) error          // let go of one process for another debugger (g)
 	Reacquire(pid int) error        // take it back when that debugger exits
+	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
+	Signal(pid int, sig string) error
 }
 
 // Options configure Run.
@@ -40,6 +43,11 @@ type Options struct {
 	Cast        io.Writer // when non-nil, also write an asciicast v2 recording of the screen
 	Input       io.Reader
 	Output      io.Writer // nil = stdin/stdout (tests use a pty)
+	// State, when not nil, is the session's own State, which its owner reduces the events
+	// into under Lock: the TUI then reads it (under Lock) instead of reducing the events a
+	// second time, and Events only wakes it. One reducer for live, JSON and replay.
+	State *sessions.State
+	Lock  sync.Locker
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or

@@ -142,7 +142,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	if c.json {
 		err = waitJob(ctx, t)
 	} else {
-		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, Header: s.header, Mode: mode,
+		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
 			Control: controller{t, mode, sp}, Recording: c.record, SampleEvery: sp.interval()})
 	}
 	if ownsJob(mode) {

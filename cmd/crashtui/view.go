@@ -179,7 +179,7 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 
 // viewTUI shows the merged session; keys come from tty when stdin carries the events.
 func viewTUI(ctx context.Context, c *common, s *session, tty *os.File) error {
-	o := tui.Options{Events: s.queue.out, Header: s.header, Mode: "view", Recording: c.record}
+	o := tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: "view", Recording: c.record}
 	if tty != nil {
 		o.Input = tty
 	}
