@@ -14,7 +14,24 @@ const (
 	PolicyNaive Policy = "naive"
 	// PolicyNone: do not touch the thread.
 	PolicyNone Policy = "none"
+	// PolicySCOnly: the restorer as it was before CRIU's fix (checkpoint-restore/criu#2261):
+	// compel recognised an interrupted syscall only by sc's trap 0xc00 with CR0.SO set, so a
+	// thread interrupted in sc is rewound (correct) and one interrupted in scv (trap 0x3000)
+	// is written back as captured (naive). On amd64 and arm64 it is correct.
+	PolicySCOnly Policy = "sc-only"
 )
+
+// EffectivePolicy is what p does to a thread of arch a interrupted at insn: sc-only is naive
+// for scv and correct for everything else; the others are themselves.
+func EffectivePolicy(p Policy, a Arch, insn string) Policy {
+	if p != PolicySCOnly {
+		return p
+	}
+	if a == PPC64LE && insn == "scv" {
+		return PolicyNaive
+	}
+	return PolicyCorrect
+}
 
 // ApplyPolicy returns the registers to write back so that the thread, when resumed, behaves as
 // if it had been checkpointed at this stop and restored by p. r is not modified.
@@ -23,6 +40,7 @@ const (
 //   - naive: cancel the kernel's pending restart and leave the return register: amd64
 //     orig_rax=-1 (user code sees rax=-512); ppc64le trap=0 (sc: errno 512 with SO; scv:
 //     r3=-512, seed 002).
+//   - sc-only: correct for sc (and every other arch), naive for scv (EffectivePolicy).
 //   - correct: rewind the pc by InsnLen and restore arg0 (amd64 rax=orig_rax, ppc64le
 //     r3=orig_gpr3); for ERESTART_RESTARTBLOCK return EINTR instead (amd64 rax=-4; ppc64le sc
 //     r3=4 with SO; scv r3=-4); then cancel the kernel's restart (orig_rax=-1, trap=0).
@@ -36,6 +54,7 @@ const (
 // whatever is written (set_trap), so ApplyPolicy leaves those bits as they were. Every word it
 // changes is within WritableMask.
 func ApplyPolicy(r Regs, s RestartState, p Policy) Regs {
+	p = EffectivePolicy(p, r.Arch, s.Insn)
 	out := r.Clone()
 	if p != PolicyNaive && p != PolicyCorrect {
 		return out

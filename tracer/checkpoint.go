@@ -104,9 +104,9 @@ type threadCapture struct {
 // it stopped.
 func (t *Tracer) Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
 	switch policy {
-	case arch.PolicyNone, arch.PolicyNaive, arch.PolicyCorrect:
+	case arch.PolicyNone, arch.PolicyNaive, arch.PolicyCorrect, arch.PolicySCOnly:
 	default:
-		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want correct, naive or none)", policy)
+		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want correct, naive, sc-only or none)", policy)
 	}
 	var out []sessions.Thread
 	err := t.do(func() error {

@@ -74,10 +74,11 @@ func outcome(th sessions.Thread, now procSyscall) string {
 	}
 	again := now.in && (now.nr == th.Nr || now.nr == restart)
 	var got string
+	applied := string(arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn))
 	switch {
-	case th.Applied == string(arch.PolicyNaive):
+	case applied == string(arch.PolicyNaive):
 		got = fmt.Sprintf("%s returned %s (%d) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261)", name, th.Code, restartErrno(th.Code))
-	case th.Applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActEINTR):
+	case applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActEINTR):
 		got = fmt.Sprintf("%s returned EINTR, as after a real restore (a restart block cannot be carried over)", name)
 	case again:
 		return fmt.Sprintf("back in %s: the syscall was restarted and the program never noticed", name)
@@ -110,8 +111,8 @@ func expectBack(th sessions.Thread) bool {
 	if !th.InSyscall || th.Code == "" {
 		return false
 	}
-	return th.Applied == string(arch.PolicyNone) ||
-		(th.Applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActRewind))
+	applied := arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
+	return applied == arch.PolicyNone || (applied == arch.PolicyCorrect && th.Restore == string(arch.ActRewind))
 }
 
 // awaitOutcomes reads where each thread is now, after outcomeSettle and, for the threads

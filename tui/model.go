@@ -377,7 +377,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
-			if policy == "naive" && m.mode != "run" && m.mode != "demo" {
+			if (policy == "naive" || (policy == "sc-only" && m.header.Arch == "ppc64le")) && m.mode != "run" && m.mode != "demo" {
 				m.overlay = naiveOverlay // the job is not crashtui's to break without asking
 				return nil
 			}
@@ -387,7 +387,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case naiveOverlay:
 		m.overlay = noOverlay
 		if msg.String() == "y" || msg.String() == "Y" {
-			return m.checkpoint("naive")
+			return m.checkpoint(views.Policies[m.ckChoice])
 		}
 		m.message = "naive restore cancelled"
 		return nil
@@ -589,6 +589,9 @@ func (m *Model) View() string {
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
 	case naiveOverlay:
 		q := "A naive restore breaks this job: its threads interrupted in a syscall will see ERESTART* codes (glibc's sem_wait aborts). crashtui did not start it. Do it? (y / any key cancels)"
+		if views.Policies[m.ckChoice] == "sc-only" {
+			q = "An sc-only restore (CRIU before criu#2261) breaks this job on POWER9/10: its threads interrupted in scv will see errno 512. crashtui did not start it. Do it? (y / any key cancels)"
+		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	case quitOverlay:
 		n, _ := m.state.Live()

@@ -14,7 +14,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 )
 
-const checkpointSynopsis = "checkpoint [--restore=correct|naive|none [--yes]] [--image FILE] [--json] JOB"
+const checkpointSynopsis = "checkpoint [--restore=correct|naive|sc-only|none [--yes]] [--image FILE] [--json] JOB"
 
 // cmdCheckpoint is the simulated checkpoint (issue 5, seed 002): attach, freeze every thread,
 // show its restart state, write back what the chosen restorer would write, resume, detach.
@@ -24,17 +24,20 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	var restore, imagePath *string
 	var yes *bool
 	c, spec, err := parseJobCommand("checkpoint", checkpointSynopsis, args, stderr, func(fs *flag.FlagSet) {
-		restore = fs.String("restore", "none", "`correct|naive|none`: what to write back before resuming: correct (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, CRIU's ppc64le scv bug, checkpoint-restore/criu#2261) or none (untouched: the kernel restarts as usual)")
+		restore = fs.String("restore", "none", "`correct|naive|sc-only|none`: what to write back before resuming: correct (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, CRIU's ppc64le scv bug, checkpoint-restore/criu#2261), sc-only (CRIU before that fix: correct for sc, naive for scv; correct on amd64 and arm64) or none (untouched: the kernel restarts as usual)")
 		imagePath = fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
 		yes = fs.Bool("yes", false, "with --restore=naive: do it, knowing it breaks the job (see the error without it)")
 	})
 	if err != nil {
 		return err
 	}
-	if !oneOf(*restore, "correct", "naive", "none") {
-		return usageErr("--restore=%s: want correct, naive or none", *restore)
+	if !oneOf(*restore, "correct", "naive", "sc-only", "none") {
+		return usageErr("--restore=%s: want correct, naive, sc-only or none", *restore)
 	}
 	policy := arch.Policy(strings.ToLower(*restore))
+	if policy == arch.PolicySCOnly && arch.Host() == arch.PPC64LE && !*yes {
+		return usageErr("--restore=sc-only writes back threads interrupted in scv as captured, as CRIU did before checkpoint-restore/criu#2261: on POWER9 and POWER10, where glibc enters with scv, the program sees errno 512. Pass --yes to do that to this job")
+	}
 	if policy == arch.PolicyNaive && !*yes {
 		return usageErr("--restore=naive breaks the job by design: every thread interrupted in a syscall is resumed the way a restorer without CRIU's fix-up would, so its program sees ERESTART* codes it was never meant to see (glibc's sem_wait aborts). Pass --yes to do that to this job, or try it on the demo job: crashtui demo, then c")
 	}
@@ -140,6 +143,18 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 		fmt.Fprintln(w, "naive: the kernel's restart was cancelled and the return registers left as saved, so the interrupted calls now return the ERESTART* codes above to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261).")
 	case arch.PolicyCorrect:
 		fmt.Fprintln(w, "correct: interrupted calls were rewound to run again; restart blocks (ERESTART_RESTARTBLOCK) return EINTR, as after a real restore.")
+	case arch.PolicySCOnly:
+		scv := 0
+		for _, th := range threads {
+			if th.Insn == "scv" && th.InSyscall {
+				scv++
+			}
+		}
+		if arch.Host() != arch.PPC64LE || scv == 0 {
+			fmt.Fprintf(w, "sc-only equals correct here: it is CRIU's restorer before checkpoint-restore/criu#2261, which rewound only syscalls entered with sc (trap 0xc00, CR0.SO) and wrote those entered with scv back as captured; no thread of this job was in scv (%s).\n", arch.Host())
+		} else {
+			fmt.Fprintf(w, "sc-only: %d threads interrupted in scv were written back as captured, as CRIU did before checkpoint-restore/criu#2261: they see errno 512 (ERESTARTSYS); those in sc were rewound. The fix recognises trap 0x3000 (scv) too and rewinds it the same way.\n", scv)
+		}
 	}
 }
 

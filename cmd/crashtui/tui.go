@@ -44,7 +44,7 @@ type checkpointer interface {
 }
 
 func (c controller) Checkpoint(policy string) error {
-	if !oneOf(policy, "correct", "naive", "none") {
+	if !oneOf(policy, "correct", "naive", "sc-only", "none") {
 		return fmt.Errorf("checkpoint: unknown policy %q", policy)
 	}
 	cp, ok := any(c.t).(checkpointer)
