@@ -206,15 +206,3 @@ func TestPPC64LECheckpointHeldSignal(t *testing.T) {
 		t.Errorf("after the handler: r3=%d so=%d byte=%d, want the read restarted: 1, 0, 'x'", r3, so, b)
 	}
 }
-
-// threadByTID is the checkpoint's event for tid.
-func threadByTID(t *testing.T, threads []sessions.Thread, tid int) *sessions.Thread {
-	t.Helper()
-	for i := range threads {
-		if threads[i].TID == tid {
-			return &threads[i]
-		}
-	}
-	t.Fatalf("thread %d not among the %d captured", tid, len(threads))
-	return nil
-}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
@@ -173,4 +174,16 @@ func emitRegsRecord(t *testing.T, rec qemu.RegRecord, insn []byte, w []uint64) {
 		t.Fatalf("regs record: %v", err)
 	}
 	fmt.Printf("%s %s\n", qemu.RegsPrefix, b)
+}
+
+// threadByTID is the checkpoint's event for tid.
+func threadByTID(t *testing.T, threads []sessions.Thread, tid int) *sessions.Thread {
+	t.Helper()
+	for i := range threads {
+		if threads[i].TID == tid {
+			return &threads[i]
+		}
+	}
+	t.Fatalf("thread %d not among the %d captured", tid, len(threads))
+	return nil
 }
