@@ -86,11 +86,52 @@ endef
 test-slurm: deps
 	$(call stage,slurm,GO=$(GO) LOGS=$(LOGS) .ci/slurm)
 
-test-ppc64le:
+# The QEMU stages' C programs (glibc's own scv, the C crash suite) are built on the host with
+# Debian's cross compilers and libcs (PATH:PACKAGE pairs), installed with apt-get when absent;
+# QEMU and the kernels are the harness's to fetch (tracer/qemu).
+QEMU_NEEDS_ppc64le := /usr/bin/powerpc64le-linux-gnu-gcc:gcc-powerpc64le-linux-gnu \
+  /usr/powerpc64le-linux-gnu/lib/libc.a:libc6-dev-ppc64el-cross
+QEMU_NEEDS_arm64 := /usr/bin/aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu \
+  /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross
+
+# apt_need PAIRS: apt-get install the packages of the PATH:PACKAGE pairs whose path is missing.
+define apt_need
+	@missing=""; for pair in $(1); do f=$${pair%%:*}; pkg=$${pair##*:}; \
+	  test -e "$$f" || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	fi
+endef
+
+.PHONY: qemu-deps-ppc64le qemu-deps-arm64 guest
+qemu-deps-ppc64le:
+	$(call apt_need,$(QEMU_NEEDS_ppc64le))
+
+qemu-deps-arm64:
+	$(call apt_need,$(QEMU_NEEDS_arm64))
+
+test-ppc64le: qemu-deps-ppc64le
 	$(call stage,ppc64le,$(GO) run ./tracer/qemu/cmd/ppc64le-test)
 
-test-arm64:
+test-arm64: qemu-deps-arm64
 	$(call stage,arm64,$(GO) run ./tracer/qemu/cmd/arm64-test)
+
+# A guest for users (workshops: the scv bug on a laptop): boots ARCH (ppc64le, arm64) on CPU
+# (power8, power9, power10; max; default power10 or max) with crashtui, busybox, the C test
+# programs and the files in ADD on its PATH, runs RUN with sh -c and prints its output.
+# $(BUILD)/guest exits with RUN's status (125 when the guest itself failed); make can only say
+# 0 or 2. RUN reaches the guest as written: make does not expand it.
+#   make guest ARCH=arm64 RUN='crashtui version; uname -m'
+ARCH ?= ppc64le
+guest: export CRASHTUI_GUEST_RUN = $(value RUN)
+guest: qemu-deps-$(ARCH)
+	@mkdir -p $(BUILD)
+	@$(GO) build -o $(BUILD)/guest ./tracer/qemu/cmd/guest
+	@$(BUILD)/guest -arch "$(ARCH)" $(if $(CPU),-cpu "$(CPU)") -run "$$CRASHTUI_GUEST_RUN" $(ADD)
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./...

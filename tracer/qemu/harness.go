@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,14 @@ type Arch struct {
 	// Helpers are extra guest programs (package dirs under the module root);
 	// each goes into the initramfs as bin/<base name>.
 	Helpers []string
+	// CC is the Debian cross C compiler that builds CHelpers on the host, CCPkgs the
+	// packages that provide it and its libc (installed with apt-get when CC is missing).
+	CC     string
+	CCPkgs []string
+	// CHelpers are C guest programs, built in order (a library before the program that
+	// links it), each into the initramfs as bin/<Name>. The interpreter and libraries of
+	// the dynamic ones are packed from the cross libc at the paths the programs ask for.
+	CHelpers []CProgram
 	// machine returns the QEMU arguments before -kernel for one CPU model,
 	// console the kernel's console= device.
 	machine func(cpu string, smp int) []string
@@ -61,7 +70,13 @@ var PPC64LE = &Arch{
 	QEMU: "qemu-system-ppc64", QEMUPkg: "qemu-system-ppc",
 	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel;
 	// TestCrashGo groups crashes and follows a handled fault there.
-	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo", Helpers: []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	// TestGlibcSigpending checkpoints glibc's own scv (or sc) calls, TestGuestCrashSuite is
+	// the C crash suite.
+	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite",
+	Helpers:  []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	CC:       "powerpc64le-linux-gnu-gcc",
+	CCPkgs:   []string{"gcc-powerpc64le-linux-gnu", "libc6-dev-ppc64el-cross"},
+	CHelpers: cHelpers,
 	// x-vof=on skips SLOF, the cap-* settings only silence TCG warnings.
 	machine: func(cpu string, smp int) []string {
 		return []string{
@@ -82,7 +97,11 @@ var ARM64 = &Arch{
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
 	// TestYama runs here because Debian's kernel has Yama and this machine's may not;
 	// TestCrashGo groups crashes and follows a handled fault on arm64.
-	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo", Helpers: []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite",
+	Helpers:  []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
+	CC:       "aarch64-linux-gnu-gcc",
+	CCPkgs:   []string{"gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"},
+	CHelpers: cHelpers,
 	machine: func(cpu string, smp int) []string {
 		model := cpu
 		if cpu == "max" {
@@ -94,6 +113,34 @@ var ARM64 = &Arch{
 	},
 	console: "ttyAMA0",
 	kpkgRE:  regexp.MustCompile(`linux-image-(\d+)\.(\d+)\.(\d+)-(\d+)-arm64\b`),
+}
+
+// CProgram is one C guest program, cross-compiled on the host with Arch.CC.
+type CProgram struct {
+	Name    string   // output file, and bin/<Name> in the initramfs
+	Sources []string // relative to the module root
+	Flags   []string // gcc flags before the sources (-g is always given)
+	Libs    []string // gcc arguments after the sources; run in the build dir, so -L. finds earlier outputs
+}
+
+// cHelpers are the C programs both guests carry.
+//
+// sigpending (TestGlibcSigpending) is static, as the issue asks: glibc's own wrappers, so on
+// ppc64le the syscall instruction is glibc's choice (scv where AT_HWCAP2 offers it).
+//
+// The crash suite (TestGuestCrashSuite) is demo/crashes' crash.c, dynamically linked against
+// libcrashfuncs.so and the cross libc, which the harness packs at the paths the program asks
+// for (its PT_INTERP, and /lib for its DT_NEEDED): a crash inside a shared library is keyed by
+// library + offset only when the library is a mapping of its own, and an abort's message is read
+// from the __abort_msg of a mapped libc.so.6. -O0 as on the host (demo/crashes.Build), so every
+// crash is at a predictable instruction of a named function; $ORIGIN finds the suite's
+// libraries next to the program.
+var cHelpers = []CProgram{
+	{Name: "sigpending", Sources: []string{"demo/restart/sigpending.c"}, Flags: []string{"-static", "-O1", "-pthread"}},
+	{Name: "libcrashfuncs.so", Sources: []string{"demo/crashes/src/crashfuncs.c"}, Flags: []string{"-O0", "-shared", "-fPIC"}},
+	{Name: "libcrashfixed.so", Sources: []string{"demo/crashes/src/crashfixed.c"}, Flags: []string{"-O0", "-shared", "-fPIC", "-Wl,-Ttext-segment=0x30000000"}},
+	{Name: "crash", Sources: []string{"demo/crashes/src/crash.c"}, Flags: []string{"-O0", "-fPIE", "-pie"},
+		Libs: []string{"-L.", "-lcrashfuncs", "-lcrashfixed", "-Wl,-rpath,$ORIGIN"}},
 }
 
 // ArchByName returns PPC64LE or ARM64 for a GOARCH name, nil otherwise.
@@ -119,6 +166,11 @@ type Options struct {
 	Parallel   int           // guests booted at once, default 2
 	Log        io.Writer     // progress and guest output, default os.Stderr
 	Keep       bool          // keep the build directory (its path is logged)
+	// Commands are booted in shell mode on the last CPU, as `make guest` runs one, from the
+	// same initramfs, after the test boots (Result.Commands); Add are files put on their
+	// PATH, as `make guest ADD=...` does.
+	Commands []string
+	Add      []string
 }
 
 // SkipError says the stage cannot run here at all (no QEMU and no way to
@@ -213,10 +265,21 @@ type CPUResult struct {
 	Duration time.Duration
 }
 
+// CommandResult is the outcome of one shell-mode boot of Options.Commands.
+type CommandResult struct {
+	Command  string
+	CPU      string
+	Status   int    // the command's exit status, when Err is nil
+	Output   string // what it printed (stdout and stderr)
+	Err      error  // the guest gave no exit status
+	Duration time.Duration
+}
+
 // Result is the outcome of Run.
 type Result struct {
-	Kernel string
-	CPUs   []CPUResult
+	Kernel   string
+	CPUs     []CPUResult
+	Commands []CommandResult
 }
 
 // Passed is true when every CPU's guest printed a PASS verdict.
@@ -284,53 +347,66 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		defer os.RemoveAll(work)
 	}
 
+	add, err := addedFiles(opt.Add)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.EnsureCC(ctx, opt.Log); err != nil {
+		return nil, err
+	}
 	// The guest build needs no QEMU or kernel: run it while those are fetched.
-	buildErr := make(chan error, 1)
+	type built struct {
+		files map[string]string
+		err   error
+	}
+	buildDone := make(chan built, 1)
 	go func() {
-		err := a.BuildGuest(ctx, gobin, opt.ModuleRoot, work)
+		files, err := a.buildGuest(ctx, gobin, opt.ModuleRoot, work, true)
 		logf("guest programs built")
-		buildErr <- err
+		buildDone <- built{files, err}
 	}()
+	wait := func() built { return <-buildDone }
 
 	qemuBin, err := a.EnsureQEMU(ctx, opt.Log)
 	if err != nil {
-		<-buildErr
+		wait()
 		return nil, err
 	}
 	logf("qemu: %s", qemuBin)
 	kernel := opt.Kernel
 	if kernel == "" {
 		if kernel, err = a.FetchKernel(ctx, opt.CacheDir, opt.Log); err != nil {
-			<-buildErr
+			wait()
 			return nil, err
 		}
 	}
 	logf("kernel: %s", kernel)
-	if err := <-buildErr; err != nil {
+	busybox, err := a.FetchBusybox(ctx, opt.CacheDir, opt.Log)
+	if err != nil {
+		wait()
 		return nil, err
+	}
+	b := wait()
+	if b.err != nil {
+		return nil, b.err
+	}
+	files := b.files
+	files["bin/busybox"] = busybox
+	for k, v := range add {
+		files[k] = v
 	}
 
 	initrd := filepath.Join(work, "initrd.cpio")
-	files := map[string]string{
-		"init":            filepath.Join(work, "init"),
-		"bin/tracer.test": filepath.Join(work, "tracer.test"),
-	}
-	for _, h := range a.Helpers {
-		files["bin/"+filepath.Base(h)] = filepath.Join(work, filepath.Base(h))
-	}
 	if err := WriteInitramfs(initrd, files); err != nil {
 		return nil, err
 	}
 
-	res := &Result{Kernel: kernel, CPUs: make([]CPUResult, len(opt.CPUs))}
-	sem := make(chan struct{}, opt.Parallel)
-	var wg sync.WaitGroup
+	res := &Result{Kernel: kernel, CPUs: make([]CPUResult, len(opt.CPUs)), Commands: make([]CommandResult, len(opt.Commands))}
+	// One queue for every boot, the long test boots first, so that the short command boots
+	// fill in behind them instead of delaying one.
+	var jobs []func()
 	for i, cpu := range opt.CPUs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		jobs = append(jobs, func() {
 			t0 := time.Now()
 			out, bootErr := Boot(ctx, BootConfig{
 				Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
@@ -353,6 +429,36 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			r.Regs, _ = ParseRegRecords(out)
 			res.CPUs[i] = r
 			logf("%s: %s (%.1fs)", cpu, r.Verdict, r.Duration.Seconds())
+		})
+	}
+	for i, command := range opt.Commands {
+		cpu := opt.CPUs[len(opt.CPUs)-1]
+		jobs = append(jobs, func() {
+			t0 := time.Now()
+			var out bytes.Buffer
+			pw := &prefixWriter{w: opt.Log, prefix: "[" + cpu + " sh] "}
+			status, err := BootCommand(ctx, BootConfig{
+				Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
+				Command: command, Timeout: opt.Timeout,
+			}, io.MultiWriter(&out, pw))
+			pw.Flush()
+			res.Commands[i] = CommandResult{Command: command, CPU: cpu, Status: status, Output: out.String(), Err: err, Duration: time.Since(t0)}
+			logf("%s sh -c %q: status %d, err %v (%.1fs)", cpu, command, status, err, time.Since(t0).Seconds())
+		})
+	}
+	queue := make(chan func(), len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	var wg sync.WaitGroup
+	for range min(opt.Parallel, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				j()
+			}
 		}()
 	}
 	wg.Wait()
@@ -411,31 +517,78 @@ func EnsureQEMU(ctx context.Context, log io.Writer) (string, error) {
 // it is missing and this process is root (apt-get update only if the plain
 // install fails, since the lists are usually fresh).
 func (a *Arch) EnsureQEMU(ctx context.Context, log io.Writer) (string, error) {
-	bin, pkg := a.QEMU, a.QEMUPkg
-	if p, err := exec.LookPath(bin); err == nil {
-		return p, nil
+	present := func() bool { _, err := exec.LookPath(a.QEMU); return err == nil }
+	if err := a.ensurePackages(ctx, log, a.QEMU, present, a.QEMUPkg); err != nil {
+		return "", err
 	}
+	p, err := exec.LookPath(a.QEMU)
+	if err != nil {
+		return "", fmt.Errorf("%s installed but %s not found: %w", a.QEMUPkg, a.QEMU, err)
+	}
+	return p, nil
+}
+
+// EnsureCC makes sure a.CC and its cross libc (static and shared) are installed, with
+// apt-get as for QEMU (`make test-ppc64le` and `make test-arm64` install them first).
+func (a *Arch) EnsureCC(ctx context.Context, log io.Writer) error {
+	present := func() bool {
+		if _, err := exec.LookPath(a.CC); err != nil {
+			return false
+		}
+		_, err := a.ccFile(ctx, "libc.a")
+		return err == nil
+	}
+	if err := a.ensurePackages(ctx, log, a.CC+" and its libc", present, a.CCPkgs...); err != nil {
+		return err
+	}
+	if !present() {
+		return fmt.Errorf("%s installed but %s or its libc.a not found", strings.Join(a.CCPkgs, " "), a.CC)
+	}
+	return nil
+}
+
+// ensurePackages apt-get installs pkgs when present says what needs them is missing and this
+// process is root; a *SkipError when it cannot.
+func (a *Arch) ensurePackages(ctx context.Context, log io.Writer, what string, present func() bool, pkgs ...string) error {
+	if present() {
+		return nil
+	}
+	list := strings.Join(pkgs, " ")
 	if os.Geteuid() != 0 {
-		return "", &SkipError{Reason: bin + " not installed and not root to apt-get install " + pkg}
+		return &SkipError{Reason: what + " not installed and not root to apt-get install " + list}
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", &SkipError{Reason: bin + " not installed and no apt-get to install " + pkg}
+		return &SkipError{Reason: what + " not installed and no apt-get to install " + list}
 	}
 	install := func() error {
-		return runLogged(ctx, log, "", "apt-get", "install", "-y", "--no-install-recommends", pkg)
+		return runLogged(ctx, log, "", "apt-get", append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)...)
 	}
-	fmt.Fprintf(log, "%s-test: installing %s\n", a.GOARCH, pkg)
+	fmt.Fprintf(log, "%s-test: installing %s\n", a.GOARCH, list)
 	if err := install(); err != nil {
 		if uerr := runLogged(ctx, log, "", "apt-get", "update"); uerr != nil {
 			fmt.Fprintf(log, "%s-test: apt-get update: %v\n", a.GOARCH, uerr)
 		}
 		if err := install(); err != nil {
-			return "", &SkipError{Reason: "apt-get install " + pkg + " failed: " + err.Error()}
+			return &SkipError{Reason: "apt-get install " + list + " failed: " + err.Error()}
 		}
 	}
-	p, err := exec.LookPath(bin)
+	return nil
+}
+
+// ccFile is the cross libc's file name (libc.a, libc.so.6, ld64.so.2) as a.CC finds it.
+func (a *Arch) ccFile(ctx context.Context, name string) (string, error) {
+	out, err := exec.CommandContext(ctx, a.CC, "-print-file-name="+name).Output()
 	if err != nil {
-		return "", fmt.Errorf("%s installed but %s not found: %w", pkg, bin, err)
+		return "", fmt.Errorf("%s -print-file-name=%s: %w", a.CC, name, err)
+	}
+	p := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(p) {
+		// gcc prints the bare name when it finds nothing.
+		return "", fmt.Errorf("%s finds no %s (is %s installed?)", a.CC, name, strings.Join(a.CCPkgs, " "))
+	}
+	p = filepath.Clean(p)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return p, nil
 }
@@ -471,30 +624,96 @@ func FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, e
 // package state untouched, no root needed) and extracting it with dpkg -x
 // when the cache is empty.
 func (a *Arch) FetchKernel(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", fmt.Errorf("kernel cache %s: %w", cacheDir, err)
-	}
-	// Two runs sharing the cache must not both fetch and extract.
-	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockCache(cacheDir)
 	if err != nil {
-		return "", fmt.Errorf("kernel cache lock: %w", err)
+		return "", err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", fmt.Errorf("kernel cache lock: %w", err)
-	}
+	defer unlock()
 	if k := a.newestKernel(cacheDir); k != "" {
 		return k, nil
 	}
+	o, err := a.aptOptions(cacheDir)
+	if err != nil {
+		return "", &SkipError{Reason: "no cached " + a.GOARCH + " kernel in " + cacheDir + " and " + err.Error()}
+	}
+	fmt.Fprintf(log, "%s-test: fetching the %s kernel package list\n", a.GOARCH, a.DebArch)
+	// A security-index mirror sync error can make update exit 100 while the
+	// main index is fine: judge by whether the package is found below.
+	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+	pkg, err := a.pickKernelPackage(ctx, o)
+	if err != nil {
+		return "", &SkipError{Reason: "no " + a.GOARCH + " kernel package: " + err.Error()}
+	}
+	deb, err := a.downloadDeb(ctx, log, cacheDir, o, pkg)
+	if err != nil {
+		return "", err
+	}
+	return extractFromDeb(ctx, log, deb, cacheDir, filepath.Join("boot", a.Image+"-*"))
+}
+
+// FetchBusybox returns a cached static busybox for a.DebArch (Debian's busybox-static,
+// fetched and extracted as the kernel is), the guest's shell for `make guest`.
+func (a *Arch) FetchBusybox(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	unlock, err := lockCache(cacheDir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	dst := filepath.Join(cacheDir, "busybox")
+	if st, err := os.Stat(dst); err == nil && st.Mode().IsRegular() {
+		return dst, nil
+	}
+	o, err := a.aptOptions(cacheDir)
+	if err != nil {
+		return "", &SkipError{Reason: "no cached busybox in " + cacheDir + " and " + err.Error()}
+	}
+	const pkg = "busybox-static"
+	deb, err := a.downloadDeb(ctx, io.Discard, cacheDir, o, pkg)
+	if err != nil {
+		// The private lists may be missing or stale (the kernel was cached without them).
+		fmt.Fprintf(log, "%s-test: fetching the %s package list\n", a.GOARCH, a.DebArch)
+		_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+		if deb, err = a.downloadDeb(ctx, log, cacheDir, o, pkg); err != nil {
+			return "", err
+		}
+	}
+	got, err := extractFromDeb(ctx, log, deb, cacheDir, filepath.Join("bin", "busybox"))
+	if err != nil {
+		return "", err
+	}
+	return got, nil
+}
+
+// lockCache takes the cache directory's lock: two runs sharing the cache must not both
+// fetch and extract.
+func lockCache(cacheDir string) (func(), error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cache %s: %w", cacheDir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cache lock: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("cache lock: %w", err)
+	}
+	return func() { lock.Close() }, nil
+}
+
+// aptOptions sets up the private apt state under cacheDir/apt (host package state untouched,
+// no root needed) and returns the options that make apt-get and apt-cache use it for
+// a.DebArch.
+func (a *Arch) aptOptions(cacheDir string) ([]string, error) {
 	for _, tool := range []string{"apt-get", "apt-cache", "dpkg"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "", &SkipError{Reason: "no cached " + a.GOARCH + " kernel in " + cacheDir + " and no " + tool + " to fetch one"}
+			return nil, fmt.Errorf("no %s to fetch Debian packages", tool)
 		}
 	}
 	w := filepath.Join(cacheDir, "apt")
 	for _, d := range []string{"lists/partial", "cache/archives/partial"} {
 		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
-			return "", fmt.Errorf("apt state: %w", err)
+			return nil, fmt.Errorf("apt state: %w", err)
 		}
 	}
 	status := filepath.Join(w, "status")
@@ -505,43 +724,46 @@ func (a *Arch) FetchKernel(ctx context.Context, cacheDir string, log io.Writer) 
 	if u := os.Getenv("USER"); u != "" && os.Geteuid() != 0 {
 		user = u
 	}
-	o := []string{
+	return []string{
 		"-oAPT::Sandbox::User=" + user,
 		"-oAPT::Architecture=" + a.DebArch, "-oAPT::Architectures=" + a.DebArch,
 		"-oDir::State::Lists=" + filepath.Join(w, "lists"),
 		"-oDir::Cache=" + filepath.Join(w, "cache"),
 		"-oDir::State::status=" + status,
+	}, nil
+}
+
+// downloadDeb returns cacheDir/<pkg>_*.deb, downloading it with the private apt state o
+// when it is not there yet.
+func (a *Arch) downloadDeb(ctx context.Context, log io.Writer, cacheDir string, o []string, pkg string) (string, error) {
+	if debs, _ := filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb")); len(debs) > 0 {
+		return debs[0], nil
 	}
-	fmt.Fprintf(log, "%s-test: fetching the %s kernel package list\n", a.GOARCH, a.DebArch)
-	// A security-index mirror sync error can make update exit 100 while the
-	// main index is fine: judge by whether the package is found below.
-	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
-	pkg, err := a.pickKernelPackage(ctx, o)
-	if err != nil {
-		return "", &SkipError{Reason: "no " + a.GOARCH + " kernel package: " + err.Error()}
+	fmt.Fprintf(log, "%s-test: downloading %s\n", a.GOARCH, pkg)
+	if err := runLogged(ctx, log, cacheDir, "apt-get", append(o, "download", pkg)...); err != nil {
+		return "", &SkipError{Reason: "download " + pkg + ": " + err.Error()}
 	}
 	debs, _ := filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb"))
 	if len(debs) == 0 {
-		fmt.Fprintf(log, "%s-test: downloading %s\n", a.GOARCH, pkg)
-		if err := runLogged(ctx, log, cacheDir, "apt-get", append(o, "download", pkg)...); err != nil {
-			return "", &SkipError{Reason: "download " + pkg + ": " + err.Error()}
-		}
-		debs, _ = filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb"))
-		if len(debs) == 0 {
-			return "", fmt.Errorf("download %s: no .deb in %s", pkg, cacheDir)
-		}
+		return "", fmt.Errorf("download %s: no .deb in %s", pkg, cacheDir)
 	}
+	return debs[0], nil
+}
+
+// extractFromDeb extracts deb with dpkg -x and moves its first file matching member (a glob
+// relative to the package root) into cacheDir, under its base name.
+func extractFromDeb(ctx context.Context, log io.Writer, deb, cacheDir, member string) (string, error) {
 	x, err := os.MkdirTemp(cacheDir, "extract-")
 	if err != nil {
 		return "", fmt.Errorf("extract dir: %w", err)
 	}
 	defer os.RemoveAll(x)
-	if err := runLogged(ctx, log, "", "dpkg", "-x", debs[0], x); err != nil {
-		return "", fmt.Errorf("extract %s: %w", debs[0], err)
+	if err := runLogged(ctx, log, "", "dpkg", "-x", deb, x); err != nil {
+		return "", fmt.Errorf("extract %s: %w", deb, err)
 	}
-	found, _ := filepath.Glob(filepath.Join(x, "boot", a.Image+"-*"))
+	found, _ := filepath.Glob(filepath.Join(x, member))
 	if len(found) == 0 {
-		return "", fmt.Errorf("extract %s: no boot/%s-*", debs[0], a.Image)
+		return "", fmt.Errorf("extract %s: no %s", deb, member)
 	}
 	dst := filepath.Join(cacheDir, filepath.Base(found[0]))
 	if err := os.Rename(found[0], dst); err != nil {
@@ -602,9 +824,17 @@ func BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
 	return PPC64LE.BuildGuest(ctx, gobin, moduleRoot, dir)
 }
 
-// BuildGuest cross-builds, into dir, the static programs the guest runs:
-// init, a.Helpers and tracer.test (go test -c ./tracer).
+// BuildGuest cross-builds, into dir, the programs the stage's guest runs:
+// init, a.Helpers, tracer.test (go test -c ./tracer), crashtui and a.CHelpers.
 func (a *Arch) BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
+	_, err := a.buildGuest(ctx, gobin, moduleRoot, dir, true)
+	return err
+}
+
+// buildGuest builds into dir init, crashtui and a.CHelpers, and with tests also a.Helpers and
+// tracer.test, and returns the initramfs entries (archive name -> host path) for all of them
+// and for the C runtime the dynamic C programs need.
+func (a *Arch) buildGuest(ctx context.Context, gobin, moduleRoot, dir string, tests bool) (map[string]string, error) {
 	env := append(os.Environ(), "GOOS=linux", "GOARCH="+a.GOARCH, "CGO_ENABLED=0")
 	run := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, gobin, args...)
@@ -616,24 +846,158 @@ func (a *Arch) BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) er
 		}
 		return nil
 	}
-	errs := make(chan error, 3)
-	go func() {
-		errs <- run("build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./tracer/qemu/guest/init")
-	}()
-	go func() {
-		// The helpers keep their symbols and DWARF: TestStacksGo unwinds and names their
-		// frames (Go keeps no frame pointers on ppc64le; .debug_frame is the CFI).
-		errs <- run(append([]string{"build", "-o", dir + string(filepath.Separator)}, a.Helpers...)...)
-	}()
-	go func() {
-		errs <- run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
-	}()
-	return errors.Join(<-errs, <-errs, <-errs)
+	out := dir + string(filepath.Separator)
+	files := map[string]string{
+		"init":         filepath.Join(dir, "init"),
+		"bin/crashtui": filepath.Join(dir, "crashtui"),
+	}
+	jobs := []func() error{
+		func() error { return run("build", "-ldflags=-s -w", "-o", out, "./tracer/qemu/guest/init") },
+		func() error {
+			return run("build", "-ldflags=-s -w -X main.version="+gitVersion(ctx, moduleRoot), "-o", out, "./cmd/crashtui")
+		},
+	}
+	var cfiles map[string]string
+	jobs = append(jobs, func() (err error) {
+		cfiles, err = a.buildC(ctx, moduleRoot, dir)
+		return err
+	})
+	if tests {
+		files["bin/tracer.test"] = filepath.Join(dir, "tracer.test")
+		for _, h := range a.Helpers {
+			files["bin/"+filepath.Base(h)] = filepath.Join(dir, filepath.Base(h))
+		}
+		jobs = append(jobs,
+			// The helpers keep their symbols and DWARF: TestStacksGo unwinds and names their
+			// frames (Go keeps no frame pointers on ppc64le; .debug_frame is the CFI).
+			func() error { return run(append([]string{"build", "-o", out}, a.Helpers...)...) },
+			func() error {
+				return run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
+			})
+	}
+	errs := make(chan error, len(jobs))
+	for _, j := range jobs {
+		go func() { errs <- j() }()
+	}
+	var all []error
+	for range jobs {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return nil, err
+	}
+	for k, v := range cfiles {
+		files[k] = v
+	}
+	return files, nil
+}
+
+// gitVersion is the Makefile's VERSION: git describe --always --dirty, or "dev".
+func gitVersion(ctx context.Context, dir string) string {
+	cmd := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty")
+	cmd.Dir = dir
+	if b, err := cmd.Output(); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b))
+	}
+	return "dev"
+}
+
+// buildC compiles a.CHelpers into dir, in order, and returns their initramfs entries
+// (bin/<Name>) with the C runtime the dynamic ones need (cRuntime).
+func (a *Arch) buildC(ctx context.Context, moduleRoot, dir string) (map[string]string, error) {
+	files := map[string]string{}
+	built := map[string]bool{}
+	for _, p := range a.CHelpers {
+		// Paths in __FILE__ (an assertion's message) and DWARF relative to the module root.
+		args := append([]string{"-g", "-ffile-prefix-map=" + moduleRoot + "/="}, p.Flags...)
+		args = append(args, "-o", filepath.Join(dir, p.Name))
+		for _, src := range p.Sources {
+			args = append(args, filepath.Join(moduleRoot, src))
+		}
+		args = append(args, p.Libs...)
+		cmd := exec.CommandContext(ctx, a.CC, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%s %s: %w\n%s", a.CC, strings.Join(args, " "), err, out)
+		}
+		files["bin/"+p.Name] = filepath.Join(dir, p.Name)
+		built[p.Name] = true
+	}
+	rt, err := a.cRuntime(ctx, files, built)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range rt {
+		files[k] = v
+	}
+	return files, nil
+}
+
+// cRuntime returns the initramfs entries of what the dynamic programs among progs need from
+// the cross libc: the interpreter at its PT_INTERP path (/lib64/ld64.so.2,
+// /lib/ld-linux-aarch64.so.1) and every DT_NEEDED library that is not one of the built ones at
+// lib/<name> (glibc's ld.so searches /lib), with what those libraries need in turn.
+func (a *Arch) cRuntime(ctx context.Context, progs map[string]string, built map[string]bool) (map[string]string, error) {
+	out := map[string]string{}
+	var queue []string
+	for _, p := range progs {
+		queue = append(queue, p)
+	}
+	sort.Strings(queue)
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		path := queue[0]
+		queue = queue[1:]
+		f, err := elf.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("C runtime of %s: %w", path, err)
+		}
+		var interp string
+		for _, ph := range f.Progs {
+			if ph.Type == elf.PT_INTERP {
+				b, err := io.ReadAll(ph.Open())
+				if err != nil {
+					f.Close()
+					return nil, fmt.Errorf("C runtime of %s: PT_INTERP: %w", path, err)
+				}
+				interp = strings.TrimRight(string(b), "\x00")
+			}
+		}
+		libs, err := f.ImportedLibraries()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("C runtime of %s: DT_NEEDED: %w", path, err)
+		}
+		if interp != "" && !seen[filepath.Base(interp)] {
+			seen[filepath.Base(interp)] = true
+			host, err := a.ccFile(ctx, filepath.Base(interp))
+			if err != nil {
+				return nil, err
+			}
+			out[strings.TrimPrefix(interp, "/")] = host
+		}
+		for _, l := range libs {
+			// The interpreter is found by its soname once loaded (libc.so.6 needs ld64.so.2).
+			if built[l] || seen[l] {
+				continue
+			}
+			seen[l] = true
+			host, err := a.ccFile(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			out["lib/"+l] = host
+			queue = append(queue, host)
+		}
+	}
+	return out, nil
 }
 
 // WriteInitramfs writes an uncompressed newc initramfs to path: the
 // directories the guest needs, /dev/console (5:1, opened by the kernel before
-// /init runs) and the given files (archive name -> host path), all mode 0755.
+// /init runs) and the given files (archive name -> host path), all mode 0755,
+// with a directory entry for every parent of a file (the kernel's unpacker
+// creates none).
 func WriteInitramfs(path string, files map[string]string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -641,7 +1005,19 @@ func WriteInitramfs(path string, files map[string]string) error {
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	c := NewCPIOWriter(bw)
-	for _, d := range []string{"bin", "dev", "proc", "sys", "tmp"} {
+	dirs := map[string]bool{"bin": true, "dev": true, "proc": true, "sys": true, "tmp": true}
+	for n := range files {
+		for d := filepath.Dir(n); d != "." && d != "/" && d != ""; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	dirList := make([]string, 0, len(dirs))
+	for d := range dirs {
+		dirList = append(dirList, d)
+	}
+	// A parent sorts before its children: it is a prefix of theirs.
+	sort.Strings(dirList)
+	for _, d := range dirList {
 		if err := c.Dir(d, 0o755); err != nil {
 			f.Close()
 			return err
@@ -686,6 +1062,9 @@ type BootConfig struct {
 	Run                  string        // guest -test.run pattern
 	Timeout              time.Duration // host-side limit; the guest watchdog is 10s shorter
 	SMP                  int           // default 1
+	// Command, when set, boots the guest in shell mode: init runs it with busybox's sh -c
+	// instead of the tests (Run is ignored; see BootCommand).
+	Command string
 }
 
 // QEMUArgs is the fast boot of docs/ppc64le-qemu.md (x-vof=on skips SLOF, the
@@ -710,6 +1089,10 @@ func (b BootConfig) QEMUArgs() []string {
 	}
 	appendLine := fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.run=%s crashtui.timeout=%s",
 		a.console, b.CPU, b.Run, watchdog)
+	if b.Command != "" {
+		appendLine = fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.timeout=%s %s",
+			a.console, b.CPU, watchdog, commandParam(b.Command))
+	}
 	return append(a.machine(b.CPU, smp),
 		"-nographic", "-nodefaults", "-serial", "mon:stdio",
 		"-kernel", b.Kernel, "-initrd", b.Initrd,

@@ -8,15 +8,41 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 )
 
+// stageCommands are the checks of `make guest` (shell mode, BootCommand) every stage runs
+// from its own initramfs: a command's output and exit status come back from the guest, for a
+// success and for a failure (crashtui's own status 2 for a JOB that names nothing), and a
+// file added from the host (stageAdded) is on the command's PATH.
+var stageCommands = []struct {
+	run    string
+	status int
+	ok     func(out string) bool
+	want   string
+}{
+	{"crashtui version; " + stageAddedName + " ok", 0, func(out string) bool {
+		l := strings.Split(out, "\n")
+		return len(l) == 3 && strings.HasPrefix(l[0], "crashtui ") && len(l[0]) > len("crashtui ") && l[1] == "added: ok" && l[2] == ""
+	}, `"crashtui VERSION\nadded: ok\n"`},
+	{"crashtui matrix pid:999999", 2, func(out string) bool {
+		return strings.Contains(out, "names no process") && strings.Contains(out, "pid:999999")
+	}, "crashtui saying pid:999999 names no process"},
+}
+
+// stageAdded is the script the stage adds to its guests, as `make guest ADD=...` would.
+const (
+	stageAddedName = "crashtui-added"
+	stageAdded     = "#!/bin/sh\necho added: \"$@\"\n"
+)
+
 // Main is a whole test stage for one architecture, as a command line: boot a guest per CPU
-// model, run the tracer tests in it, print "<arch>: N passed, N failed" (the plain closing
-// line CI reads, one guest boot counting as one test) and return the exit status. It returns
-// 0 after printing "SKIP: reason" only when the stage truly cannot run (SkipError).
-// cmd/ppc64le-test and cmd/arm64-test are this for PPC64LE and ARM64.
+// model, run the tracer tests in it, run stageCommands in shell mode, print "<arch>: N passed,
+// N failed" (the plain closing line CI reads, one guest boot counting as one test) and return
+// the exit status. It returns 0 after printing "SKIP: reason" only when the stage truly cannot
+// run (SkipError). cmd/ppc64le-test and cmd/arm64-test are this for PPC64LE and ARM64.
 func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 	name := a.GOARCH + "-test"
 	env := "CRASHTUI_" + strings.ToUpper(a.GOARCH)
@@ -30,15 +56,34 @@ func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 150*time.Second, "limit per guest boot")
 	parallel := fs.Int("parallel", 2, "guests booted at once")
 	keep := fs.Bool("keep", false, "keep the build directory")
+	shell := fs.Bool("guest", true, "also boot the `make guest` checks (shell mode)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var commands, add []string
+	if *shell {
+		for _, c := range stageCommands {
+			commands = append(commands, c.run)
+		}
+		dir, err := os.MkdirTemp("", "crashtui-added-")
+		if err != nil {
+			fmt.Fprintln(stderr, name+":", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		script := filepath.Join(dir, stageAddedName)
+		if err := os.WriteFile(script, []byte(stageAdded), 0o755); err != nil {
+			fmt.Fprintln(stderr, name+":", err)
+			return 1
+		}
+		add = append(add, script)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := Run(ctx, Options{
 		Arch: a, CacheDir: *cache, Kernel: *kernel, CPUs: strings.Split(*cpus, ","),
-		Run: *run, Timeout: *timeout, Parallel: *parallel, Keep: *keep,
+		Run: *run, Timeout: *timeout, Parallel: *parallel, Keep: *keep, Commands: commands, Add: add,
 	})
 	var skip *SkipError
 	if errors.As(err, &skip) {
@@ -67,6 +112,19 @@ func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 		} else {
 			fail++
 			fmt.Fprintf(stderr, "%s: FAIL %s: %s\n", name, c.CPU, c.Verdict)
+		}
+	}
+	for i, c := range res.Commands {
+		want := stageCommands[i]
+		switch {
+		case c.Err != nil:
+			fail++
+			fmt.Fprintf(stderr, "%s: FAIL guest %q: %v\n", name, c.Command, c.Err)
+		case c.Status != want.status || !want.ok(c.Output):
+			fail++
+			fmt.Fprintf(stderr, "%s: FAIL guest %q: status %d, output %q; want status %d and %s\n", name, c.Command, c.Status, c.Output, want.status, want.want)
+		default:
+			pass++
 		}
 	}
 	fmt.Fprintf(stdout, "%s: %d passed, %d failed\n", a.GOARCH, pass, fail)

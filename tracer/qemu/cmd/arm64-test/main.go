@@ -2,8 +2,10 @@
 // virt board, -cpu max by default) and runs the tracer package's TestARM64*
 // tests inside it on a real arm64 kernel: syscall restart state after an
 // interrupted `svc #0` and what each checkpoint policy makes the program see;
-// TestYamaMeasured, the access matrix under Yama's ptrace_scope 0-3; and
-// TestCrashGo, crash sites, a handled fault and cores.
+// TestYamaMeasured, the access matrix under Yama's ptrace_scope 0-3;
+// TestCrashGo, crash sites, a handled fault and cores; TestGlibcSigpending and
+// TestGuestCrashSuite, the same with C programs and the cross glibc; then the
+// `make guest` checks (a command's output and exit status).
 //
 //	go run ./tracer/qemu/cmd/arm64-test [-cpus max] [-record tracer/qemu/testdata]
 //

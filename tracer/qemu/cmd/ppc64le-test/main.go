@@ -1,7 +1,10 @@
 // Command ppc64le-test is the `make test-ppc64le` stage: it boots ppc64le
 // Linux guests under QEMU (power8, power9, power10) and runs the tracer
 // package's TestPPC64LE* tests, TestYamaMeasured (the access matrix measured
-// by syscall injection) and TestCrashGo inside them on a real ppc64le kernel.
+// by syscall injection), TestCrashGo, TestGlibcSigpending (glibc's own scv
+// under the simulated checkpoint) and TestGuestCrashSuite (the C crash suite)
+// inside them on a real ppc64le kernel; then it boots the `make guest` checks
+// (a command's output and exit status, -guest=false skips them).
 //
 //	go run ./tracer/qemu/cmd/ppc64le-test [-cpus power8,power9,power10] [-record tracer/qemu/testdata]
 //

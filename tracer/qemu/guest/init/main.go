@@ -1,24 +1,31 @@
 //go:build linux
 
-// Command init is PID 1 of the ppc64le and arm64 test guests booted by package
+// Command init is PID 1 of the ppc64le and arm64 guests booted by package
 // qemu. It mounts proc, sysfs, devtmpfs and a tmpfs, runs the cross-compiled
 // tracer test binary with -test.run from crashtui.run= on the kernel command
 // line (PPC64LE when absent), prints one verdict line that the host parses,
 // and powers the guest off. A watchdog powers off even if the tests hang, so
 // QEMU always exits.
 //
-// It must not run anything but the test binary, and must always power off:
-// returning from PID 1 would panic the kernel.
+// With crashtui.mode=shell (`make guest`) it runs instead the command in
+// crashtui.cmd= (base64url, no padding) with busybox's `sh -c`, between a
+// begin line and an exit line carrying its status, which the host parses.
+//
+// It must not run anything but the test binary or that command, and must
+// always power off: returning from PID 1 would panic the kernel.
 package main
 
 import (
 	"bufio"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,12 +34,22 @@ import (
 // VerdictPrefix starts the line the host looks for (package qemu parses it).
 const VerdictPrefix = "CRASHTUI-VERDICT:"
 
+// Shell mode's lines around the command's output (package qemu has the same literals).
+const (
+	BeginLine  = "CRASHTUI-BEGIN"
+	ExitPrefix = "CRASHTUI-EXIT:"
+)
+
 const (
 	testBinary = "/bin/tracer.test"
 	scvProg    = "/bin/scvprog"   // ppc64le sc/scv helper
 	svcProg    = "/bin/svcprog"   // arm64 svc helper
 	peerProg   = "/bin/peer"      // demo/access/peer (the Yama matrix test)
 	crashProg  = "/bin/crashprog" // the crash test's Go helper
+	// C programs built with the cross gcc (qemu.Arch.CHelpers).
+	sigpendingProg = "/bin/sigpending" // demo/restart/sigpending.c, static
+	crashSuiteProg = "/bin/crash"      // demo/crashes' crash.c, dynamic
+	busybox        = "/bin/busybox"    // Debian's busybox-static
 )
 
 var powerOnce sync.Once
@@ -61,6 +78,19 @@ func main() {
 			timeout = d
 		}
 	}
+	// Busybox's applets as symlinks in /bin: the shell of shell mode, and /bin/sh for
+	// Tracer.Launch (crashtui run) in the tests.
+	for _, d := range []string{"/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/root"} {
+		os.MkdirAll(d, 0o755)
+	}
+	if _, err := os.Stat(busybox); err == nil {
+		if out, err := exec.Command(busybox, "--install", "-s", "/bin").CombinedOutput(); err != nil {
+			verdict("FAIL", fmt.Sprintf("busybox --install: %v: %s", err, out))
+		}
+	}
+	if params["crashtui.mode"] == "shell" {
+		shell(params["crashtui.cmd"], timeout)
+	}
 	// Watchdog: the tests get `timeout`; past it the guest powers off with a
 	// FAIL verdict instead of letting the host's timeout kill QEMU blind.
 	time.AfterFunc(timeout, func() { verdict("FAIL", fmt.Sprintf("watchdog: tests still running after %v", timeout)) })
@@ -84,6 +114,8 @@ func main() {
 		"CRASHTUI_SVCPROG=" + svcProg,
 		"CRASHTUI_PEER=" + peerProg,
 		"CRASHTUI_CRASHPROG=" + crashProg,
+		"CRASHTUI_SIGPENDING=" + sigpendingProg,
+		"CRASHTUI_CRASHSUITE=" + crashSuiteProg,
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
@@ -119,10 +151,60 @@ func main() {
 	}
 }
 
+// shell runs the base64url command with busybox's sh -c, its output on the console, prints
+// the exit line and powers off; it never returns. PATH puts the host's added files
+// (/usr/local/bin) first. Past timeout it powers off with a FAIL verdict and no exit line.
+func shell(cmd64 string, timeout time.Duration) {
+	b, err := base64.RawURLEncoding.DecodeString(cmd64)
+	if err != nil {
+		verdict("FAIL", "crashtui.cmd: "+err.Error())
+	}
+	cmd := exec.Command("/bin/sh", "-c", string(b))
+	cmd.Dir = "/root"
+	cmd.Env = []string{"PATH=/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/root", "TMPDIR=/tmp", "TERM=dumb"}
+	// A pipe, not the console itself: the command's stdout is no terminal (crashtui without
+	// --json refuses instead of waiting for keys that never come), and a background process
+	// that keeps the pipe open holds up the exit line by WaitDelay at most.
+	cmd.Stdout = writerOnly{os.Stdout}
+	cmd.Stderr = cmd.Stdout
+	cmd.WaitDelay = 2 * time.Second
+	time.AfterFunc(timeout, func() {
+		verdict("FAIL", fmt.Sprintf("watchdog: command still running after %v", timeout))
+	})
+	// Leading newline: the firmware banner before it ends mid-line.
+	fmt.Printf("\n%s\n", BeginLine)
+	err = cmd.Run()
+	status := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		// It exited 0; something it started still had the pipe open.
+	case errors.As(err, &ee):
+		status = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status = 128 + int(ws.Signal()) // as a shell reports it
+		}
+	case err != nil:
+		fmt.Printf("\nsh: %v\n", err)
+		status = 127
+	}
+	powerOff(fmt.Sprintf("%s %d", ExitPrefix, status))
+}
+
+// writerOnly hides the *os.File, so that exec.Cmd copies through a pipe of its own.
+type writerOnly struct{ w *os.File }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
 // verdict prints the verdict line once and powers off; it never returns.
 func verdict(v, detail string) {
+	powerOff(fmt.Sprintf("%s %s %s", VerdictPrefix, v, detail))
+}
+
+// powerOff prints the last line (the first caller's only) and powers off; it never returns.
+func powerOff(line string) {
 	powerOnce.Do(func() {
-		fmt.Printf("\n%s %s %s\n", VerdictPrefix, v, detail)
+		fmt.Printf("\n%s\n", line)
 		os.Stdout.Sync()
 		unix.Sync()
 		// LINUX_REBOOT_CMD_POWER_OFF makes QEMU exit (with -no-reboot).
