@@ -126,6 +126,8 @@ type Model struct {
 	overlay       overlay
 	explanation   views.Explanation
 	explainFrom   int // first line of the explanation shown (it scrolls)
+	tour          int  // the guided tour's step, -1 when not touring (tour.go)
+	tourFetched   bool // the current step has asked the tracer for what it shows
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
 
@@ -153,6 +155,10 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{}, &logTab{}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	m.tour = -1
+	if o.Tour {
+		m.tour = 0
+	}
 	if o.State != nil && o.Lock != nil && o.Replay == nil {
 		m.state, m.lock = o.State, o.Lock
 	}
@@ -176,6 +182,16 @@ func (m *Model) live() bool { return m.player == nil && m.ctrl != nil && !m.fini
 
 // Init starts waiting for events, or starts the replay clock.
 func (m *Model) Init() tea.Cmd {
+	if m.tour == 0 {
+		return tea.Batch(m.initWait(), func() tea.Msg { return tourStartMsg{} })
+	}
+	return m.initWait()
+}
+
+// tourStartMsg starts the tour once the program runs.
+type tourStartMsg struct{}
+
+func (m *Model) initWait() tea.Cmd {
 	switch {
 	case m.player != nil:
 		return m.tick(0)
@@ -287,7 +303,18 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.op == "detach" {
 			m.detached = true
 		}
+		if m.tour >= 0 && m.tourFetched {
+			return m, m.tourShow() // what the step asked for has come
+		}
 		return m, nil
+	case tourStartMsg:
+		if m.player != nil {
+			// A recorded session is presented whole: everything applied, the clock paused.
+			m.seek(m.player.Length())
+			m.player.SetPaused(m.now(), true)
+			m.tickSeq++
+		}
+		return m, m.startTour()
 	case releasedMsg:
 		return m, m.runDebugger(msg)
 	case debuggerDoneMsg:
@@ -337,6 +364,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.filtering {
 		return m.filterKey(msg)
+	}
+	if m.tour >= 0 && m.overlay == explainOverlay {
+		return m.tourKey(msg)
 	}
 	switch m.overlay {
 	case helpOverlay, explainOverlay:

@@ -48,6 +48,8 @@ type Options struct {
 	// second time, and Events only wakes it. One reducer for live, JSON and replay.
 	State *sessions.State
 	Lock  sync.Locker
+	// Tour starts the guided tour (tour.go).
+	Tour bool
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or

@@ -16,6 +16,8 @@ type Explanation struct {
 	Kernel string
 	Story  string
 	Fix    string
+	// Hint replaces "esc closes" at the bottom (the tour says how to go on).
+	Hint string
 }
 
 // The stories behind each capability: the real bugs this tool was designed around.
@@ -295,11 +297,15 @@ func RenderExplanationFrom(st *Styles, ex Explanation, width, height, from int) 
 	from = max(0, min(from, len(lines)-room))
 	shown := lines[from:min(len(lines), from+room)]
 	hint := "esc closes"
+	if ex.Hint != "" {
+		hint = ex.Hint
+	}
 	if len(lines) > room {
-		hint = fmt.Sprintf("esc closes · j/k scroll (%d more below)", len(lines)-from-len(shown))
+		more := fmt.Sprintf(" · j/k scroll (%d more below)", len(lines)-from-len(shown))
 		if from+len(shown) >= len(lines) {
-			hint = "esc closes · k scrolls back"
+			more = " · k scrolls back"
 		}
+		hint += more
 	}
 	shown = append(shown, st.Dim.Render(hint))
 	return st.Box.Render(fit(strings.Join(shown, "\n"), w, len(shown))), from

@@ -20,6 +20,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", demoSynopsis, stderr)
 	c.register(fs)
 	duration := fs.Duration("duration", 0, "end the demo after this long (default: at q in the TUI, 12s with --json)")
+	fs.BoolVar(&c.tour, "tour", false, "a guided tour of the four capabilities: each key shows the next (esc leaves it, the session goes on)")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return err

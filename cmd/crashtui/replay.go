@@ -20,6 +20,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("replay", replaySynopsis, stderr)
 	c.register(fs)
+	fs.BoolVar(&c.tour, "tour", false, "a guided tour of the four capabilities: each key shows the next (esc leaves it, the session goes on)")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -27,6 +28,9 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return usageErr("replay needs exactly one FILE")
+	}
+	if c.tour && c.json {
+		return usageErr("--tour is a walk through the TUI: not with --json")
 	}
 	f, err := os.Open(pos[0])
 	if err != nil {
@@ -66,5 +70,5 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	return runTUI(ctx, &c, tui.Options{Replay: evs, Header: h, Mode: "replay"})
+	return runTUI(ctx, &c, tui.Options{Replay: evs, Header: h, Mode: "replay", Tour: c.tour})
 }

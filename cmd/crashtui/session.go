@@ -37,6 +37,7 @@ type common struct {
 	// sampleEvery is how often stacks are sampled on their own (0: off; -1: the default, 5 s
 	// in the TUI and in agents, off with --json).
 	sampleEvery time.Duration
+	tour        bool // demo, replay: the guided tour (--tour)
 }
 
 func (c *common) register(fs *flag.FlagSet) {

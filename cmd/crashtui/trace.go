@@ -105,6 +105,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // detaches everything and writes the summary. run and demo end the ranks they started
 // before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
 func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
+	if c.tour && c.json {
+		return usageErr("--tour is a walk through the TUI: not with --json")
+	}
 	if !c.json {
 		if err := needTerminal(mode); err != nil {
 			return err
@@ -143,7 +146,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
-			Control: controller{t, mode, sp}, Recording: c.record, SampleEvery: sp.interval()})
+			Control: controller{t, mode, sp}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour})
 	}
 	if ownsJob(mode) {
 		endRanks(t)
