@@ -155,3 +155,44 @@ func TestReplaySkipsDamagedLine(t *testing.T) {
 		t.Errorf("%d events replayed of %d: replay stopped at the damaged line", got, whole)
 	}
 }
+
+// TestRecordedStories replays the recorded sessions of demo/sessions, one per story a
+// workshop tells, and checks each still says what it was recorded to show.
+func TestRecordedStories(t *testing.T) {
+	replay := func(name string) (map[string]int, []string, map[string]any) {
+		lines, stderr, code := runJSON(t, "replay", "--json", filepath.Join("..", "..", "demo", "sessions", name))
+		if code != 0 || stderr != "" || len(lines) == 0 {
+			t.Fatalf("replay %s: exit %d, stderr %q", name, code, stderr)
+		}
+		kinds := map[string]int{}
+		for _, l := range lines {
+			kinds[withoutTime(l)["event"].(string)]++
+		}
+		return kinds, lines, withoutTime(lines[len(lines)-1])
+	}
+	// A crash storm: 24 ranks, three crash sites of six ranks each (two faults, one abort),
+	// and six ranks whose safepoint handler repaired three faults each.
+	kinds, _, sum := replay("crash-storm.jsonl")
+	groups, _ := sum["groups"].([]any)
+	if kinds["crash"] != 18 || kinds["handled"] != 18 || len(groups) != 3 {
+		t.Errorf("crash-storm: events %v, %d groups", kinds, len(groups))
+	}
+	for _, g := range groups {
+		if n := g.(map[string]any)["count"].(float64); n != 6 {
+			t.Errorf("crash-storm: group of %v crashes, want 6: %v", n, g)
+		}
+	}
+	// The access matrix under a container-like seccomp filter: the two filtered processes'
+	// rows are refused for seccomp, measured inside them, the others allowed.
+	kinds, lines, _ := replay("matrix-seccomp.jsonl")
+	denied, measured := 0, false
+	for _, l := range lines {
+		if strings.Contains(l, `"event":"matrix"`) {
+			measured = strings.Contains(l, `"measured":true`)
+			denied = strings.Count(l, `"reason":"seccomp"`)
+		}
+	}
+	if kinds["matrix"] != 1 || !measured || denied != 8 {
+		t.Errorf("matrix-seccomp: events %v, measured %v, %d pairs refused for seccomp (want 8)", kinds, measured, denied)
+	}
+}
