@@ -123,6 +123,19 @@ type LoneRank struct {
 	Into     string `json:"into"`   // its own next frame
 	Others   int    `json:"others"` // processes on the other branches
 	Progress string `json:"progress"`
+	// Syscall is the call its threads on the branch are blocked in, when they share one.
+	Syscall string `json:"syscall,omitempty"`
+}
+
+// TimedWait says whether a thread blocked in syscall is only sleeping for a while (it wakes
+// on its own): not the wait of a deadlock. restart_syscall is a timed wait resumed after an
+// interrupt.
+func TimedWait(syscall string) bool {
+	switch syscall {
+	case "nanosleep", "clock_nanosleep", "clock_nanosleep_time64", "restart_syscall":
+		return true
+	}
+	return false
 }
 
 func (Sample) Kind() Kind { return KindSample }
@@ -546,18 +559,21 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 				continue
 			}
 			tr := kid.threads[0]
-			prog := ""
+			prog, sys := "", tr.syscall
 			for _, x := range kid.threads {
 				prog = combine(prog, progress(x))
+				if x.syscall != sys {
+					sys = ""
+				}
 			}
 			out.Lone = append(out.Lone, LoneRank{Host: only.host, PID: only.pid, Rank: tr.rank,
 				Class: classOf[tr], At: at.n.Label, Into: kid.n.Label, Others: total - 1,
-				Progress: prog})
+				Progress: prog, Syscall: sys})
 		}
 	}
 	sort.SliceStable(out.Lone, func(i, j int) bool { return out.Lone[i].Rank < out.Lone[j].Rank })
 	switch stuck := lonely(out.Lone, Stuck); {
-	case len(out.Lone) == 1:
+	case len(out.Lone) == 1 && !TimedWait(out.Lone[0].Syscall):
 		l := out.Lone[0]
 		out.Culprit = &l
 	case len(stuck) == 1:
@@ -571,10 +587,12 @@ func stackFrame(f Frame) StackFrame {
 		Line: f.Line, FuncOff: f.FuncOff}
 }
 
+// lonely are the lone ranks with that progress; a stuck one only if it is not merely
+// sleeping (TimedWait).
 func lonely(l []LoneRank, progress string) []LoneRank {
 	var out []LoneRank
 	for _, x := range l {
-		if x.Progress == progress {
+		if x.Progress == progress && !(progress == Stuck && TimedWait(x.Syscall)) {
 			out = append(out, x)
 		}
 	}

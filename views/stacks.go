@@ -138,6 +138,9 @@ func StacksSummary(st sessions.Stacks) []string {
 	for _, l := range st.Lone {
 		who := rankLabel(l.Rank, l.Host, l.PID)
 		switch {
+		case l.Progress == sessions.Stuck && sessions.TimedWait(l.Syscall):
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s; it is sleeping in %s, a timed wait, not blocked on another rank.",
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), sessions.Sanitize(l.Syscall)))
 		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && l.Progress == sessions.Stuck:
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %d others wait elsewhere: "+
 				"the classic deadlock culprit (look at what it waits for, and who should have sent it).",
