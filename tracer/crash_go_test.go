@@ -89,9 +89,9 @@ func guestProgram(t *testing.T, env, name string) string {
 	return out
 }
 
-// TestCrashGo: crash sites and handled faults on whichever architecture runs it. The QEMU
-// stages run it on real arm64 and ppc64le kernels, which have no C compiler for the crash
-// suite, with a Go helper: two processes fault at one site with SIGSEGV back at SIG_DFL,
+// TestCrashGo: crash sites and handled faults of a Go program on whichever architecture runs
+// it (the QEMU stages run it on real arm64 and ppc64le kernels; the C crash suite, cross-built
+// on the host, runs there too: TestGuestCrashSuite): two processes fault at one site with SIGSEGV back at SIG_DFL,
 // one faults inside Go's own SIGSEGV handler's reach and recovers (a handled fault, as a
 // JVM safepoint is), and one is killed with SIGSEGV from outside. crashtui writes one core per
 // group, for the architecture it runs on.
