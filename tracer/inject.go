@@ -214,7 +214,7 @@ func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err 
 }
 
 func isSyscallStop(ws unix.WaitStatus) bool {
-	return ws.Stopped() && int(ws.StopSignal()) == int(unix.SIGTRAP)|0x80
+	return ws.Stopped() && classify(ws).class == classSyscall
 }
 
 // resume continues the thread with req and waits for its next stop (or its death).
@@ -262,16 +262,15 @@ func (s *injectSession) interrupted(ws unix.WaitStatus) error {
 	if err := s.restore(); err != nil {
 		s.broken = errors.Join(errInjectInterrupted, err)
 	}
-	cause := int(ws>>16) & 0xff
-	switch {
-	case cause == 0:
-		tk.stopped, tk.sig, tk.cause = stopSignal, int(ws.StopSignal()), 0
-	case cause == unix.PTRACE_EVENT_EXIT:
-		tk.stopped, tk.sig, tk.cause = stopExit, 0, cause
-	case cause == unix.PTRACE_EVENT_STOP && ws.StopSignal() != unix.SIGTRAP:
-		tk.stopped, tk.sig, tk.cause = stopGroup, 0, cause
+	switch si := classify(ws); {
+	case si.class == classSignal || si.class == classSyscall:
+		tk.stopped, tk.sig, tk.cause = stopSignal, si.sig, 0
+	case si.event == unix.PTRACE_EVENT_EXIT:
+		tk.stopped, tk.sig, tk.cause = stopExit, 0, si.event
+	case si.class == classGroup:
+		tk.stopped, tk.sig, tk.cause = stopGroup, 0, si.event
 	default:
-		tk.stopped, tk.sig, tk.cause = stopEvent, 0, cause
+		tk.stopped, tk.sig, tk.cause = stopEvent, 0, si.event
 	}
 	return s.broken
 }
@@ -300,7 +299,7 @@ func (s *injectSession) end() error {
 			}
 			return err
 		}
-		if cause := int(ws>>16) & 0xff; cause != unix.PTRACE_EVENT_STOP || ws.StopSignal() != unix.SIGTRAP {
+		if classify(ws).class != classInterrupt {
 			s.interrupted(ws) // another stop took the interrupt's place: held as it is
 			return nil
 		}

@@ -424,31 +424,28 @@ func (t *Tracer) handle(w waitResult) {
 		}
 	}
 	tk.listening = false
-	sig := ws.StopSignal()
-	// The event is status>>16 for any stop signal (WaitStatus.TrapCause only looks at SIGTRAP,
-	// but a group-stop of a seized tracee is PTRACE_EVENT_STOP with the stop signal).
-	cause := int(ws>>16) & 0xff
-	if sig == unix.SIGTRAP && cause > 0 {
-		t.handleEvent(tk, cause)
+	si := classify(ws)
+	switch si.class {
+	case classEvent, classInterrupt:
+		t.handleEvent(tk, si.event)
 		return
-	}
-	if cause == unix.PTRACE_EVENT_STOP {
-		// Group-stop (SEIZE reports it as PTRACE_EVENT_STOP with the stop signal).
-		tk.stopped, tk.cause = stopGroup, cause
+	case classGroup:
+		tk.stopped, tk.cause = stopGroup, si.event
 		if !tk.want {
 			t.resume(tk)
 		}
 		return
 	}
-	// Signal-delivery-stop.
-	tk.stopped, tk.sig, tk.cause = stopSignal, int(sig), 0
+	// Signal-delivery-stop (or a syscall-stop of a followed fault handler: crash_handled.go).
+	sig := si.sig
+	tk.stopped, tk.sig, tk.cause = stopSignal, sig, 0
 	if t.closing {
 		// Held; detachAll re-injects it with PTRACE_DETACH, unless it is a stop of crashtui's
 		// own making (a syscall-stop or step trap while a fault handler was being followed).
-		t.crashBeforeDetach(tk, int(sig))
+		t.crashBeforeDetach(tk, sig)
 		return
 	}
-	t.onSignal(tk, int(sig))
+	t.onSignal(tk, sig)
 	if !tk.want && tk.stopped != running {
 		t.resume(tk)
 	}
