@@ -269,13 +269,13 @@ func (s *State) Apply(e Event) {
 	}
 }
 
-// Stacks merges the samples of the processes still alive (MergeStacks).
+// Stacks merges the samples (MergeStacks): the threads of each host's latest sample, so a
+// process that ended before it is not placed, and one that ended after it keeps its last
+// known place (a finished or replayed session still shows where every rank was).
 func (s *State) Stacks(o StackOptions) Stacks {
 	var all []StampedSample
 	for _, k := range s.Order {
-		if p := s.Procs[k]; p != nil && p.Alive {
-			all = append(all, s.Samples[k]...)
-		}
+		all = append(all, s.Samples[k]...)
 	}
 	return MergeStacks(all, o)
 }

@@ -97,8 +97,9 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	}
 	b.WriteString(st.Dim.Render(cut(status, o.Width)) + "\n")
 	rankW := 12
-	labelW := max(12, o.Width-rankW-22)
-	head := fmt.Sprintf("%s %5s  %s %-7s %s", pad("FRAME (by "+merged.Frames+")", labelW), "THR", pad("RANKS", rankW), "STATE", "CLASS")
+	labelW := max(12, o.Width-rankW-23)
+	// Every row starts with a space: the NO_COLOR cursor marker takes its place.
+	head := fmt.Sprintf(" %s %5s  %s %-7s %s", pad("FRAME (by "+merged.Frames+")", labelW), "THR", pad("RANKS", rankW), "STATE", "CLASS")
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(lines))
@@ -116,7 +117,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 			class = strconv.Itoa(len(n.Classes)) + " cls"
 		}
 		label := l.Prefix + mark + sessions.Sanitize(n.Label)
-		line := fmt.Sprintf("%s %5d  %s %s %s", pad(label, labelW), n.Count, pad(sessions.Sanitize(n.Ranks), rankW),
+		line := fmt.Sprintf(" %s %5d  %s %s %s", pad(label, labelW), n.Count, pad(sessions.Sanitize(n.Ranks), rankW),
 			pad(ProgressText(n.Progress), 7), class)
 		line = cut(line, o.Width)
 		if i == cur {
