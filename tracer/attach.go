@@ -484,3 +484,21 @@ func (t *Tracer) SignalJob(sig unix.Signal) error {
 		return nil
 	})
 }
+
+// SignalProcess sends sig to one traced process by pid, with kill(2) as kill -SIG PID does:
+// the TUI's K. A pid the tracer does not hold (it ended, was let go, or was never in the job)
+// is refused: a traced process that exits is not reaped by its parent before the tracer has
+// waited for it, so while it is in t.procs its pid cannot belong to anyone else. The signal
+// reaches the process as any other does: crashtui re-injects it at its signal-delivery-stop,
+// and a SIGSTOP's group-stop is kept with PTRACE_LISTEN.
+func (t *Tracer) SignalProcess(pid int, sig unix.Signal) error {
+	return t.do(func() error {
+		if t.procs[pid] == nil {
+			return fmt.Errorf("signal %d: not a traced process (it ended or was let go)", pid)
+		}
+		if err := unix.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signal %d: %w", pid, err)
+		}
+		return nil
+	})
+}

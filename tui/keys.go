@@ -14,6 +14,7 @@ type KeyMap struct {
 	Enter, Back, Filter, Sort, Explain                   key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
+	Signal, Core, Handled                                key.Binding // Processes: K; Crashes: g, t
 	Earlier, Later                                       key.Binding // Threads: other checkpoints
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
@@ -46,6 +47,9 @@ func DefaultKeyMap() KeyMap {
 		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto-sample on/off")),
 		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by function/line/offset")),
 		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb/dlv on this process")),
+		Signal:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "signal")), // K: k is "up" in the vim keys
+		Core:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb on the core")),
+		Handled:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes/handled faults")),
 		Earlier:    key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "earlier checkpoint")),
 		Later:      key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "later checkpoint")),
 		Pause:      key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause")),

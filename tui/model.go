@@ -423,6 +423,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 
+	// A tab's own dialog (Processes' K) is modal: it takes every key but ctrl+c.
+	if d, ok := m.active().(interface{ dialog() bool }); ok && d.dialog() {
+		return m.active().key(m, msg, 0)
+	}
 	if cmd, ok := m.replayKey(msg); ok {
 		return cmd
 	}

@@ -42,6 +42,9 @@ func (r *recorder) Sample() error             { return r.add("sample") }
 func (r *recorder) AutoSample(on bool)        { r.add(fmt.Sprint("auto ", on)) }
 func (r *recorder) Release(pid int) error     { return r.add(fmt.Sprint("release ", pid)) }
 func (r *recorder) Reacquire(pid int) error   { return r.add(fmt.Sprint("reacquire ", pid)) }
+func (r *recorder) Signal(pid int, sig string) error {
+	return r.add(fmt.Sprint("signal ", sig, " ", pid))
+}
 func (r *recorder) Calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,25 +1,68 @@
 package tui
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
 
-// crashesTab is Crashes: the groups by crash site, and one group's detail.
+// crashesTab is Crashes: the groups by crash site and one group's detail; t switches to the
+// handled faults by site (their own list and detail).
 type crashesTab struct {
-	cursor int
-	detail bool
-	scroll int
+	cursor  int // the selected group
+	detail  bool
+	scroll  int
+	handled bool // the list is the handled faults
+	hcursor int  // the selected handled-fault site
+	// sites are the handled faults by site, regrouped only when State has more of them.
+	sites   []views.HandledSite
+	sitesOf *sessions.State
+	sitesN  int
 }
 
 func (c *crashesTab) opts(m *Model, w, h int) views.CrashOptions {
-	return views.CrashOptions{Width: w, Height: h, Cursor: c.cursor, Detail: c.detail, Scroll: c.scroll}
+	o := views.CrashOptions{Width: w, Height: h, Cursor: c.cursor, Detail: c.detail, Scroll: c.scroll, Handled: c.handled}
+	if c.handled {
+		o.Cursor, o.Sites = c.hcursor, c.handledSites(m)
+	}
+	return o
+}
+
+func (c *crashesTab) handledSites(m *Model) []views.HandledSite {
+	if c.sitesOf != m.state || c.sitesN != len(m.state.Handled) {
+		c.sites, c.sitesOf, c.sitesN = views.HandledSites(m.state), m.state, len(m.state.Handled)
+		if c.sites == nil {
+			c.sites = []views.HandledSite{}
+		}
+	}
+	return c.sites
+}
+
+// n is the length of the list shown.
+func (c *crashesTab) n(m *Model) int {
+	if c.handled {
+		return len(c.handledSites(m))
+	}
+	return len(m.state.Groups)
 }
 
 func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
+	switch {
+	case key.Matches(msg, k.Core):
+		return c.gdbCore(m)
+	case key.Matches(msg, k.Handled):
+		c.handled, c.detail, c.scroll = !c.handled, false, 0
+		return nil
+	}
 	if c.detail {
 		c.scroll += d
 		if key.Matches(msg, k.Left) {
@@ -28,25 +71,33 @@ func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 		return nil
 	}
 	if key.Matches(msg, k.Enter) || key.Matches(msg, k.Right) {
-		if len(m.state.Groups) > 0 {
+		if c.n(m) > 0 {
 			c.detail, c.scroll = true, 0 // another group opens at its top
 		}
 		return nil
 	}
-	c.cursor += d
+	if c.handled {
+		c.hcursor += d
+	} else {
+		c.cursor += d
+	}
 	return nil
 }
 
 func (c *crashesTab) normalize(m *Model) {
 	c.cursor = clamp(c.cursor, len(m.state.Groups))
-	if c.cursor < 0 {
+	c.hcursor = clamp(c.hcursor, len(c.handledSites(m)))
+	cur := c.cursor
+	if c.handled {
+		cur = c.hcursor
+	}
+	if cur < 0 {
 		c.detail, c.scroll = false, 0
 		return
 	}
 	if c.detail {
 		// No dead zone: the scroll stops where the last line is at the bottom.
-		n := len(views.CrashDetailLines(m.st, m.state, m.state.Groups[c.cursor], m.width))
-		c.scroll = max(0, min(c.scroll, n-m.bodyH()))
+		c.scroll = max(0, min(c.scroll, views.CrashDetailMaxScroll(m.st, m.state, c.opts(m, m.width, m.bodyH()))))
 	}
 }
 
@@ -55,6 +106,14 @@ func (c *crashesTab) view(m *Model, w, h int) string {
 }
 
 func (c *crashesTab) explain(m *Model) *views.Explanation {
+	if c.handled {
+		sites := c.handledSites(m)
+		if i := clamp(c.hcursor, len(sites)); i >= 0 {
+			e := views.ExplainHandled(&sites[i])
+			return &e
+		}
+		return nil
+	}
 	if i := clamp(c.cursor, len(m.state.Groups)); i >= 0 {
 		e := views.ExplainGroup(m.state.Groups[i])
 		return &e
@@ -63,9 +122,79 @@ func (c *crashesTab) explain(m *Model) *views.Explanation {
 }
 
 func (c *crashesTab) click(m *Model, x, y int) {
-	if i := views.CrashesHit(c.opts(m, m.width, m.bodyH()), len(m.state.Groups), y); i >= 0 {
-		c.cursor = i
+	if i := views.CrashesHit(c.opts(m, m.width, m.bodyH()), c.n(m), y); i >= 0 {
+		if c.handled {
+			c.hcursor = i
+		} else {
+			c.cursor = i
+		}
 	}
+}
+
+// gdbCore opens gdb EXE CORE on the selected group's core in the terminal (Bubble Tea lets go
+// of it while gdb runs) and comes back when gdb exits. It touches no process, so it works in
+// a replay too, as long as the core is on this machine.
+func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
+	if c.handled {
+		m.message = "a handled fault has no core: the program survived it (t: crash groups)"
+		return nil
+	}
+	i := clamp(c.cursor, len(m.state.Groups))
+	if i < 0 {
+		m.message = "no crash group to debug"
+		return nil
+	}
+	g := m.state.Groups[i]
+	if g.Core == nil {
+		m.message = fmt.Sprintf("group %d has no core: crashtui keeps one per crash site only with --cores DIR (and only when the representative's RLIMIT_CORE allows one)", g.ID)
+		return nil
+	}
+	exe := ""
+	if r := views.RepresentativeCrash(g); r != nil {
+		exe = r.Crash.Exe
+	}
+	if p := m.state.Procs[g.Representative]; exe == "" && p != nil {
+		exe = p.Exe
+	}
+	args, core, err := gdbCoreArgs(exe, *g.Core)
+	if err != nil {
+		if g.Representative.Host != "" {
+			err = fmt.Errorf("%w (written on %s)", err, g.Representative.Host)
+		}
+		m.message = err.Error()
+		return nil
+	}
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		m.message = "gdb is not installed (apt-get install gdb)"
+		return nil
+	}
+	op := "gdb on " + filepath.Base(core)
+	start := time.Now()
+	return tea.ExecProcess(exec.Command(gdb, args...), func(err error) tea.Msg {
+		return ctrlMsg{op: op, err: err, took: time.Since(start)}
+	})
+}
+
+// gdbCoreArgs are gdb's arguments for core (and exe, when it is still there). Both paths come
+// from events, and a replayed file is untrusted: they are made absolute, so neither can pass
+// for one of gdb's options ("--eval-command=…"); exec runs no shell.
+func gdbCoreArgs(exe, core string) (args []string, abs string, err error) {
+	abs, err = filepath.Abs(core)
+	if err != nil {
+		return nil, "", fmt.Errorf("core %s: %w", core, err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, "", fmt.Errorf("core %s is not readable here: %w", abs, err)
+	}
+	if exe != "" {
+		if e, err := filepath.Abs(exe); err == nil {
+			if _, err := os.Stat(e); err == nil {
+				return []string{"-q", e, abs}, abs, nil
+			}
+		}
+	}
+	return []string{"-q", "-c", abs}, abs, nil // gdb finds what it can from the core alone
 }
 
 func (c *crashesTab) escape(m *Model)            { c.detail = false }
@@ -73,5 +202,13 @@ func (c *crashesTab) filterRef(m *Model) *string { return nil }
 func (c *crashesTab) sorts() bool                { return false }
 func (c *crashesTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	return []key.Binding{k.Enter, k.Explain}
+	enter := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail"))
+	if c.detail {
+		enter = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
+	}
+	if c.handled {
+		return []key.Binding{enter, key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes")), k.Explain}
+	}
+	return []key.Binding{enter, key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb core")),
+		key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "handled")), k.Explain}
 }

@@ -1,57 +1,227 @@
 package tui
 
 import (
+	"fmt"
+	"os/user"
+	"strconv"
+	"sync"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
 
-// procsTab is Processes: the job's processes as a tree or sorted, filterable.
+// procsTab is Processes: the job's processes as a tree or sorted, filterable; K signals one.
 type procsTab struct {
 	cursor, offset, sort int
 	filter               string
+	collapsed            map[sessions.ProcKey]bool
+	// users are the user names of the uids seen, resolved on this machine in a live session
+	// only (a recording may come from another machine, where uid 1000 is someone else).
+	users   map[int]string
+	names   *userNames
+	namesAt int
+	// sig is the open signal dialog (K), nil when none: it takes every key until it closes.
+	sig *signalDialog
 }
 
-func (p *procsTab) rows(m *Model) []views.ProcRow {
-	return views.ProcRows(m.state, views.ProcSorts[p.sort], p.filter)
+// signalDialog is K's confirmation: the process it names is fixed when it opens, so rows
+// moving underneath (a filter, new processes) cannot change whom the signal goes to.
+type signalDialog struct {
+	proc   sessions.Proc
+	choice int // index into views.Signals
 }
+
+func (p *procsTab) query(m *Model) views.ProcQuery {
+	return views.ProcQuery{Order: views.ProcSorts[p.sort], Filter: p.filter, Collapsed: p.collapsed, Users: p.users}
+}
+
+func (p *procsTab) rows(m *Model) []views.ProcRow { return views.ProcList(m.state, p.query(m)) }
 
 func (p *procsTab) opts(m *Model, w, h int) views.ProcOptions {
 	return views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
-		Sort: views.ProcSorts[p.sort], Filter: p.filter}
+		Sort: views.ProcSorts[p.sort], Filter: p.filter, Users: p.users, Live: m.live()}
 }
+
+// dialog reports whether the signal dialog is open: the Model then gives this tab every key.
+func (p *procsTab) dialog() bool { return p.sig != nil }
 
 func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
+	if p.sig != nil {
+		return p.dialogKey(m, msg)
+	}
+	rows := p.rows(m)
+	c := clamp(p.cursor, len(rows))
 	switch {
 	case key.Matches(msg, k.Sort):
 		p.sort = (p.sort + 1) % len(views.ProcSorts)
+		return nil
+	case key.Matches(msg, k.Signal):
+		return p.openSignal(m, rows, c)
+	case key.Matches(msg, k.Left, k.Right) && views.ProcSorts[p.sort] != "tree":
+		m.message = "←/→ fold the tree: s until sort: tree"
+		return nil
+	case key.Matches(msg, k.Left) && c >= 0:
+		r := rows[c]
+		if r.Children > 0 && !r.Collapsed && p.filter == "" {
+			if p.collapsed == nil {
+				p.collapsed = map[sessions.ProcKey]bool{}
+			}
+			p.collapsed[r.Key()] = true
+			return nil
+		}
+		// A leaf or a folded subtree: go to the parent, as file trees do.
+		for i := c - 1; i >= 0; i-- {
+			if rows[i].Depth < r.Depth {
+				p.cursor = i
+				break
+			}
+		}
+		return nil
+	case key.Matches(msg, k.Right) && c >= 0:
+		delete(p.collapsed, rows[c].Key())
+		return nil
 	case key.Matches(msg, k.Enter):
 		// Jump to the process's crash group, when it has one.
-		rows := p.rows(m)
-		if c := clamp(p.cursor, len(rows)); c >= 0 && rows[c].Proc.Crashes > 0 {
+		if c >= 0 && rows[c].Proc.Crashes > 0 {
 			for i, g := range m.state.Groups {
 				for _, mem := range g.Members {
 					if mem.Host == rows[c].Proc.Host && mem.Crash.PID == rows[c].Proc.PID {
-						m.tab, m.crash.cursor, m.crash.detail, m.crash.scroll = tabCrashes, i, true, 0
+						m.tab, m.crash.cursor, m.crash.detail, m.crash.scroll, m.crash.handled = tabCrashes, i, true, 0, false
 						return nil
 					}
 				}
 			}
 		}
+		if c >= 0 {
+			m.message = fmt.Sprintf("pid %d has no crash group (e explains its state)", rows[c].Proc.PID)
+		}
+		return nil
 	}
 	p.cursor += d
 	return nil
 }
 
+// openSignal opens K's dialog on the selected process, or says why not.
+func (p *procsTab) openSignal(m *Model, rows []views.ProcRow, c int) tea.Cmd {
+	switch {
+	case m.ctrl == nil || m.player != nil:
+		m.message = "K needs a live session: the signal is sent through the tracer (no tracer in replay or view)"
+	case !m.live():
+		m.message = "K needs a live session: the tracer has finished"
+	case c < 0:
+		m.message = "no process selected"
+	case !rows[c].Proc.Alive:
+		st, _ := views.ProcStat(m.state, rows[c].Proc)
+		m.message = fmt.Sprintf("pid %d has ended (%s): nothing to signal", rows[c].Proc.PID, st)
+	default:
+		p.sig = &signalDialog{proc: *rows[c].Proc}
+	}
+	return nil
+}
+
+func (p *procsTab) dialogKey(m *Model, msg tea.KeyMsg) tea.Cmd {
+	k := &m.keys
+	n := len(views.Signals)
+	switch {
+	case key.Matches(msg, k.Left, k.Up):
+		p.sig.choice = (p.sig.choice + n - 1) % n
+	case key.Matches(msg, k.Right, k.Down):
+		p.sig.choice = (p.sig.choice + 1) % n
+	case key.Matches(msg, k.Enter) || msg.String() == "y":
+		d := p.sig
+		p.sig = nil
+		sig, pid := views.Signals[d.choice], d.proc.PID
+		m.message = fmt.Sprintf("sending %s to pid %d…", sig, pid)
+		ctrl := m.ctrl
+		return m.ctrlCmd(fmt.Sprintf("%s to pid %d (rank %s)", sig, pid, d.proc.Rank), func() error { return ctrl.Signal(pid, sig) })
+	case key.Matches(msg, k.Back, k.Quit) || msg.String() == "n":
+		p.sig = nil
+		m.message = "no signal sent"
+	}
+	return nil
+}
+
 func (p *procsTab) normalize(m *Model) {
+	if p.sig != nil && (m.tab != tabProcs || !m.live()) {
+		p.sig = nil // the dialog belongs to this tab and a running tracer
+	}
+	p.resolveUsers(m)
 	n := len(p.rows(m))
 	p.cursor = clamp(p.cursor, n)
 	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, n)
 }
 
+// resolveUsers names the uids of a live session. The lookups (NSS: /etc/passwd, or LDAP on
+// a cluster, which can take seconds) run in their own goroutines: Update holds the session's
+// lock, and the tracer must never wait on it for a user name. Names show from the next frame.
+func (p *procsTab) resolveUsers(m *Model) {
+	if m.ctrl == nil || m.player != nil {
+		return
+	}
+	if p.names == nil {
+		p.names = &userNames{names: map[int]string{}, asked: map[int]bool{}}
+	}
+	for _, pr := range m.state.Procs {
+		p.names.ask(pr.UID)
+	}
+	if v := p.names.version(); v != p.namesAt {
+		p.users, p.namesAt = p.names.snapshot(), v
+	}
+}
+
+// userNames resolves uids to user names in the background.
+type userNames struct {
+	mu    sync.Mutex
+	names map[int]string
+	asked map[int]bool
+	ver   int
+}
+
+func (u *userNames) ask(uid int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.asked[uid] {
+		return
+	}
+	u.asked[uid] = true
+	go func() {
+		name := ""
+		if usr, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+			name = usr.Username
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if name != "" {
+			u.names[uid] = name
+			u.ver++
+		}
+	}()
+}
+
+func (u *userNames) version() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ver
+}
+
+func (u *userNames) snapshot() map[int]string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[int]string, len(u.names))
+	for k, v := range u.names {
+		out[k] = v
+	}
+	return out
+}
+
 func (p *procsTab) view(m *Model, w, h int) string {
+	if p.sig != nil {
+		return views.Place(views.SignalDialog(m.st, &p.sig.proc, p.sig.choice, w), w, h)
+	}
 	return views.Processes(m.st, m.state, p.rows(m), p.opts(m, w, h))
 }
 
@@ -75,15 +245,30 @@ func (p *procsTab) explain(m *Model) *views.Explanation {
 }
 
 func (p *procsTab) click(m *Model, x, y int) {
+	if p.sig != nil {
+		return
+	}
 	if i := views.ProcessesHit(p.opts(m, m.width, m.bodyH()), len(p.rows(m)), y); i >= 0 {
 		p.cursor = i
 	}
 }
 
-func (p *procsTab) escape(m *Model)            { p.filter = "" }
+func (p *procsTab) escape(m *Model)            { p.filter, p.sig = "", nil }
 func (p *procsTab) filterRef(m *Model) *string { return &p.filter }
 func (p *procsTab) sorts() bool                { return true }
 func (p *procsTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	return []key.Binding{k.Filter, k.Sort, k.Enter, k.Explain}
+	if p.sig != nil {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "signal")),
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "send")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
+	bs := []key.Binding{k.Filter}
+	if m.live() {
+		bs = append(bs, k.Signal)
+	}
+	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Explain,
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "crash group")))
 }

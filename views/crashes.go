@@ -2,9 +2,12 @@ package views
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -12,10 +15,17 @@ import (
 // CrashOptions are the crash view's options.
 type CrashOptions struct {
 	Width, Height int
-	Cursor        int  // selected group (index into State.Groups)
-	Detail        bool // show the selected group's detail instead of the list
-	Scroll        int  // first line of the detail
+	Cursor        int  // selected group (index into State.Groups), or site (into Sites) when Handled
+	Detail        bool // show the selected group's (or site's) detail instead of the list
+	Scroll        int  // first line of the detail's scrolling part
+	// Handled lists the handled faults by site instead of the crash groups (t toggles).
+	Handled bool
+	// Sites are HandledSites(State), when the caller keeps them (nil: computed here).
+	Sites []HandledSite
 }
+
+// wideList is the width from which the lists show times and the core's path in their rows.
+const wideList = 120
 
 func groupSite(g *sessions.Group) string {
 	if g.AbortMessage != "" {
@@ -28,11 +38,123 @@ func groupSite(g *sessions.Group) string {
 	return site
 }
 
+// siteFull is groupSite without an abort message's final newline.
+func siteFull(g *sessions.Group) string {
+	if g.AbortMessage != "" {
+		return "abort: " + sessions.Sanitize(strings.TrimRight(g.AbortMessage, "\n "))
+	}
+	return groupSite(g)
+}
+
+// assertRE is glibc's assert message (__assert_fail_base: "%s%s%s:%u: %s%sAssertion `%s'
+// failed.\n"): program, file, line, function, expression.
+var assertRE = regexp.MustCompile("^(?:.*?: )?([^: ]+):([0-9]+): (?:(.+?): )?Assertion [`'](.*)' failed\\.?\\s*$")
+
+// siteShort is the site in a narrow list row, w cells: an assert as its file:line and
+// expression (the SIGNAL column already says SIGABRT); a long function name is cut so that
+// module+offset, the site's key, stays on screen.
+func siteShort(g *sessions.Group, w int) string {
+	if g.AbortMessage != "" {
+		msg := strings.TrimRight(g.AbortMessage, "\n ")
+		if m := assertRE.FindStringSubmatch(msg); m != nil {
+			return sessions.Sanitize(fmt.Sprintf("%s:%s assert `%s'", baseName(m[1]), m[2], m[4]))
+		}
+		return "abort: " + sessions.Sanitize(msg)
+	}
+	where := sessions.Sanitize(baseName(g.Module)) + "+" + g.Offset.String()
+	if g.Function == "" {
+		return where
+	}
+	fn := sessions.Sanitize(g.Function)
+	room := w - ansi.StringWidth(where) - 3
+	switch {
+	case ansi.StringWidth(fn) <= room:
+	case room >= 12:
+		fn = ansi.Truncate(fn, room, "…")
+	case w < 32: // too narrow for both: the function, the detail has the rest
+		return fn
+	default: // the module's name is long too: they share the row
+		off := "+" + g.Offset.String()
+		fn = ansi.Truncate(fn, max((w-3-len(off))*2/5, 8), "…")
+		where = cutMiddle(sessions.Sanitize(baseName(g.Module)), w-ansi.StringWidth(fn)-3-len(off)) + off
+	}
+	return fn + " (" + where + ")"
+}
+
+// cutMiddle shortens s to w cells keeping its start and its end ("mca_btl…memory.so").
+func cutMiddle(s string, w int) string {
+	r := []rune(s)
+	if len(r) <= w || w < 3 {
+		return s
+	}
+	head := (w - 1) / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(w-1-head):])
+}
+
 func baseName(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 && i < len(p)-1 {
 		return p[i+1:]
 	}
 	return p
+}
+
+// midEllipsis shortens a path to w cells by cutting its middle at directory boundaries: the
+// file name and the directories nearest to it stay, "…" stands for what was cut
+// ("/home/…/solver/relax.c:88").
+func midEllipsis(s string, w int) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	if w < 4 {
+		return cut(s, w)
+	}
+	parts := strings.Split(s, "/")
+	last := parts[len(parts)-1]
+	if ansi.StringWidth(last)+1 >= w {
+		r := []rune(last)
+		for len(r) > 0 && ansi.StringWidth(string(r))+1 > w {
+			r = r[1:]
+		}
+		return "…" + string(r)
+	}
+	i := len(parts) - 1 // the tail is parts[i:]
+	for i > 1 && ansi.StringWidth(strings.Join(parts[i-1:], "/"))+2 <= w {
+		i--
+	}
+	tail := "/" + strings.Join(parts[i:], "/")
+	head := ""
+	for j := 1; j < i; j++ {
+		c := strings.Join(parts[:j], "/")
+		if ansi.StringWidth(c)+2+ansi.StringWidth(tail) > w {
+			break
+		}
+		head = c + "/"
+	}
+	return head + "…" + tail
+}
+
+// hardWrap breaks s (a path, a key: no spaces to wrap at) into lines of w cells after prefix,
+// at most maxLines lines; the last one is cut in the middle when it does not fit.
+func hardWrap(prefix, s string, w, maxLines int) []string {
+	pw := ansi.StringWidth(prefix)
+	room := w - pw
+	if room < 8 {
+		return []string{cut(prefix+s, w)}
+	}
+	var out []string
+	r := []rune(s)
+	for len(r) > 0 {
+		p := prefix
+		if len(out) > 0 {
+			p = strings.Repeat(" ", pw)
+		}
+		if len(out) == maxLines-1 || len(r) <= room {
+			return append(out, p+midEllipsis(string(r), room))
+		}
+		out = append(out, p+string(r[:room]))
+		r = r[room:]
+	}
+	return out
 }
 
 // RankList compresses ranks into ranges: 0-3,7,9-10; unranked members are counted as "+N".
@@ -80,12 +202,94 @@ func hms(t time.Time) string {
 	return t.UTC().Format("15:04:05")
 }
 
-// Crashes renders the crash groups, or the selected group's detail.
+// HandledSite is the handled faults at one site: the same signal at the same module+offset,
+// across processes and hosts (as crash groups are).
+type HandledSite struct {
+	Signal, Code string
+	Module       string
+	Offset       sessions.Hex
+	Function     string
+	Members      []sessions.CrashRef // Crash.Rank filled from the process when the event had none
+	First, Last  time.Time
+}
+
+// Site is the site as a list shows it.
+func (h *HandledSite) Site() string {
+	site := sessions.Sanitize(baseName(h.Module)) + "+" + h.Offset.String()
+	if h.Function != "" {
+		site = sessions.Sanitize(h.Function) + " (" + site + ")"
+	}
+	return site
+}
+
+// HandledSites groups the State's handled faults by site, in first-seen order.
+func HandledSites(s *sessions.State) []HandledSite {
+	var out []HandledSite
+	at := map[string]int{}
+	for _, r := range s.Handled {
+		c := r.Crash
+		k := c.Signal + "|" + c.Module + "|" + c.Offset.String()
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, HandledSite{Signal: c.Signal, Code: c.Code, Module: c.Module, Offset: c.Offset,
+				Function: c.Function, First: r.Time})
+		}
+		if c.Rank < 0 {
+			if p := s.Procs[sessions.ProcKey{Host: r.Host, PID: c.PID}]; p != nil {
+				r.Crash.Rank = p.Rank
+			}
+		}
+		h := &out[i]
+		h.Members = append(h.Members, r)
+		h.Last = r.Time
+		if h.Code != c.Code {
+			h.Code = "mixed"
+		}
+	}
+	return out
+}
+
+// ranksNarrow is RankList for a narrow column: unranked members as "-" alone or "+N".
+func ranksNarrow(rs []sessions.Rank) string {
+	l := RankList(rs)
+	if strings.HasPrefix(l, "+") {
+		return "-"
+	}
+	if i := strings.Index(l, " unranked"); i >= 0 {
+		return l[:i]
+	}
+	return l
+}
+
+func (h *HandledSite) ranks() string {
+	var rs []sessions.Rank
+	for _, m := range h.Members {
+		rs = append(rs, m.Crash.Rank)
+	}
+	return RankList(rs)
+}
+
+func (h *HandledSite) procs() int {
+	n := map[sessions.ProcKey]bool{}
+	for _, m := range h.Members {
+		n[sessions.ProcKey{Host: m.Host, PID: m.Crash.PID}] = true
+	}
+	return len(n)
+}
+
+// Crashes renders the crash groups (or the handled faults by site), or the selected one's
+// detail.
 func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
+	if o.Handled {
+		return handledList(st, s, o)
+	}
 	if len(s.Groups) == 0 {
 		msg := "no crashes so far"
 		if s.NHandled > 0 {
-			msg += fmt.Sprintf(" · %d faults handled by the program's own handlers (not crashes)", s.NHandled)
+			msg += fmt.Sprintf(" · %s by the program's own handlers (not crashes): t lists them",
+				Count(s.NHandled, "fault handled", "faults handled"))
 		}
 		return fit(st.Dim.Render(msg), o.Width, o.Height)
 	}
@@ -94,11 +298,23 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		return CrashDetail(st, s, s.Groups[cur], o)
 	}
 	var b strings.Builder
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%s in %s · %s · enter: detail · e: explain",
-		Count(s.Crashes, "crash", "crashes"), Count(len(s.Groups), "group", "groups"), Count(s.NHandled, "handled fault", "handled faults"))) + "\n")
-	head := fmt.Sprintf("%3s %5s %-8s %-12s %-8s %-8s %-7s %s", "#", "COUNT", "SIGNAL", "RANKS", "FIRST", "LAST", "REP", "SITE / CORE")
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
+	title := fmt.Sprintf("%s in %s", Count(s.Crashes, "crash", "crashes"), Count(len(s.Groups), "group", "groups"))
+	if s.NHandled > 0 {
+		title += " · " + Count(s.NHandled, "handled fault", "handled faults") + " (t lists them)"
+	}
 	h := o.Height - 2
+	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(s.Groups), h), o.Width)) + "\n")
+	wide, compact := o.Width >= wideList, o.Width < 64
+	var head string
+	switch {
+	case wide:
+		head = fmt.Sprintf(" %3s %5s %-7s %-12s %-8s %-8s %7s  %s", "#", "COUNT", "SIGNAL", "RANKS", "FIRST", "LAST", "REP", "SITE → CORE")
+	case compact: // under 64 columns the site keeps the room: the detail has the rest
+		head = fmt.Sprintf(" %3s %5s %-7s %s", "#", "COUNT", "SIGNAL", "SITE")
+	default:
+		head = fmt.Sprintf(" %3s %5s %-7s %-10s %7s %-4s %s", "#", "COUNT", "SIGNAL", "RANKS", "REP", "CORE", "SITE")
+	}
+	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	off := window(cur, 0, h, len(s.Groups))
 	for i := off; i < len(s.Groups) && i < off+h; i++ {
 		g := s.Groups[i]
@@ -106,12 +322,30 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		for _, m := range g.Members {
 			ranks = append(ranks, m.Crash.Rank)
 		}
-		core := ""
-		if g.Core != nil {
-			core = " → " + sessions.Sanitize(*g.Core)
+		sig := pad(sessions.Sanitize(g.Signal), 7)
+		var line string
+		switch {
+		case compact:
+			line = fmt.Sprintf(" %3d %5d %s ", g.ID, g.Count(), sig)
+			line += siteShort(g, o.Width-ansi.StringWidth(line))
+		case wide:
+			line = fmt.Sprintf(" %3d %5d %s %s %-8s %-8s %7d  ", g.ID, g.Count(), sig, pad(RankList(ranks), 12),
+				hms(g.First), hms(g.Last), g.Representative.PID)
+			site := siteFull(g)
+			if g.Core != nil {
+				room := o.Width - ansi.StringWidth(line) - ansi.StringWidth(site) - 3
+				site += " → " + midEllipsis(sessions.Sanitize(*g.Core), max(room, 12))
+			}
+			line += site
+		default:
+			core := "no"
+			if g.Core != nil {
+				core = "yes"
+			}
+			line = fmt.Sprintf(" %3d %5d %s %s %7d %-4s ", g.ID, g.Count(), sig, pad(ranksNarrow(ranks), 10),
+				g.Representative.PID, core)
+			line += siteShort(g, o.Width-ansi.StringWidth(line))
 		}
-		line := fmt.Sprintf("%3d %5d %-8s %s %-8s %-8s %-7d %s%s", g.ID, g.Count(), sessions.Sanitize(g.Signal),
-			pad(RankList(ranks), 12), hms(g.First), hms(g.Last), g.Representative.PID, groupSite(g), core)
 		line = cut(line, o.Width)
 		if i == cur {
 			line = st.Cursor(line, o.Width)
@@ -123,28 +357,97 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
 }
 
-// CrashDetailLines is the detail of a group as lines (the tui scrolls them).
+func handledList(st *Styles, s *sessions.State, o CrashOptions) string {
+	sites := o.Sites
+	if sites == nil {
+		sites = HandledSites(s)
+	}
+	if len(sites) == 0 {
+		msg := "no handled faults: faults that the program's own handler repairs (a safepoint, a SIGBUS on a file it then extends) are listed here · t: crash groups"
+		return fit(st.Dim.Render(wrap(msg, o.Width)), o.Width, o.Height)
+	}
+	cur := clampI(o.Cursor, len(sites))
+	if o.Detail {
+		return detailView(st, handledDetailHead(st, &sites[cur], o.Width), HandledDetailLines(st, &sites[cur], o.Width), o)
+	}
+	var b strings.Builder
+	title := fmt.Sprintf("%s at %s (repaired by the program: not crashes) · t: crash groups",
+		Count(s.NHandled, "handled fault", "handled faults"), Count(len(sites), "site", "sites"))
+	h := o.Height - 2
+	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(sites), h), o.Width)) + "\n")
+	wide := o.Width >= wideList
+	var head string
+	if wide {
+		head = fmt.Sprintf(" %5s %-7s %-11s %-12s %5s %-8s %-8s %s", "COUNT", "SIGNAL", "CODE", "RANKS", "PROCS", "FIRST", "LAST", "SITE")
+	} else {
+		head = fmt.Sprintf(" %5s %-7s %-11s %-10s %5s %s", "COUNT", "SIGNAL", "CODE", "RANKS", "PROCS", "SITE")
+	}
+	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
+	off := window(cur, 0, h, len(sites))
+	for i := off; i < len(sites) && i < off+h; i++ {
+		hs := &sites[i]
+		var line string
+		if wide {
+			line = fmt.Sprintf(" %5d %s %s %s %5d %-8s %-8s %s", len(hs.Members), pad(sessions.Sanitize(hs.Signal), 7),
+				pad(sessions.Sanitize(hs.Code), 11), pad(hs.ranks(), 12), hs.procs(), hms(hs.First), hms(hs.Last), hs.Site())
+		} else {
+			line = fmt.Sprintf(" %5d %s %s %s %5d %s", len(hs.Members), pad(sessions.Sanitize(hs.Signal), 7),
+				pad(sessions.Sanitize(hs.Code), 11), pad(hs.ranks(), 10), hs.procs(), hs.Site())
+		}
+		line = cut(line, o.Width)
+		if i == cur {
+			line = st.Cursor(line, o.Width)
+		} else {
+			line = st.Warn.Render(line)
+		}
+		b.WriteString(line + "\n")
+	}
+	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
+}
+
+// crashDetailHead is the part of a group's detail that never scrolls away: what it is, its
+// core's path (whole, wrapped when long) and who the representative is.
+func crashDetailHead(st *Styles, s *sessions.State, g *sessions.Group, width int) []string {
+	out := []string{st.Title.Render(cut(fmt.Sprintf("group %d · %s × %d · %s", g.ID, sessions.Sanitize(g.Signal), g.Count(), siteFull(g)), width))}
+	if g.Core != nil {
+		out = append(out, hardWrap("core ", sessions.Sanitize(*g.Core), width, 3)...)
+	} else {
+		out = append(out, st.Warn.Render(cut("core: none kept (crashtui keeps one per crash site with --cores DIR)", width)))
+	}
+	rep := "representative"
+	if width < 100 {
+		rep = "rep"
+	}
+	rep += fmt.Sprintf(" pid %d", g.Representative.PID)
+	if r := RepresentativeCrash(g); r != nil {
+		rep += " (rank " + r.Crash.Rank.String() + ")"
+	}
+	if g.Representative.Host != "" {
+		rep += " on " + sessions.Sanitize(g.Representative.Host)
+	}
+	out = append(out, st.Dim.Render(cut(rep+" · first "+hms(g.First)+" · last "+hms(g.Last), width)))
+	return out
+}
+
+// CrashDetailLines is the scrolling part of a group's detail (the tui scrolls it below
+// crashDetailHead).
 func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width int) []string {
 	var out []string
 	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	rep := RepresentativeCrash(g)
-	out = append(out, st.Title.Render(fmt.Sprintf("group %d · %s × %d · %s", g.ID, sessions.Sanitize(g.Signal), g.Count(), groupSite(g))))
-	add("key: %s", sessions.Sanitize(g.Key))
-	core := "none kept"
-	if g.Core != nil {
-		core = sessions.Sanitize(*g.Core)
-	}
-	add("representative: pid %d · core: %s · first %s · last %s", g.Representative.PID, core, hms(g.First), hms(g.Last))
+	out = append(out, hardWrap("key: ", sessions.Sanitize(g.Key), width, 3)...)
 	if rep != nil {
 		c := rep.Crash
 		out = append(out, "")
 		out = append(out, st.Bold.Render("siginfo"))
-		add("  %s %s addr %s pc %s (tid %d, rank %s)", sessions.Sanitize(c.Signal), sessions.Sanitize(c.Code), c.Addr, c.PC, c.TID, c.Rank)
+		out = append(out, cut(fmt.Sprintf("  %s %s addr %s pc %s (tid %d, rank %s)", sessions.Sanitize(c.Signal), sessions.Sanitize(c.Code), c.Addr, c.PC, c.TID, c.Rank), width))
 		for _, l := range strings.Split(wrap(SigCodeText(c.Signal, c.Code), max(width-4, 10)), "\n") {
 			out = append(out, "  "+st.Info.Render(l))
 		}
 		if c.UserSent {
-			out = append(out, "  "+st.Warn.Render("sent by kill/tgkill: the pc is where the thread was, not a faulting instruction"))
+			for _, l := range strings.Split(wrap("sent by kill/tgkill: the pc is where the thread was, not a faulting instruction", max(width-4, 10)), "\n") {
+				out = append(out, "  "+st.Warn.Render(l))
+			}
 		}
 		if g.AbortMessage != "" || c.AbortMessage != "" {
 			msg := c.AbortMessage
@@ -153,15 +456,21 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 			}
 			out = append(out, "")
 			out = append(out, st.Bold.Render("abort message"))
-			out = append(out, "  "+sessions.Sanitize(msg))
+			for _, l := range strings.Split(wrap(sessions.Sanitize(strings.TrimRight(msg, "\n ")), max(width-4, 10)), "\n") {
+				out = append(out, "  "+l)
+			}
 		}
 		out = append(out, "")
 		out = append(out, st.Bold.Render("site"))
-		loc := ""
-		if c.File != "" {
-			loc = fmt.Sprintf(" at %s:%d", sessions.Sanitize(c.File), c.Line)
+		fn := sessions.Sanitize(c.Function)
+		if fn == "" {
+			fn = "??"
 		}
-		add("  %s+%s %s%s", sessions.Sanitize(c.Module), c.Offset, sessions.Sanitize(c.Function), loc)
+		out = append(out, cut("  "+fn, width))
+		if c.File != "" {
+			out = append(out, "  at "+midEllipsis(fmt.Sprintf("%s:%d", sessions.Sanitize(c.File), c.Line), max(width-5, 8)))
+		}
+		out = append(out, "  in "+midEllipsis(sessions.Sanitize(c.Module)+"+"+c.Offset.String(), max(width-5, 8)))
 		stack := c.Stack
 		if len(stack) == 0 {
 			stack = g.Stack
@@ -171,29 +480,19 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 		if len(stack) == 0 {
 			out = append(out, st.Dim.Render("  no stack in the event"))
 		}
-		for i, f := range stack {
-			fn := sessions.Sanitize(f.Function)
-			if fn == "" {
-				fn = "??"
-			}
-			line := fmt.Sprintf("  #%-2d %s %s  %s+%s", i, f.PC, fn, sessions.Sanitize(baseName(f.Module)), f.Offset)
-			if f.File != "" {
-				line += fmt.Sprintf("  %s:%d", sessions.Sanitize(f.File), f.Line)
-			}
-			out = append(out, line)
-		}
+		out = append(out, stackLines(st, stack, width)...)
 		out = append(out, "")
 		out = append(out, st.Bold.Render("disassembly"))
 		if len(c.Disasm) == 0 {
-			out = append(out, st.Dim.Render(fmt.Sprintf("  the crash event carries no instructions; the site is %s+%s (pc %s)",
-				sessions.Sanitize(baseName(c.Module)), c.Offset, c.PC)))
+			out = append(out, st.Dim.Render(cut(fmt.Sprintf("  the crash event carries no instructions; the site is %s+%s (pc %s)",
+				sessions.Sanitize(baseName(c.Module)), c.Offset, c.PC), width)))
 		}
 		for _, in := range c.Disasm {
 			mark := "   "
 			if in.Fault {
 				mark = "=> "
 			}
-			line := fmt.Sprintf("  %s%s  %-20s %s", mark, in.PC, sessions.Sanitize(in.Bytes), sessions.Sanitize(in.Text))
+			line := cut(fmt.Sprintf("  %s%s  %-20s %s", mark, in.PC, sessions.Sanitize(in.Bytes), sessions.Sanitize(in.Text)), width)
 			if in.Fault {
 				line = st.Bad.Render(line)
 			}
@@ -217,22 +516,226 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 		if m.Host != "" {
 			host = sessions.Sanitize(m.Host) + ":"
 		}
-		add("  %s %s%d tid %d rank %s %s", hms(m.Time), host, m.Crash.PID, m.Crash.TID, m.Crash.Rank, sessions.Sanitize(m.Crash.Code))
+		line := fmt.Sprintf("  %s %s%d tid %d rank %s %s", hms(m.Time), host, m.Crash.PID, m.Crash.TID, m.Crash.Rank, sessions.Sanitize(m.Crash.Code))
+		if m.Host == g.Representative.Host && m.Crash.PID == g.Representative.PID {
+			line += " (representative)"
+		}
+		out = append(out, cut(line, width))
 	}
 	return out
 }
 
-// CrashDetail renders a group's detail from line o.Scroll.
+// commonDir is the directory every absolute source file of the stack is under, when it is
+// at least two levels deep ("/home/ada/src/"); "" otherwise.
+func commonDir(stack []sessions.Frame) string {
+	dir := ""
+	n := 0
+	for _, f := range stack {
+		if !strings.HasPrefix(f.File, "/") {
+			continue
+		}
+		d := f.File[:strings.LastIndexByte(f.File, '/')+1]
+		if n == 0 {
+			dir = d
+		}
+		for !strings.HasPrefix(d, dir) {
+			dir = dir[:strings.LastIndexByte(dir[:len(dir)-1], '/')+1]
+		}
+		n++
+	}
+	if strings.Count(dir, "/") < 3 {
+		return ""
+	}
+	return dir
+}
+
+// stackLines lays a stack out to fit width: one line per frame in aligned columns (frame,
+// function, file:line relative to the sources' common directory, said once above,
+// module+offset, and the pc when there is room); a frame too long for them takes two lines,
+// the function on the first and file:line and module+offset under it, so that nothing is cut
+// but what even a line of its own cannot hold (then in the middle of the path, keeping the
+// file name).
+func stackLines(st *Styles, stack []sessions.Frame, width int) []string {
+	var out []string
+	dir := commonDir(stack)
+	if dir != "" {
+		out = append(out, st.Dim.Render("  sources under "+midEllipsis(sessions.Sanitize(dir), max(width-16, 8))))
+	}
+	type row struct{ fn, loc, mod, pc string }
+	rows := make([]row, len(stack))
+	for i, f := range stack {
+		r := row{fn: sessions.Sanitize(f.Function), mod: sessions.Sanitize(baseName(f.Module)) + "+" + f.Offset.String(), pc: f.PC.String()}
+		if r.fn == "" {
+			r.fn = "??"
+		}
+		if f.Inlined {
+			r.fn += " (inlined)"
+		}
+		if f.File != "" {
+			file := f.File
+			if dir != "" {
+				file = strings.TrimPrefix(file, dir)
+			}
+			r.loc = fmt.Sprintf("%s:%d", sessions.Sanitize(file), f.Line)
+		}
+		rows[i] = r
+	}
+	const lead = 6 // "  #12 "
+	// Frames whose columns do not fit go on two lines, the longest first, until the rest fit
+	// in aligned columns.
+	split := make([]bool, len(rows))
+	var fnW, locW, modW int
+	for {
+		fnW, locW, modW = 0, 0, 0
+		longest, longestW := -1, 0
+		for i, r := range rows {
+			if split[i] {
+				continue
+			}
+			fnW = max(fnW, ansi.StringWidth(r.fn))
+			locW = max(locW, ansi.StringWidth(r.loc))
+			modW = max(modW, ansi.StringWidth(r.mod))
+			if w := ansi.StringWidth(r.fn) + ansi.StringWidth(r.loc) + ansi.StringWidth(r.mod); w > longestW {
+				longest, longestW = i, w
+			}
+		}
+		need := lead + fnW + 2 + modW
+		if locW > 0 {
+			need += locW + 2
+		}
+		if need <= width || longest < 0 {
+			break
+		}
+		split[longest] = true
+	}
+	need := lead + fnW + 2 + locW + 2 + modW
+	showPC := need+2+18 <= width
+	for i, r := range rows {
+		if !split[i] {
+			line := fmt.Sprintf("  #%-2d %s  ", i, pad(r.fn, fnW))
+			if locW > 0 {
+				line += pad(r.loc, locW) + "  "
+			}
+			line += pad(r.mod, modW)
+			if showPC {
+				line += "  " + r.pc
+			}
+			out = append(out, strings.TrimRight(line, " "))
+			continue
+		}
+		out = append(out, cut(fmt.Sprintf("  #%-2d %s", i, r.fn), width))
+		room := width - lead
+		second := r.mod
+		if r.loc != "" {
+			loc := r.loc
+			if ansi.StringWidth(loc)+2+ansi.StringWidth(r.mod) > room {
+				loc = midEllipsis(loc, max(room-2-min(ansi.StringWidth(r.mod), 24), room/2))
+			}
+			second = loc + "  " + r.mod
+		}
+		out = append(out, cut(strings.Repeat(" ", lead)+second, width))
+	}
+	return out
+}
+
+// handledDetailHead is the part of a handled site's detail that never scrolls away.
+func handledDetailHead(st *Styles, h *HandledSite, width int) []string {
+	return []string{
+		st.Title.Render(cut(fmt.Sprintf("handled · %s %s × %d · %s", sessions.Sanitize(h.Signal), sessions.Sanitize(h.Code), len(h.Members), h.Site()), width)),
+		st.Good.Render(cut("repaired by the program's own handler: not a crash, no core kept", width)),
+		st.Dim.Render(cut(fmt.Sprintf("%s · %s · first %s · last %s", Count(h.procs(), "process", "processes"), ranksWord(h.ranks()), hms(h.First), hms(h.Last)), width)),
+	}
+}
+
+// HandledDetailLines is the scrolling part of a handled site's detail.
+func HandledDetailLines(st *Styles, h *HandledSite, width int) []string {
+	var out []string
+	w := max(width-4, 10)
+	out = append(out, st.Bold.Render("signal"))
+	for _, l := range strings.Split(wrap(SigCodeText(h.Signal, h.Code), w), "\n") {
+		out = append(out, "  "+st.Info.Render(l))
+	}
+	out = append(out, "", st.Bold.Render("site"))
+	fn := sessions.Sanitize(h.Function)
+	if fn == "" {
+		fn = "??"
+	}
+	out = append(out, cut("  "+fn, width), "  in "+midEllipsis(sessions.Sanitize(h.Module)+"+"+h.Offset.String(), max(width-5, 8)))
+	out = append(out, "", st.Bold.Render("why it is not a crash"))
+	for _, l := range strings.Split(wrap("crashtui delivered the signal to the program's handler and followed the thread to the rt_sigreturn "+
+		"that ends it; the thread then ran on without the same fault coming back, so the handler repaired it (a safepoint page made "+
+		"readable, a file extended under a SIGBUS). The handler's own address is not in the event.", w), "\n") {
+		out = append(out, "  "+l)
+	}
+	out = append(out, "", st.Bold.Render(fmt.Sprintf("faults (%d)", len(h.Members))))
+	for i, m := range h.Members {
+		if i == 200 {
+			out = append(out, fmt.Sprintf("  … %d more", len(h.Members)-i))
+			break
+		}
+		host := ""
+		if m.Host != "" {
+			host = sessions.Sanitize(m.Host) + ":"
+		}
+		out = append(out, cut(fmt.Sprintf("  %s %s%d tid %d rank %s addr %s pc %s", hms(m.Time), host, m.Crash.PID, m.Crash.TID,
+			m.Crash.Rank, m.Crash.Addr, m.Crash.PC), width))
+	}
+	return out
+}
+
+// detailView draws head, then body from o.Scroll, with where the body is in the last head line.
+func detailView(st *Styles, head, body []string, o CrashOptions) string {
+	room := max(o.Height-len(head), 1)
+	off := max(0, min(o.Scroll, len(body)-room))
+	end := min(len(body), off+room)
+	if len(body) > room {
+		pos := fmt.Sprintf("lines %d-%d/%d", off+1, end, len(body))
+		last := len(head) - 1
+		head[last] = leftRight(head[last], st.Dim.Render(pos), o.Width)
+	}
+	return fit(strings.Join(append(head, body[off:end]...), "\n"), o.Width, o.Height)
+}
+
+// CrashDetail renders a group's detail, its scrolling part from line o.Scroll.
 func CrashDetail(st *Styles, s *sessions.State, g *sessions.Group, o CrashOptions) string {
-	lines := CrashDetailLines(st, s, g, o.Width)
-	off := o.Scroll
-	if off > len(lines)-o.Height {
-		off = len(lines) - o.Height
+	return detailView(st, crashDetailHead(st, s, g, o.Width), CrashDetailLines(st, s, g, o.Width), o)
+}
+
+// CrashDetailMaxScroll is the last first line of the detail's scrolling part: scrolling stops
+// where its last line is at the bottom (no dead zone past the end).
+func CrashDetailMaxScroll(st *Styles, s *sessions.State, o CrashOptions) int {
+	var head, body []string
+	switch {
+	case o.Handled:
+		sites := o.Sites
+		if sites == nil {
+			sites = HandledSites(s)
+		}
+		if len(sites) == 0 {
+			return 0
+		}
+		h := &sites[clampI(o.Cursor, len(sites))]
+		head, body = handledDetailHead(st, h, o.Width), HandledDetailLines(st, h, o.Width)
+	case len(s.Groups) > 0:
+		g := s.Groups[clampI(o.Cursor, len(s.Groups))]
+		head, body = crashDetailHead(st, s, g, o.Width), CrashDetailLines(st, s, g, o.Width)
+	default:
+		return 0
 	}
-	if off < 0 {
-		off = 0
+	return max(0, len(body)-max(o.Height-len(head), 1))
+}
+
+// ExplainHandled teaches a handled-fault site.
+func ExplainHandled(h *HandledSite) Explanation {
+	return Explanation{
+		Title: fmt.Sprintf("handled %s at %s", sessions.Sanitize(h.Signal), h.Site()),
+		What: fmt.Sprintf("%s at this site, in %s, were repaired by the program's own %s handler: the thread went on after the handler returned and the fault did not come back. They are not crashes and get no core.",
+			Count(len(h.Members), "fault", "faults"), Count(h.procs(), "process", "processes"), sessions.Sanitize(h.Signal)),
+		Rule:   SigCodeText(h.Signal, h.Code),
+		Kernel: "signal-delivery-stop (get_signal): crashtui delivers the signal, follows the thread with PTRACE_SYSCALL to the rt_sigreturn that balances the handler's frame, then lets it run: a syscall or no fault soon after means repaired, the same fault again means not (then it is a crash at the original site).",
+		Fix:    "nothing to fix when the program means it (Java and Julia safepoints, a SIGBUS on a file it extends); thousands per second cost time, and a handler that siglongjmps out of a real bug hides it.",
+		Story:  StorySpindle,
 	}
-	return fit(strings.Join(lines[off:], "\n"), o.Width, o.Height)
 }
 
 // regNames orders registers: pc/sp-like first, then the rest by name with numeric suffixes in
@@ -295,7 +798,7 @@ func regGrid(names []string, val func(string) string, width int) []string {
 	var out []string
 	var line strings.Builder
 	for i, n := range names {
-		line.WriteString(pad(fmt.Sprintf("%-6s %s", sessions.Sanitize(n), val(n)), cw))
+		line.WriteString(pad(fmt.Sprintf("%-8s %s", sessions.Sanitize(n), val(n)), cw))
 		if (i+1)%cols == 0 {
 			out = append(out, "  "+strings.TrimRight(line.String(), " "))
 			line.Reset()

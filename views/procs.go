@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -17,6 +20,29 @@ var ProcSorts = []string{"tree", "rank", "pid", "comm", "state", "crashes"}
 type ProcRow struct {
 	Proc  *sessions.Proc
 	Depth int
+	// Prefix is the tree's glyphs before the name ("│  ├─ "); "" outside the tree order.
+	Prefix string
+	// Children is how many of the job's processes are below it in the tree (all depths), and
+	// Collapsed says they are hidden (← folds, → unfolds).
+	Children  int
+	Collapsed bool
+	// Context marks a parent shown only so that a filtered tree keeps its shape: it does not
+	// match the filter itself.
+	Context bool
+}
+
+// Key is the row's process key.
+func (r ProcRow) Key() sessions.ProcKey { return sessions.ProcKey{Host: r.Proc.Host, PID: r.Proc.PID} }
+
+// ProcQuery says which processes the list shows and in which order.
+type ProcQuery struct {
+	Order  string // one of ProcSorts; "" is tree
+	Filter string // case-insensitive; "uid:N" and "user:NAME" match exactly
+	// Collapsed are the subtrees folded in the tree order. While a filter is on every match
+	// shows, folded or not.
+	Collapsed map[sessions.ProcKey]bool
+	// Users are user names by uid, when the front end resolved them (views do no I/O).
+	Users map[int]string
 }
 
 // ProcOptions are the process view's options.
@@ -25,6 +51,8 @@ type ProcOptions struct {
 	Cursor, Offset int
 	Sort           string
 	Filter         string
+	Users          map[int]string // user names by uid (USER shows the uid without one)
+	Live           bool           // a tracer runs: S can sample (the title says so)
 }
 
 // ProcState is a process's state in a word or two: alive, stopped, exit N, killed SIGX (core),
@@ -49,71 +77,254 @@ func ProcState(p *sessions.Proc) string {
 	return "running"
 }
 
-// ProcRows lists the processes in the given order, keeping those whose rank, pid, comm, exe,
-// argv or state contain filter (case-insensitive).
-func ProcRows(s *sessions.State, order, filter string) []ProcRow {
-	procs := s.SortedProcs()
-	filter = strings.ToLower(filter)
-	match := func(p *sessions.Proc) bool {
-		if filter == "" {
-			return true
+// ProcStat is a process's STATE as ps shows it: its main thread's state letter (R running,
+// S sleeping, D uninterruptible, T stopped, t stopped by a tracer, Z zombie) and, for a
+// sleeper, the syscall it waits in ("S nanosleep"); "exit N", "killed SIGX" or "detached" once
+// it has ended; "?" while no event has said. at is when the letter was read (zero otherwise).
+//
+// The letter comes from the process's latest stack Sample event (State.Samples), not from an
+// event of its own: the tracer already reads every thread's /proc/TID/stat letter and
+// /proc/TID/syscall when it samples (tracer/stacks.go readTaskStat, readTaskSyscall), which is
+// ps's answer, and a separate periodic "procstate" event would read the same files again and
+// write them into every recording. The cost is age: the column is as old as the last sample
+// (the title says when; the TUI samples every 5 s by default, S samples now).
+func ProcStat(s *sessions.State, p *sessions.Proc) (state string, at time.Time) {
+	if p.Exit != nil {
+		switch {
+		case p.Exit.Detached:
+			return "detached", time.Time{}
+		case p.Exit.Signal != "":
+			return "killed " + sessions.Sanitize(p.Exit.Signal), time.Time{}
+		case p.Exit.Code != nil:
+			return "exit " + strconv.Itoa(*p.Exit.Code), time.Time{}
 		}
-		hay := strings.ToLower(fmt.Sprintf("%s %d %s %s %s %s", p.Rank, p.PID, p.Comm, p.Exe,
-			strings.Join(p.Argv, " "), ProcState(p)))
+		return "exited", time.Time{}
+	}
+	if l := s.Samples[sessions.ProcKey{Host: p.Host, PID: p.PID}]; len(l) > 0 && !l[len(l)-1].Time.Before(p.Joined) {
+		last := l[len(l)-1]
+		var th *sessions.ThreadSample
+		for i := range last.Threads {
+			// ps shows the thread group leader's letter (/proc/PID/stat is the leader's).
+			if t := &last.Threads[i]; t.TID == p.PID {
+				th = t
+			}
+		}
+		if th == nil && len(last.Threads) > 0 {
+			// The tracer samples no zombie thread: a leader missing while others run has
+			// exited (pthread_exit in main), which ps shows as Z.
+			return "Z", last.Time
+		}
+		if th != nil && th.State != "" {
+			st := sessions.Sanitize(th.State)
+			if (st == "S" || st == "D") && th.Syscall != "" {
+				st += " " + sessions.Sanitize(th.Syscall)
+			}
+			return st, last.Time
+		}
+	}
+	if p.Stopped {
+		return "T", time.Time{} // in a job-control stop when it joined (the process event says)
+	}
+	return "?", time.Time{}
+}
+
+// stateOrder sorts states as ps's users read them: running first, then waiting (D, S), stopped,
+// zombies, unknown, and the ended last.
+func stateOrder(st string) string {
+	if st == "" {
+		return "9"
+	}
+	if i := strings.Index("RDSTtZ?", st[:1]); i >= 0 && (len(st) == 1 || st[1] == ' ') {
+		return string(rune('0'+i)) + st
+	}
+	return "9" + st
+}
+
+// ProcRows lists the processes in the given order, keeping those whose rank, pid, comm, exe,
+// argv, state or uid contain filter (case-insensitive).
+func ProcRows(s *sessions.State, order, filter string) []ProcRow {
+	return ProcList(s, ProcQuery{Order: order, Filter: filter})
+}
+
+// procMatcher returns the filter's predicate.
+func procMatcher(s *sessions.State, filter string, users map[int]string) func(p *sessions.Proc) bool {
+	filter = strings.ToLower(strings.TrimSpace(filter))
+	if filter == "" {
+		return func(*sessions.Proc) bool { return true }
+	}
+	if v, ok := strings.CutPrefix(filter, "uid:"); ok {
+		return func(p *sessions.Proc) bool { return strconv.Itoa(p.UID) == v }
+	}
+	if v, ok := strings.CutPrefix(filter, "user:"); ok {
+		return func(p *sessions.Proc) bool { return strings.ToLower(users[p.UID]) == v || strconv.Itoa(p.UID) == v }
+	}
+	return func(p *sessions.Proc) bool {
+		state, _ := ProcStat(s, p)
+		hay := strings.ToLower(fmt.Sprintf("%s %d %s %s %s %s %s uid:%d %s %s", p.Rank, p.PID, p.Comm, p.Exe,
+			strings.Join(p.Argv, " "), ProcState(p), state, p.UID, users[p.UID], p.Host))
 		return strings.Contains(hay, filter)
 	}
+}
+
+// procNode is one process in the job's tree.
+type procNode struct {
+	p           *sessions.Proc
+	kids        []*procNode
+	match, show bool // show: it or something below it matches
+	desc        int
+}
+
+// ProcList lists the processes as q asks: the tree (children under their parent inside the
+// job, with ├─ └─ glyphs, folded subtrees skipped) or one sorted list.
+func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
+	procs := s.SortedProcs()
+	match := procMatcher(s, q.Filter, q.Users)
 	var rows []ProcRow
-	if order == "" || order == "tree" {
-		children := map[sessions.ProcKey][]*sessions.Proc{}
-		var roots []*sessions.Proc
+	if q.Order != "" && q.Order != "tree" {
 		for _, p := range procs {
-			parent := sessions.ProcKey{Host: p.Host, PID: p.PPID}
-			if _, ok := s.Procs[parent]; ok && p.PPID != p.PID {
-				children[parent] = append(children[parent], p)
-			} else {
-				roots = append(roots, p)
-			}
-		}
-		seen := map[*sessions.Proc]bool{}
-		var walk func(p *sessions.Proc, d int)
-		walk = func(p *sessions.Proc, d int) {
-			if seen[p] { // a pid reused inside the job must not loop
-				return
-			}
-			seen[p] = true
 			if match(p) {
-				rows = append(rows, ProcRow{p, d})
-			}
-			for _, c := range children[sessions.ProcKey{Host: p.Host, PID: p.PID}] {
-				walk(c, d+1)
+				rows = append(rows, ProcRow{Proc: p})
 			}
 		}
-		for _, p := range roots {
-			walk(p, 0)
-		}
-		for _, p := range procs { // cycles (pid reuse) leave orphans: list them flat
-			if !seen[p] && match(p) {
-				rows = append(rows, ProcRow{p, 0})
-			}
+		state := func(p *sessions.Proc) string { st, _ := ProcStat(s, p); return stateOrder(st) }
+		less := map[string]func(a, b *sessions.Proc) bool{
+			"rank":    func(a, b *sessions.Proc) bool { return false }, // SortedProcs is by rank
+			"pid":     func(a, b *sessions.Proc) bool { return a.PID < b.PID },
+			"comm":    func(a, b *sessions.Proc) bool { return a.Comm < b.Comm },
+			"state":   func(a, b *sessions.Proc) bool { return state(a) < state(b) },
+			"crashes": func(a, b *sessions.Proc) bool { return a.Crashes > b.Crashes },
+		}[q.Order]
+		if less != nil {
+			sort.SliceStable(rows, func(i, j int) bool { return less(rows[i].Proc, rows[j].Proc) })
 		}
 		return rows
 	}
+
+	children := map[sessions.ProcKey][]*sessions.Proc{}
+	var roots []*sessions.Proc
 	for _, p := range procs {
-		if match(p) {
-			rows = append(rows, ProcRow{p, 0})
+		parent := sessions.ProcKey{Host: p.Host, PID: p.PPID}
+		if _, ok := s.Procs[parent]; ok && p.PPID != p.PID {
+			children[parent] = append(children[parent], p)
+		} else {
+			roots = append(roots, p)
 		}
 	}
-	less := map[string]func(a, b *sessions.Proc) bool{
-		"rank":    func(a, b *sessions.Proc) bool { return false }, // SortedProcs is by rank
-		"pid":     func(a, b *sessions.Proc) bool { return a.PID < b.PID },
-		"comm":    func(a, b *sessions.Proc) bool { return a.Comm < b.Comm },
-		"state":   func(a, b *sessions.Proc) bool { return ProcState(a) < ProcState(b) },
-		"crashes": func(a, b *sessions.Proc) bool { return a.Crashes > b.Crashes },
-	}[order]
-	if less != nil {
-		sort.SliceStable(rows, func(i, j int) bool { return less(rows[i].Proc, rows[j].Proc) })
+	seen := map[*sessions.Proc]bool{}
+	var build func(p *sessions.Proc) *procNode
+	build = func(p *sessions.Proc) *procNode {
+		seen[p] = true
+		n := &procNode{p: p, match: match(p)}
+		for _, c := range children[sessions.ProcKey{Host: p.Host, PID: p.PID}] {
+			if seen[c] { // a pid reused inside the job must not loop
+				continue
+			}
+			k := build(c)
+			n.kids = append(n.kids, k)
+			n.desc += 1 + k.desc
+			n.show = n.show || k.show
+		}
+		n.show = n.show || n.match
+		return n
+	}
+	var trees []*procNode
+	for _, p := range roots {
+		trees = append(trees, build(p))
+	}
+	for _, p := range procs { // cycles (pid reuse) leave no root: start from where they are
+		if !seen[p] {
+			trees = append(trees, build(p))
+		}
+	}
+	filtering := strings.TrimSpace(q.Filter) != ""
+	var emit func(n *procNode, depth int, prefix string, last bool)
+	emit = func(n *procNode, depth int, prefix string, last bool) {
+		glyph, next := "", prefix
+		if depth > 0 {
+			if last {
+				glyph, next = prefix+"└─ ", prefix+"   "
+			} else {
+				glyph, next = prefix+"├─ ", prefix+"│  "
+			}
+		}
+		k := sessions.ProcKey{Host: n.p.Host, PID: n.p.PID}
+		folded := !filtering && len(n.kids) > 0 && q.Collapsed[k]
+		rows = append(rows, ProcRow{Proc: n.p, Depth: depth, Prefix: shortPrefix(glyph), Children: n.desc,
+			Collapsed: folded, Context: !n.match})
+		if folded {
+			return
+		}
+		var shown []*procNode
+		for _, c := range n.kids {
+			if c.show {
+				shown = append(shown, c)
+			}
+		}
+		for i, c := range shown {
+			emit(c, depth+1, next, i == len(shown)-1)
+		}
+	}
+	for _, n := range trees {
+		if n.show {
+			emit(n, 0, "", true)
+		}
 	}
 	return rows
+}
+
+// maxPrefix bounds the tree's glyphs in cells: a deep fork chain keeps its inner levels and
+// room for the names.
+const maxPrefix = 24
+
+func shortPrefix(p string) string {
+	r := []rune(p)
+	if len(r) <= maxPrefix {
+		return p
+	}
+	return "…" + string(r[len(r)-maxPrefix+1:])
+}
+
+// ProcStateNote says how old the STATE column is: the newest stack sample among the rows.
+func ProcStateNote(s *sessions.State, rows []ProcRow) string {
+	var newest time.Time
+	alive := false
+	for _, r := range rows {
+		if r.Proc.Exit != nil {
+			continue
+		}
+		alive = true
+		if _, at := ProcStat(s, r.Proc); at.After(newest) {
+			newest = at
+		}
+	}
+	switch {
+	case !alive:
+		return ""
+	case newest.IsZero():
+		return "state: ? until a stack sample"
+	}
+	return "state as of " + hms(newest)
+}
+
+// leftRight puts right at the right edge, cutting left to make room.
+func leftRight(left, right string, width int) string {
+	if right == "" {
+		return cut(left, width)
+	}
+	rw := ansi.StringWidth(right)
+	if rw+3 > width {
+		return cut(left, width)
+	}
+	left = cut(left, width-rw-2)
+	return left + strings.Repeat(" ", width-ansi.StringWidth(left)-rw) + right
+}
+
+// Position is the "12/201" of a long list (cursor is 0-based); "" when it all fits.
+func Position(cursor, n, visible int) string {
+	if n <= visible || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", clampI(cursor, n)+1, n)
 }
 
 // Processes renders the process list with the cursor row highlighted.
@@ -123,31 +334,61 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 	if sortName == "" {
 		sortName = "tree"
 	}
-	title := fmt.Sprintf("%d processes · sort: %s (s)", len(rows), sortName)
+	h := o.Height - 2
+	matches, folded := 0, 0
+	for _, r := range rows {
+		if !r.Context {
+			matches++
+		}
+		if r.Collapsed {
+			folded += r.Children
+		}
+	}
+	title := Count(matches+folded, "process", "processes")
+	if o.Filter != "" {
+		title = fmt.Sprintf("%d of %d processes match", matches, len(s.Procs))
+	}
+	if folded > 0 {
+		title += fmt.Sprintf(" (%d folded)", folded)
+	}
+	title += " · sort: " + sortName + " (s)"
 	if o.Filter != "" {
 		title += " · filter: " + sessions.Sanitize(o.Filter)
 	}
-	b.WriteString(st.Dim.Render(title) + "\n")
+	if note := ProcStateNote(s, rows); note != "" {
+		title += " · " + note
+		if o.Live && strings.HasPrefix(note, "state: ?") {
+			title += " (S)"
+		}
+	}
+	b.WriteString(st.Dim.Render(leftRight(title, Position(o.Cursor, len(rows), h), o.Width)) + "\n")
 	hostW := 0
 	for _, r := range rows {
 		if r.Proc.Host != "" && len(r.Proc.Host)+1 > hostW {
 			hostW = min(len(r.Proc.Host)+1, 12)
 		}
 	}
-	head := fmt.Sprintf("%-5s %*s%7s %6s %-20s %4s %-7s %s", "RANK", hostW, "", "PID", "UID", "STATE", "THR", "FAULTS", "COMMAND")
+	// Under 64 columns USER, THR and FAULTS give their room to the command (e explains a row).
+	compact := o.Width < 64
+	stateW := 17 // "S clock_nanosleep", "killed SIGSEGV"
+	head := fmt.Sprintf(" %-4s %*s%7s %-8s %-*s %3s %-6s %s", "RANK", hostW, "", "PID", "USER", stateW, "STATE", "THR", "FAULTS", "COMMAND")
+	if compact {
+		stateW = 10
+		head = fmt.Sprintf(" %-4s %*s%7s %-*s %s", "RANK", hostW, "", "PID", stateW, "STATE", "COMMAND")
+	}
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
-	h := o.Height - 2
 	if len(rows) == 0 {
 		if o.Filter != "" {
-			b.WriteString(st.Dim.Render("no process matches the filter"))
+			b.WriteString(st.Dim.Render(" no process matches the filter (uid:N and user:NAME match exactly)"))
 		} else {
-			b.WriteString(st.Dim.Render("no processes yet"))
+			b.WriteString(st.Dim.Render(" no processes yet"))
 		}
 		return fit(b.String(), o.Width, o.Height)
 	}
 	off := window(o.Cursor, o.Offset, h, len(rows))
 	for i := off; i < len(rows) && i < off+h; i++ {
-		p := rows[i].Proc
+		r := rows[i]
+		p := r.Proc
 		host := ""
 		if hostW > 0 {
 			host = pad(sessions.Sanitize(p.Host)+":", hostW)
@@ -159,30 +400,83 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		if p.Handled > 0 {
 			faults += fmt.Sprintf("h%d", p.Handled)
 		}
+		user := o.Users[p.UID]
+		if user == "" {
+			user = strconv.Itoa(p.UID)
+		}
 		name := sessions.Sanitize(p.Comm)
 		if name == "" {
 			name = sessions.Sanitize(p.Exe)
 		}
+		if r.Collapsed {
+			name = "▸ " + name + fmt.Sprintf(" (+%d)", r.Children)
+		}
 		if len(p.Argv) > 1 {
 			name += " " + st.Dim.Render(sessions.Sanitize(strings.Join(p.Argv[1:], " ")))
 		}
-		indent := ""
-		if rows[i].Depth > 0 {
-			indent = strings.Repeat("  ", min(rows[i].Depth-1, 8)) + "└─"
+		state, _ := ProcStat(s, p)
+		line := fmt.Sprintf(" %-4s %s%7d %s %s %3d %s %s%s", p.Rank, host, p.PID, pad(sessions.Sanitize(user), 8),
+			pad(state, stateW), p.Threads, pad(faults, 6), r.Prefix, name)
+		if compact {
+			line = fmt.Sprintf(" %-4s %s%7d %s %s%s", p.Rank, host, p.PID, pad(state, stateW), r.Prefix, name)
 		}
-		state := ProcState(p)
-		line := fmt.Sprintf("%-5s %s%7d %6d %s %4d %s %s%s", p.Rank, host, p.PID, p.UID,
-			pad(state, 20), p.Threads, pad(faults, 7), indent, name)
 		line = cut(line, o.Width)
 		switch {
 		case i == o.Cursor:
 			line = st.Cursor(stripForSelect(line), o.Width)
+		case r.Context || !p.Alive:
+			line = st.Dim.Render(stripForSelect(line))
 		case p.Crashes > 0 || (p.Exit != nil && p.Exit.Signal != ""):
-			line = st.Bad.Render(line)
-		case !p.Alive:
-			line = st.Dim.Render(line)
+			line = st.Bad.Render(stripForSelect(line))
 		}
 		b.WriteString(line + "\n")
 	}
 	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
+}
+
+// Signals are the signals K offers, in the order its dialog lists them.
+var Signals = []string{"SIGTERM", "SIGINT", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGUSR1", "SIGUSR2", "SIGQUIT"}
+
+// signalEffect is what each of Signals does to a process that has no handler for it.
+var signalEffect = map[string]string{
+	"SIGTERM": "asks it to end: the default action ends it, a handler may clean up first.",
+	"SIGINT":  "what ctrl+c sends: ends it unless it handles SIGINT.",
+	"SIGKILL": "ends it at once: it cannot be caught, blocked or ignored, and nothing is cleaned up.",
+	"SIGSTOP": "stops it (state T) until SIGCONT; it cannot be caught. Its ranks' peers may time out.",
+	"SIGCONT": "resumes it after a stop; harmless to a running process.",
+	"SIGUSR1": "means what the program makes it mean; without a handler it ends the process.",
+	"SIGUSR2": "means what the program makes it mean; without a handler it ends the process.",
+	"SIGQUIT": "what ctrl+\\ sends: ends it with a core dump (the default action).",
+}
+
+// SignalDialog asks before K sends a signal: it names the process (pid, rank, comm) and lets
+// ←/→ choose the signal.
+func SignalDialog(st *Styles, p *sessions.Proc, choice, width int) string {
+	w := min(width-4, 76)
+	choice = clampI(choice, len(Signals))
+	var b strings.Builder
+	b.WriteString(st.Title.Render("Send a signal") + "\n")
+	who := fmt.Sprintf("pid %d · rank %s · %s", p.PID, p.Rank, sessions.Sanitize(p.Comm))
+	if p.Host != "" {
+		who = sessions.Sanitize(p.Host) + " " + who
+	}
+	b.WriteString(cut(who, w) + "\n\n")
+	var names []string
+	for i, sig := range Signals {
+		n := strings.TrimPrefix(sig, "SIG")
+		if i == choice {
+			n = st.Selected.Render("[" + n + "]")
+		} else {
+			n = " " + n + " "
+		}
+		names = append(names, n)
+	}
+	b.WriteString(wrap(strings.Join(names, " "), w) + "\n\n")
+	sig := Signals[choice]
+	q := fmt.Sprintf("Send %s to pid %d (rank %s, %s)? %s sends it with kill(2), as kill -%s %d would.",
+		sig, p.PID, p.Rank, sessions.Sanitize(p.Comm), "crashtui", strings.TrimPrefix(sig, "SIG"), p.PID)
+	b.WriteString(wrap(q, w) + "\n")
+	b.WriteString(st.Dim.Render(wrap(sig+" "+signalEffect[sig], w)) + "\n\n")
+	b.WriteString(st.Dim.Render("←/→ choose · enter send · esc cancel"))
+	return st.Box.Render(b.String())
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
@@ -29,6 +31,15 @@ func (c controller) Sample() error {
 // Release lets go of one process for another debugger; Reacquire takes it back.
 func (c controller) Release(pid int) error   { return c.t.Release(pid) }
 func (c controller) Reacquire(pid int) error { return c.t.Reacquire(pid) }
+
+// Signal sends sig (a name from the TUI's K dialog, "SIGTERM") to one traced process.
+func (c controller) Signal(pid int, sig string) error {
+	n := unix.SignalNum(sig)
+	if n == 0 {
+		return fmt.Errorf("signal %d: unknown signal %q", pid, sig)
+	}
+	return c.t.SignalProcess(pid, n)
+}
 
 // AutoSample turns the periodic sampling on or off.
 func (c controller) AutoSample(on bool) { c.sp.set(on) }
