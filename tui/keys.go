@@ -32,21 +32,21 @@ func DefaultKeyMap() KeyMap {
 		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d", "ctrl+f"), key.WithHelp("pgdn", "page down")),
 		Top:        key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
 		Bottom:     key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "bottom/follow")),
-		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
+		NextTab:    key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "tabs")),
 		PrevTab:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
-		Enter:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail/expand")),
+		Enter:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Sort:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
 		Explain:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "explain")),
 		Measure:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "measure matrix")),
 		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
-		Group:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "classes on/off")),
+		Group:      key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "classes")),
 		Host:       key.NewBinding(key.WithKeys("H"), key.WithHelp("H", "next host")),
-		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample stacks")),
-		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto-sample on/off")),
-		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by function/line/offset")),
-		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb/dlv on this process")),
+		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample")),
+		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto")),
+		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by")),
+		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "debugger")),
 		Signal:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "signal")), // K: k is "up" in the vim keys
 		Core:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb on the core")),
 		Handled:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes/handled faults")),
@@ -80,6 +80,7 @@ type helpKeys struct {
 	replay bool
 	paused bool
 	live   bool
+	modal  bool // a tab's dialog is open: only its own keys apply
 }
 
 // modeKeys are the keys whose help depends on the mode: in a replay q only quits (there is
@@ -98,6 +99,9 @@ func (h helpKeys) modeKeys() (quit, pause key.Binding) {
 func (h helpKeys) ShortHelp() []key.Binding {
 	k := h.k
 	quit, pause := h.modeKeys()
+	if h.modal {
+		return h.tab
+	}
 	bs := append([]key.Binding{k.Help, k.NextTab}, h.tab...)
 	if h.replay {
 		bs = append(bs, pause, k.Step, k.Faster, k.Slower)

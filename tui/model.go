@@ -659,8 +659,10 @@ func (m *Model) View() string {
 }
 
 func (m *Model) helpKeys() helpKeys {
+	d, ok := m.active().(interface{ dialog() bool })
 	return helpKeys{k: &m.keys, tab: m.active().shortHelp(m), name: views.TabNames[m.tab],
-		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live()}
+		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(),
+		modal: ok && d.dialog()}
 }
 
 func (m *Model) body(w, h int) string { return m.active().view(m, w, h) }

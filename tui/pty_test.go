@@ -65,7 +65,7 @@ func runOnPty(t *testing.T) string {
 	scr.Type("2")
 	scr.WaitFor(t, 15*time.Second, "itself: always allowed")
 	scr.Type("?") // the Matrix tab's own keys first
-	scr.WaitFor(t, 15*time.Second, "Matrix keys", "classes on/off")
+	scr.WaitFor(t, 15*time.Second, "Matrix keys", "classes")
 	scr.Type("q")
 
 	var res result

@@ -521,7 +521,7 @@ func TestSubcommandHelp(t *testing.T) {
 		}
 	}
 	out, _ := exec.Command(crashtuiBin, "checkpoint", "--help").Output()
-	if !strings.Contains(string(out), "-restore correct|naive|none") {
+	if !strings.Contains(string(out), "-restore correct|naive|sc-only|none") {
 		t.Errorf("checkpoint --help: the --restore placeholder does not say its values:\n%s", out)
 	}
 	out, err := exec.Command(crashtuiBin, "--help").Output()

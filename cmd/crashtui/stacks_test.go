@@ -483,11 +483,7 @@ func TestStacksInTheTUI(t *testing.T) {
 	needRoot(t)
 	j := startHung(t, buildC(t, "hang"), 6)
 	scr := tuitest.Open(t, 100, 40)
-	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
 	scr.WaitFor(t, 20*time.Second, "procs 6/6")
 	scr.Key(t, "5")
 	scr.WaitFor(t, 5*time.Second, "no stack samples yet", "S samples")
@@ -600,11 +596,7 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 	}
 	j := startHung(t, buildC(t, "hang"), 2) // rank 0 in a receive, rank 1 in a barrier
 	scr := tuitest.Open(t, 100, 40)
-	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, cmd := startTUI(t, scr, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
 	scr.WaitFor(t, 20*time.Second, "procs 2/2")
 	scr.Key(t, "5")
 	scr.Key(t, "S")
@@ -714,11 +706,7 @@ func TestStacksRecordedAndReplayed(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	scr := tuitest.Open(t, 100, 40)
-	cmd := exec.Command(crashtuiBin, "replay", rec)
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "replay", rec)
 	scr.WaitFor(t, 10*time.Second, "crashtui replay") // keys typed before the first frame are lost
 	scr.Key(t, "}")                                   // to the end of the recording
 	scr.Key(t, "5")
@@ -756,11 +744,7 @@ func TestStacksDlvHandOff(t *testing.T) {
 	t.Cleanup(func() { prog.Process.Kill(); prog.Wait() })
 	bufio.NewReader(out).ReadString('\n')
 	scr := tuitest.Open(t, 100, 40)
-	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pid:"+strconv.Itoa(prog.Process.Pid))
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "attach", "--matrix", "off", "--sample-every", "0", "pid:"+strconv.Itoa(prog.Process.Pid))
 	scr.WaitFor(t, 20*time.Second, "procs 1/1")
 	scr.Key(t, "5")
 	scr.Key(t, "S")

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,11 +20,7 @@ func TestThreadsTabAt80x24(t *testing.T) {
 	needRoot(t)
 	j := startHung(t, buildC(t, "hang"), 2) // rank 0 in read, rank 1 in a futex
 	scr := tuitest.Open(t, 80, 24)
-	cmd := exec.Command(crashtuiBin, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "attach", "--matrix", "off", "--sample-every", "0", "pgid:"+strconv.Itoa(j.pgid))
 	scr.WaitFor(t, 20*time.Second, "procs 2/2")
 	scr.Key(t, "4")
 	scr.Key(t, "c")

@@ -15,11 +15,7 @@ import (
 // session goes on.
 func TestTourInReplay(t *testing.T) {
 	scr := tuitest.Open(t, 100, 34)
-	cmd := exec.Command(crashtuiBin, "replay", "--tour", filepath.Join("..", "..", "demo", "session.jsonl"))
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "replay", "--tour", filepath.Join("..", "..", "demo", "session.jsonl"))
 	scr.WaitFor(t, 10*time.Second, "Tour 1/5", "a whole job under one debugger", "any key: next step")
 	for _, step := range [][]string{
 		{"Tour 2/5", "who can read whose memory", "may not read"},
@@ -46,11 +42,7 @@ func TestTourLive(t *testing.T) {
 	needRoot(t)
 	buildC(t, "rank")
 	scr := tuitest.Open(t, 120, 40)
-	cmd := exec.Command(crashtuiBin, "demo", "--tour")
-	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	proc := startWaited(t, cmd, syscall.SIGTERM)
+	proc, _ := startTUI(t, scr, "demo", "--tour")
 	scr.WaitFor(t, 30*time.Second, "Tour 1/5", "a whole job under one debugger")
 	scr.Key(t, " ")
 	scr.WaitFor(t, 20*time.Second, "Tour 2/5", "→") // a cell, measured or predicted
@@ -74,4 +66,16 @@ func TestTourLive(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("crashtui did not quit")
 	}
+}
+
+// startTUI runs crashtui with args on the pty of scr, as a user's terminal would (its own
+// session, the pty as controlling terminal), and reaps it at the end of the test (SIGTERM
+// first: crashtui detaches). It returns the process and its command.
+func startTUI(t *testing.T, scr *tuitest.Screen, args ...string) (*waitedProc, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(crashtuiBin, args...)
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	return startWaited(t, cmd, syscall.SIGTERM), cmd
 }
