@@ -125,7 +125,7 @@ type Model struct {
 	tab           int
 	overlay       overlay
 	explanation   views.Explanation
-	explainFrom   int // first line of the explanation shown (it scrolls)
+	explainFrom   int  // first line of the explanation shown (it scrolls)
 	tour          int  // the guided tour's step, -1 when not touring (tour.go)
 	tourFetched   bool // the current step has asked the tracer for what it shows
 	ckChoice      int
