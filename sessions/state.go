@@ -143,7 +143,12 @@ func (s *State) Apply(e Event) {
 	if e.Time.After(s.Last) {
 		s.Last = e.Time
 	}
-	s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
+	// The timeline leaves out the periodic facts (a stack sample is one event per process
+	// every few seconds, progress four a second): they would push everything else out of
+	// it. The recording keeps them.
+	if k := e.Kind(); k != KindSample && k != KindMatrixProgress {
+		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
+	}
 	if len(s.Log) > MaxLog {
 		s.Log = append(s.Log[:0:0], s.Log[len(s.Log)-MaxLog/2:]...)
 	}

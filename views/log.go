@@ -25,7 +25,7 @@ func EventLine(e sessions.Event) string {
 	case sessions.Session:
 		what = fmt.Sprintf("session %s job %s on %s %s", b.Mode, b.Job, b.Arch, b.Kernel)
 	case sessions.Process:
-		what = fmt.Sprintf("pid %d joined (ppid %d, rank %s, uid %d, %d threads) %s %s", b.PID, b.PPID, b.Rank, b.UID, b.Threads, b.Comm, strings.Join(b.Argv, " "))
+		what = fmt.Sprintf("pid %d joined (ppid %d, rank %s, uid %d, %s) %s %s", b.PID, b.PPID, b.Rank, b.UID, Count(b.Threads, "thread", "threads"), b.Comm, strings.Join(b.Argv, " "))
 	case sessions.Task:
 		verb := "started"
 		if b.Exited {
@@ -49,7 +49,7 @@ func EventLine(e sessions.Event) string {
 			what = fmt.Sprintf("pid %d exited", b.PID)
 		}
 	case sessions.Crash:
-		what = fmt.Sprintf("CRASH pid %d tid %d rank %s %s %s at %s+%s", b.PID, b.TID, b.Rank, b.Signal, b.Code, baseName(b.Module), b.Offset)
+		what = fmt.Sprintf("pid %d tid %d rank %s %s %s at %s+%s", b.PID, b.TID, b.Rank, b.Signal, b.Code, baseName(b.Module), b.Offset)
 		if b.Function != "" {
 			what += " " + b.Function
 		}
@@ -57,15 +57,15 @@ func EventLine(e sessions.Event) string {
 			what += " abort: " + b.AbortMessage
 		}
 	case sessions.Handled:
-		what = fmt.Sprintf("handled pid %d %s %s at %s+%s", b.PID, b.Signal, b.Code, baseName(b.Module), b.Offset)
+		what = fmt.Sprintf("pid %d %s %s at %s+%s", b.PID, b.Signal, b.Code, baseName(b.Module), b.Offset)
 	case sessions.Matrix:
 		m := "predicted"
 		if b.Measured {
 			m = "measured"
 		}
-		what = fmt.Sprintf("matrix of %d processes (%d cells, %s)", len(b.PIDs), len(b.Cells), m)
+		what = fmt.Sprintf("%s, %d cells, %s", Count(len(b.PIDs), "process", "processes"), len(b.Cells), m)
 	case sessions.Thread:
-		what = fmt.Sprintf("thread %d/%d %s %s on resume %s", b.PID, b.TID, b.Syscall, b.Code, b.OnResume)
+		what = fmt.Sprintf("%d/%d %s %s on resume %s", b.PID, b.TID, b.Syscall, b.Code, b.OnResume)
 		if b.Applied != "" {
 			what += " applied " + b.Applied
 		}
@@ -73,10 +73,16 @@ func EventLine(e sessions.Event) string {
 			what += " → " + b.Outcome
 		}
 	case sessions.Summary:
-		what = fmt.Sprintf("summary: %s, %s in %s, %s, %d handled", Count(b.Processes, "process", "processes"),
+		what = fmt.Sprintf("%s, %s in %s, %s, %d handled", Count(b.Processes, "process", "processes"),
 			Count(b.Crashes, "crash", "crashes"), Count(len(b.Groups), "group", "groups"), Count(b.Exits, "exit", "exits"), b.Handled)
 	case sessions.Error:
-		what = fmt.Sprintf("error %s pid %d: %s", b.Op, b.PID, b.Message)
+		what = fmt.Sprintf("%s pid %d: %s", b.Op, b.PID, b.Message)
+	case sessions.Sample:
+		what = fmt.Sprintf("pid %d: %s (sample %d, held %d µs)", b.PID, Count(len(b.Threads), "thread", "threads"), b.Seq, b.HeldUS)
+	case sessions.MatrixProgress:
+		what = fmt.Sprintf("matrix: %d of %d pairs measured", b.Done, b.Total)
+	case sessions.Stacks:
+		what = fmt.Sprintf("%s over %s", Count(len(b.Classes), "class", "classes"), Count(b.Samples, "sample", "samples"))
 	default:
 		what = string(e.Kind())
 	}
