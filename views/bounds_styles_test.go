@@ -85,3 +85,20 @@ func TestMatrixPast99(t *testing.T) {
 		t.Errorf("click on row 120: %d,%d", r, c)
 	}
 }
+
+// TestMatrixShowsProgress: while the first matrix is measured the tab says how far it is,
+// not "no access matrix yet"; once a matrix is there the progress is in its title.
+func TestMatrixShowsProgress(t *testing.T) {
+	s := sessions.NewState()
+	s.Apply(sessions.Event{Body: sessions.MatrixProgress{Done: 3, Total: 12}})
+	out := Matrix(Plain(), s, nil, MatrixOptions{Width: 80, Height: 20})
+	if !strings.Contains(out, "measuring inside each process: 3/12 pairs (25%)") {
+		t.Errorf("no progress before the first matrix:\n%s", out)
+	}
+	big := viewtest.Big(10)
+	big.Apply(sessions.Event{Body: sessions.MatrixProgress{Done: 45, Total: 90}})
+	host, m := MatrixFor(big, "")
+	if out := Matrix(Plain(), big, IndexMatrix(host, m), MatrixOptions{Width: 200, Height: 30}); !strings.Contains(out, "45/90 pairs (50%)") {
+		t.Errorf("no progress in the title:\n%s", out)
+	}
+}
