@@ -128,6 +128,7 @@ type Model struct {
 	explainFrom   int  // first line of the explanation shown (it scrolls)
 	tour          int  // the guided tour's step, -1 when not touring (tour.go)
 	tourFetched   bool // the current step has asked the tracer for what it shows
+	tourWaiting   bool // the current step had nothing to show yet: new events may bring it
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
 
@@ -273,15 +274,19 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case eventsMsg:
 		m.apply(msg.evs)
+		var tour tea.Cmd
+		if m.tour >= 0 && m.tourWaiting && m.overlay == explainOverlay {
+			tour = m.tourShow() // what the step waits for may have come (the job's processes, a crash)
+		}
 		if msg.closed {
 			m.finished = true
 			m.events = nil
 			if m.overlay == quitOverlay {
 				m.overlay = noOverlay
 			}
-			return m, nil
+			return m, tour
 		}
-		return m, waitEvents(m.events)
+		return m, tea.Batch(waitEvents(m.events), tour)
 	case tickMsg:
 		if m.player == nil || msg.seq != m.tickSeq {
 			return m, nil

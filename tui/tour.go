@@ -125,6 +125,7 @@ func (m *Model) tourShow() tea.Cmd {
 	m.normalize()
 	head := fmt.Sprintf("Tour %d/%d · %s", m.tour+1, len(tourSteps), st.title)
 	ex := st.pick(m)
+	m.tourWaiting = ex == nil
 	var cmd tea.Cmd
 	if ex == nil {
 		e := views.Explanation{Title: head, What: "Waiting for " + st.wait + "."}
