@@ -195,4 +195,28 @@ func TestRecordedStories(t *testing.T) {
 	if kinds["matrix"] != 1 || !measured || denied != 8 {
 		t.Errorf("matrix-seccomp: events %v, measured %v, %d pairs refused for seccomp (want 8)", kinds, measured, denied)
 	}
+	// CRIU's ppc64le scv bug (checkpoint-restore/criu#2261) on a real POWER10 kernel under
+	// QEMU, glibc's own scv: naive and sc-only (CRIU before the fix) leak 512/516 to the
+	// program, correct restarts read and futex and gives the sleeps EINTR; on POWER8 glibc
+	// uses sc, and sc-only restores it correctly.
+	for _, tc := range []struct {
+		file, insn string
+		want       []string
+	}{
+		{"power10-scv-naive.jsonl", "scv", []string{"read returned ERESTARTSYS (512)", "poll returned ERESTART_RESTARTBLOCK (516)"}},
+		{"power10-scv-sc-only.jsonl", "scv", []string{"read returned ERESTARTSYS (512)", "clock_nanosleep returned ERESTART_RESTARTBLOCK (516)"}},
+		{"power10-scv-correct.jsonl", "scv", []string{"back in read", "back in futex", "poll returned EINTR"}},
+		{"power8-sc-sc-only.jsonl", "sc", []string{"back in read", "clock_nanosleep returned EINTR"}},
+	} {
+		_, lines, _ := replay(tc.file)
+		all := strings.Join(lines, "\n")
+		if !strings.Contains(all, `"insn":"`+tc.insn+`"`) || strings.Contains(all, `"insn":"`+map[string]string{"sc": "scv", "scv": "sc"}[tc.insn]+`"`) {
+			t.Errorf("%s: threads not all in %s", tc.file, tc.insn)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: no outcome %q", tc.file, w)
+			}
+		}
+	}
 }
