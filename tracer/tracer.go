@@ -202,7 +202,8 @@ const waitFlags = unix.WALL | unix.WNOTHREAD | unix.WNOHANG
 
 // drain handles every wait status that is ready, without blocking. It must run on the loop
 // thread (the tracer thread of every tracee).
-func (t *Tracer) drain() {
+func (t *Tracer) drain() int {
+	n := 0
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, waitFlags, nil)
@@ -210,10 +211,39 @@ func (t *Tracer) drain() {
 			continue
 		}
 		if err != nil || pid <= 0 {
-			return
+			return n
 		}
 		t.handle(waitResult{pid: pid, ws: ws})
+		n++
 	}
+}
+
+// burstWindow is how long the loop keeps polling for the next stop after handling one
+// before it goes back to wait for SIGCHLD: events come in bursts (a signal storm, a fork
+// storm, a thread pool starting), and each SIGCHLD → os/signal → channel hand-off costs tens
+// of microseconds the tracee waits for. Requests are served between polls.
+const burstWindow = 40 * time.Microsecond
+
+// burst polls for stops for up to burstWindow after the last one; it says whether any came.
+func (t *Tracer) burst() bool {
+	got := false
+	for deadline := time.Now().Add(burstWindow); time.Now().Before(deadline); {
+		if t.drain() > 0 {
+			got = true
+			deadline = time.Now().Add(burstWindow)
+		}
+		select {
+		case r := <-t.reqs:
+			r.done <- r.fn()
+			return got
+		default:
+		}
+		if t.closing {
+			return got
+		}
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return got
 }
 
 // pollInterval is a safety net only: SIGCHLD wakes the loop as soon as a tracee stops.
@@ -237,7 +267,9 @@ func (t *Tracer) loop() {
 		}
 	}()
 	for {
-		t.drain()
+		if t.drain() > 0 {
+			t.burst()
+		}
 		if t.started && len(t.tasks) == 0 && len(t.released) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
 		}
