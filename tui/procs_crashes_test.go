@@ -477,8 +477,8 @@ func TestCrashGdbRuns(t *testing.T) {
 		}
 	}
 	m := fixtureModel(t, evs, nil, false, 80, 24, nil)
-	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("3")})
-	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("3")})
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
 	if cmd == nil {
 		t.Fatalf("g on an existing core runs nothing: %q", m.message)
 	}

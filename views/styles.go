@@ -39,11 +39,7 @@ func (s *Styles) Cursor(line string, w int) string {
 	if s.plain {
 		// The marker takes the place of a leading space, so the row stays aligned with the
 		// others.
-		l := ansi.Strip(line)
-		if strings.HasPrefix(l, " ") {
-			l = l[1:]
-		}
-		return cut(">"+l, w)
+		return cut(">"+strings.TrimPrefix(ansi.Strip(line), " "), w)
 	}
 	return s.Selected.Render(pad(line, w))
 }
