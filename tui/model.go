@@ -625,7 +625,7 @@ func (m *Model) View() string {
 		box, _ := views.RenderExplanationFrom(m.st, m.explanation, w, bh, m.explainFrom)
 		body = views.Place(box, w, bh)
 	case checkpointOverlay:
-		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w), w, bh)
+		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w, bh), w, bh)
 	case naiveOverlay:
 		q := "A naive restore breaks this job: its threads interrupted in a syscall will see ERESTART* codes (glibc's sem_wait aborts). crashtui did not start it. Do it? (y / any key cancels)"
 		if views.Policies[m.ckChoice] == "sc-only" {

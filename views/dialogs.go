@@ -6,24 +6,34 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// CheckpointDialog asks for the restore policy of a simulated checkpoint.
-func CheckpointDialog(st *Styles, choice, width int) string {
+// CheckpointDialog asks for the restore policy of a simulated checkpoint. When every
+// policy's description does not fit in height, only the selected one's is shown.
+func CheckpointDialog(st *Styles, choice, width, height int) string {
 	w := min(width-4, 90)
-	var b strings.Builder
-	b.WriteString(st.Title.Render("Simulated checkpoint") + "\n")
-	b.WriteString(wrap("Freeze the job, capture every thread's restart state, apply a restore policy in place and resume:", w) + "\n\n")
-	for i, p := range Policies {
-		mark := "  "
-		label := p
-		if i == choice {
-			mark = "> "
-			label = st.Selected.Render(p)
+	render := func(all bool) string {
+		var b strings.Builder
+		b.WriteString(st.Title.Render("Simulated checkpoint") + "\n")
+		b.WriteString(wrap("Freeze the job, capture every thread's restart state, apply a restore policy in place and resume:", w) + "\n\n")
+		for i, p := range Policies {
+			mark := "  "
+			label := p
+			if i == choice {
+				mark = "> "
+				label = st.Selected.Render(p)
+			}
+			b.WriteString(mark + label + "\n")
+			if all || i == choice {
+				b.WriteString(st.Dim.Render(indent(wrap(PolicyText[p], w-4), "    ")) + "\n")
+			}
 		}
-		b.WriteString(mark + label + "\n")
-		b.WriteString(st.Dim.Render(indent(wrap(PolicyText[p], w-4), "    ")) + "\n")
+		b.WriteString("\n" + st.Dim.Render("↑/↓ choose · enter run · esc cancel"))
+		return st.Box.Render(b.String())
 	}
-	b.WriteString("\n" + st.Dim.Render("↑/↓ choose · enter run · esc cancel"))
-	return st.Box.Render(b.String())
+	box := render(true)
+	if height > 0 && strings.Count(box, "\n")+1 > height {
+		box = render(false)
+	}
+	return box
 }
 
 // Confirm is a yes/no box.

@@ -85,7 +85,8 @@ func TestGoldenViews(t *testing.T) {
 		{"explain-thread", 80, func(w int) string {
 			return RenderExplanation(st, ExplainThread(ThreadList(s)[0].Thread), w, 22)
 		}},
-		{"checkpoint-dialog", 80, func(w int) string { return CheckpointDialog(st, 1, w) }},
+		{"checkpoint-dialog", 80, func(w int) string { return CheckpointDialog(st, 1, w, 0) }},
+		{"checkpoint-dialog-80x24", 80, func(w int) string { return CheckpointDialog(st, 2, w, 20) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.render(tc.width), tc.width) })
