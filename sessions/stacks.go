@@ -503,16 +503,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 	}
 	sort.SliceStable(porder, func(i, j int) bool {
 		a, b := procAcc[porder[i]], procAcc[porder[j]]
-		if a.Host != b.Host {
-			return a.Host < b.Host
-		}
-		if (a.Rank >= 0) != (b.Rank >= 0) {
-			return a.Rank >= 0
-		}
-		if a.Rank != b.Rank {
-			return a.Rank < b.Rank
-		}
-		return a.PID < b.PID
+		return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID)
 	})
 	for _, k := range porder {
 		rs := procAcc[k]

@@ -331,18 +331,24 @@ func (s *State) SortedProcs() []*Proc {
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if a.Host != b.Host {
-			return a.Host < b.Host
-		}
-		if (a.Rank >= 0) != (b.Rank >= 0) {
-			return a.Rank >= 0
-		}
-		if a.Rank != b.Rank {
-			return a.Rank < b.Rank
-		}
-		return a.PID < b.PID
+		return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID)
 	})
 	return out
+}
+
+// rankOrder is the order processes are listed in: by host, ranked ones first by rank, then
+// by pid.
+func rankOrder(ha string, ra Rank, pa int, hb string, rb Rank, pb int) bool {
+	if ha != hb {
+		return ha < hb
+	}
+	if (ra >= 0) != (rb >= 0) {
+		return ra >= 0
+	}
+	if ra != rb {
+		return ra < rb
+	}
+	return pa < pb
 }
 
 // Live counts processes and threads still alive.

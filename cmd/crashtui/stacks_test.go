@@ -436,10 +436,9 @@ func main() {
 }
 `
 
-// TestStacksGoBinary: a Go program's threads unwind (Go's frame pointers and .debug_frame):
-// the goroutine blocked in a raw read and the spinning one are on their threads' stacks.
-func TestStacksGoBinary(t *testing.T) {
-	needRoot(t)
+// startGoHang builds goHangSrc and runs it until it is ready; the test reaps it.
+func startGoHang(t *testing.T) *exec.Cmd {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gohang.go"), []byte(goHangSrc), 0o644); err != nil {
 		t.Fatal(err)
@@ -459,6 +458,14 @@ func TestStacksGoBinary(t *testing.T) {
 	if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || l != "ready\n" {
 		t.Fatalf("%q %v", l, err)
 	}
+	return cmd
+}
+
+// TestStacksGoBinary: a Go program's threads unwind (Go's frame pointers and .debug_frame):
+// the goroutine blocked in a raw read and the spinning one are on their threads' stacks.
+func TestStacksGoBinary(t *testing.T) {
+	needRoot(t)
+	cmd := startGoHang(t)
 	time.Sleep(100 * time.Millisecond)
 	_, st := stacksJSON(t, "--samples", "2", "--interval", "100ms", "pid:"+strconv.Itoa(cmd.Process.Pid))
 	var read, spin bool
@@ -498,14 +505,7 @@ func TestStacksInTheTUI(t *testing.T) {
 	scr.Key(t, "e")
 	scr.WaitFor(t, 5*time.Second, "Class 1: 4 threads on one path (ranks 1-4)", "STAT")
 	scr.Key(t, "\x1b")
-	scr.Key(t, "q")
-	scr.WaitFor(t, 5*time.Second, "quit")
-	scr.Key(t, "y")
-	select {
-	case <-proc.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("crashtui did not quit after q, y")
-	}
+	quitTUI(t, scr, proc)
 	checkDetached(t, j.pids, []string{"S", "S", "S", "S", "S", "R"})
 }
 
@@ -633,14 +633,7 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 	if !crashtuiTracer(handed) {
 		t.Errorf("pid %d was not taken back (TracerPid %d)", handed, tracerPID(handed))
 	}
-	scr.Key(t, "q")
-	scr.WaitFor(t, 5*time.Second, "quit")
-	scr.Key(t, "y")
-	select {
-	case <-proc.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("crashtui did not quit after q, y")
-	}
+	quitTUI(t, scr, proc)
 	checkDetached(t, j.pids, []string{"S", "S"})
 }
 
@@ -728,21 +721,7 @@ func TestStacksDlvHandOff(t *testing.T) {
 	if _, err := exec.LookPath("dlv"); err != nil {
 		t.Skip("dlv is not installed (make test installs it: go install github.com/go-delve/delve/cmd/dlv)")
 	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "gohang.go"), []byte(goHangSrc), 0o644)
-	bin := filepath.Join(dir, "gohang")
-	build := exec.Command("go", "build", "-o", bin, "gohang.go")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	prog := exec.Command(bin)
-	out, _ := prog.StdoutPipe()
-	if err := prog.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { prog.Process.Kill(); prog.Wait() })
-	bufio.NewReader(out).ReadString('\n')
+	prog := startGoHang(t)
 	scr := tuitest.Open(t, 100, 40)
 	proc, _ := startTUI(t, scr, "attach", "--matrix", "off", "--sample-every", "0", "pid:"+strconv.Itoa(prog.Process.Pid))
 	scr.WaitFor(t, 20*time.Second, "procs 1/1")
@@ -758,13 +737,19 @@ func TestStacksDlvHandOff(t *testing.T) {
 	scr.WaitFor(t, 10*time.Second, "kill the process")
 	scr.Type("n\r")
 	scr.WaitFor(t, 20*time.Second, "traced again")
+	quitTUI(t, scr, proc)
+	checkDetached(t, []int{prog.Process.Pid}, nil)
+}
+
+// quitTUI quits a live crashtui as a user does (q, then y to detach) and waits for it.
+func quitTUI(t *testing.T, scr *tuitest.Screen, proc *waitedProc) {
+	t.Helper()
 	scr.Key(t, "q")
 	scr.WaitFor(t, 5*time.Second, "quit")
 	scr.Key(t, "y")
 	select {
 	case <-proc.exited:
 	case <-time.After(20 * time.Second):
-		t.Fatal("crashtui did not quit")
+		t.Fatal("crashtui did not quit after q, y")
 	}
-	checkDetached(t, []int{prog.Process.Pid}, nil)
 }

@@ -40,14 +40,7 @@ func TestThreadsTabAt80x24(t *testing.T) {
 	scr.Key(t, "G") // the end of the detail
 	scr.Key(t, "\x1b")
 	scr.WaitFor(t, 5*time.Second, "PID", "TID", "SYSCALL")
-	scr.Key(t, "q")
-	scr.WaitFor(t, 5*time.Second, "quit")
-	scr.Key(t, "y")
-	select {
-	case <-proc.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("crashtui did not quit")
-	}
+	quitTUI(t, scr, proc)
 	checkDetached(t, j.pids, []string{"S", "S"})
 }
 
