@@ -114,11 +114,15 @@ qemu-deps-ppc64le:
 qemu-deps-arm64:
 	$(call apt_need,$(QEMU_NEEDS_arm64))
 
+# Each stage ends with TestDemoGuest: `crashtui demo --guest ARCH --json` boots the guest once
+# more, with sigpending under the guest's agent, and checkpoints it over the console.
+demo_guest_test = CRASHTUI_QEMU=1 CRASHTUI_DEMO_GUEST=$(1) $(GO) test -count=1 -v -run TestDemoGuest ./cmd/crashtui
+
 test-ppc64le: qemu-deps-ppc64le
-	$(call stage,ppc64le,$(GO) run ./tracer/qemu/cmd/ppc64le-test)
+	$(call stage,ppc64le,{ $(GO) run ./tracer/qemu/cmd/ppc64le-test && $(call demo_guest_test,ppc64le:power10); })
 
 test-arm64: qemu-deps-arm64
-	$(call stage,arm64,$(GO) run ./tracer/qemu/cmd/arm64-test)
+	$(call stage,arm64,{ $(GO) run ./tracer/qemu/cmd/arm64-test && $(call demo_guest_test,arm64:max); })
 
 # A guest for users (workshops: the scv bug on a laptop): boots ARCH (ppc64le, arm64) on CPU
 # (power8, power9, power10; max; default power10 or max) with crashtui, busybox, the C test

@@ -10,7 +10,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 )
 
-const demoSynopsis = "demo [--json] [--record FILE] [--duration D]"
+const demoSynopsis = "demo [--json] [--record FILE] [--duration D] [--tour] [--guest ppc64le|arm64 [--cpu MODEL]]"
 
 // demoRanks is the size of the built-in demo job (demo/c/rank.c says what each rank does).
 const demoRanks = 8
@@ -21,6 +21,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	duration := fs.Duration("duration", 0, "end the demo after this long (default: at q in the TUI, 12s with --json)")
 	fs.BoolVar(&c.tour, "tour", false, "a guided tour of the four capabilities: each key shows the next (esc leaves it, the session goes on)")
+	guestArch := fs.String("guest", "", "boot a QEMU guest of this `ARCH` (ppc64le, arm64) running demo/restart's sigpending under crashtui's agent, and show it here; c checkpoints it (with --json: request lines on stdin, as agent --control reads them)")
+	cpu := fs.String("cpu", "", "the guest's QEMU `MODEL`: power8, power9, power10 (default) for ppc64le; max for arm64")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -28,6 +30,13 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		fs.Usage()
 		return usageErr("demo takes no arguments")
+	}
+	if *guestArch != "" {
+		c.duration = *duration
+		return demoGuest(&c, *guestArch, *cpu, stdout, stderr)
+	}
+	if *cpu != "" {
+		return usageErr("demo: --cpu is the model of a --guest")
 	}
 	if c.json && *duration == 0 {
 		*duration = 12 * time.Second

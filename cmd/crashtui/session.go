@@ -38,6 +38,8 @@ type common struct {
 	// in the TUI and in agents, off with --json).
 	sampleEvery time.Duration
 	tour        bool // demo, replay: the guided tour (--tour)
+	// control, when not nil, carries request lines to the tracer (agent --control: stdin).
+	control io.Reader
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -143,6 +143,12 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	sp := newSampler(t, c.sampleInterval(mode))
 	go sp.run(ctx)
 	if c.json {
+		if c.control != nil {
+			var detach func()
+			ctx, detach = context.WithCancel(ctx)
+			defer detach()
+			go serveRequests(c.control, controller{t, mode, sp}, s, c.host, detach)
+		}
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,

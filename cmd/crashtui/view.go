@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,9 +31,15 @@ const agentSynopsis = "agent [flags] JOB"
 // host name (--host, default this machine's), and the access matrix is measured as in the
 // TUI (--matrix auto), since the view has no tracer to ask.
 func cmdAgent(args []string, stdout, stderr io.Writer) error {
-	c, spec, err := parseJobCommand("agent", agentSynopsis, args, stderr, nil)
+	var control bool
+	c, spec, err := parseJobCommand("agent", agentSynopsis, args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&control, "control", false, "also read requests on stdin, one a line: checkpoint correct|naive|sc-only|none, measure, sample, autosample on|off, signal PID SIG, detach (crashtui demo --guest sends them down the console)")
+	})
 	if err != nil {
 		return err
+	}
+	if control {
+		c.control = os.Stdin
 	}
 	if c.cast != "" {
 		return usageErr("agent: --cast records a screen, and an agent has none (give it to view)")

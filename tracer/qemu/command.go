@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,8 @@ type shellFilter struct {
 	done   bool
 	status int
 	heldNL bool
+	// whole: each line goes out with its newline at once (BootConfig.WholeLines).
+	whole bool
 }
 
 func (f *shellFilter) Write(p []byte) (int, error) {
@@ -74,6 +77,8 @@ func (f *shellFilter) line(line []byte) {
 		if err == nil {
 			f.status, f.done = n, true
 		}
+	case f.whole:
+		f.emit(append(line, '\n'))
 	default:
 		if f.heldNL {
 			f.emit([]byte{'\n'})
@@ -112,7 +117,7 @@ func BootCommand(ctx context.Context, b BootConfig, out io.Writer) (int, error) 
 	if len(b.Command) > maxCommand {
 		return 0, fmt.Errorf("guest command: %d bytes, at most %d fit on the kernel command line (put a script among the added files and run that)", len(b.Command), maxCommand)
 	}
-	f := &shellFilter{out: out}
+	f := &shellFilter{out: out, whole: b.WholeLines}
 	console, err := Boot(ctx, b, f)
 	status, ok := f.result()
 	if ok {
@@ -146,8 +151,15 @@ type GuestOptions struct {
 	Kernel     string        // as in Options
 	Timeout    time.Duration // the whole boot, default 10 minutes (the guest watchdog fires 10s earlier)
 	Stdout     io.Writer     // the command's output, default os.Stdout
-	Log        io.Writer     // progress, default os.Stderr
-	Keep       bool          // keep the build directory
+	// Stdin, when set, goes to the guest's console, which is then the command's stdin
+	// (BootConfig.Stdin): a command that reads requests from the host (crashtui agent
+	// --control). nil: the command's stdin is /dev/null.
+	Stdin io.Reader
+	// WholeLines writes each line of the output to Stdout with its newline as soon as it
+	// comes (BootConfig.WholeLines), for a reader that acts on each line.
+	WholeLines bool
+	Log        io.Writer // progress, default os.Stderr
+	Keep       bool      // keep the build directory
 }
 
 // RunGuest is `make guest`: it cross-builds crashtui, init and the C helpers for the guest,
@@ -188,8 +200,11 @@ func RunGuest(ctx context.Context, opt GuestOptions) (int, error) {
 		return 0, &SkipError{Reason: err.Error()}
 	}
 	if opt.ModuleRoot == "" {
+		opt.ModuleRoot = executableModule()
+	}
+	if opt.ModuleRoot == "" {
 		if opt.ModuleRoot, err = moduleRoot(ctx, gobin); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("the guest is built from crashtui's source, so run this inside its tree (or run a crashtui built there): %w", err)
 		}
 	}
 	if opt.CacheDir == "" {
@@ -253,13 +268,43 @@ func RunGuest(ctx context.Context, opt GuestOptions) (int, error) {
 	logf("booting %s", opt.CPU)
 	status, err := BootCommand(ctx, BootConfig{
 		Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: opt.CPU,
-		Command: opt.Command, Timeout: opt.Timeout,
+		Command: opt.Command, Timeout: opt.Timeout, Stdin: opt.Stdin, WholeLines: opt.WholeLines,
 	}, opt.Stdout)
 	if err != nil {
 		return 0, err
 	}
 	logf("%s: exit status %d", opt.CPU, status)
 	return status, nil
+}
+
+// Missing says what a guest boot needs that is not on this machine yet, without installing
+// or fetching anything (RunGuest would, as root): QEMU, the cross C compiler and its libc, the
+// cached kernel and busybox (cacheDir "" is DefaultCacheDir), the go toolchain. Nil when
+// nothing is missing. `make test-ppc64le` / `make test-arm64` (or `make guest`) install and
+// fetch all of it once.
+func (a *Arch) Missing(ctx context.Context, cacheDir string) []string {
+	var miss []string
+	if _, err := goBinary(); err != nil {
+		miss = append(miss, err.Error())
+	}
+	if _, err := exec.LookPath(a.QEMU); err != nil {
+		miss = append(miss, a.QEMU+" (Debian package "+a.QEMUPkg+")")
+	}
+	if _, err := exec.LookPath(a.CC); err != nil {
+		miss = append(miss, a.CC+" (Debian packages "+strings.Join(a.CCPkgs, " ")+")")
+	} else if _, err := a.ccFile(ctx, "libc.a"); err != nil {
+		miss = append(miss, "the cross libc.a of "+a.CC+" (Debian packages "+strings.Join(a.CCPkgs, " ")+")")
+	}
+	if cacheDir == "" {
+		cacheDir, _ = a.DefaultCacheDir()
+	}
+	if a.newestKernel(cacheDir) == "" {
+		miss = append(miss, "Debian's "+a.DebArch+" kernel (linux-image-*-"+a.Flavour+") in "+cacheDir)
+	}
+	if st, err := os.Stat(filepath.Join(cacheDir, "busybox")); err != nil || !st.Mode().IsRegular() {
+		miss = append(miss, "Debian's "+a.DebArch+" busybox-static in "+cacheDir)
+	}
+	return miss
 }
 
 // addedFiles maps the host files to put on a guest's PATH to their initramfs entries,

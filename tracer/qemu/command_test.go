@@ -177,3 +177,33 @@ func TestGuestMainRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestShellFilterWholeLines: with WholeLines each line is out with its newline as soon as it
+// came (an event parser must not wait for the next line), and init's own newline before the
+// exit line is an empty last line.
+func TestShellFilterWholeLines(t *testing.T) {
+	var out bytes.Buffer
+	f := &shellFilter{out: &out, whole: true}
+	f.Write([]byte("boot noise\r\nCRASHTUI-BEGIN\r\n{\"event\":\"process\"}\r\n"))
+	if got := out.String(); got != "{\"event\":\"process\"}\n" {
+		t.Fatalf("after one line: %q, want it with its newline", got)
+	}
+	f.Write([]byte("{\"event\":\"task\"}\r\n\r\nCRASHTUI-EXIT: 0\r\n"))
+	status, ok := f.result()
+	if got := out.String(); got != "{\"event\":\"process\"}\n{\"event\":\"task\"}\n\n" || status != 0 || !ok {
+		t.Fatalf("output %q status %d ok %v", got, status, ok)
+	}
+}
+
+// TestQEMUArgsStdin: a shell-mode boot with Stdin gives the command the console
+// (crashtui.stdin=console); without it the command's stdin stays /dev/null.
+func TestQEMUArgsStdin(t *testing.T) {
+	b := BootConfig{QEMU: "q", Kernel: "k", Initrd: "i", CPU: "power10", Command: "true", Timeout: time.Minute}
+	if strings.Contains(strings.Join(b.QEMUArgs(), " "), "crashtui.stdin") {
+		t.Fatal("crashtui.stdin without Stdin")
+	}
+	b.Stdin = strings.NewReader("")
+	if !strings.Contains(strings.Join(b.QEMUArgs(), " "), " crashtui.stdin=console") {
+		t.Fatalf("no crashtui.stdin=console with Stdin: %q", b.QEMUArgs())
+	}
+}

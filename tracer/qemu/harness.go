@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -1065,6 +1066,17 @@ type BootConfig struct {
 	// Command, when set, boots the guest in shell mode: init runs it with busybox's sh -c
 	// instead of the tests (Run is ignored; see BootCommand).
 	Command string
+	// Stdin, when set, is what the guest's console receives (QEMU's stdio serial reads it),
+	// and a shell-mode command gets the console as its stdin (crashtui.stdin=console): a
+	// bidirectional console, as `crashtui demo --guest` talks to its agent. Give an *os.File
+	// (a pipe's read end): then QEMU reads it directly and its exit is not held up by a copy.
+	Stdin io.Reader
+	// WholeLines makes BootCommand write each line of the command's output with its newline
+	// as soon as it comes, for a reader that acts on each line (an event stream). By default
+	// a line's newline waits for the next line, so that the output is exactly the command's:
+	// init prints one newline of its own before the exit line, which WholeLines passes on as
+	// an empty last line.
+	WholeLines bool
 }
 
 // QEMUArgs is the fast boot of docs/ppc64le-qemu.md (x-vof=on skips SLOF, the
@@ -1092,6 +1104,9 @@ func (b BootConfig) QEMUArgs() []string {
 	if b.Command != "" {
 		appendLine = fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.timeout=%s %s",
 			a.console, b.CPU, watchdog, commandParam(b.Command))
+		if b.Stdin != nil {
+			appendLine += " crashtui.stdin=console"
+		}
 	}
 	return append(a.machine(b.CPU, smp),
 		"-nographic", "-nodefaults", "-serial", "mon:stdio",
@@ -1109,7 +1124,7 @@ func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.QEMU, b.QEMUArgs()...)
-	cmd.Stdin = nil // /dev/null: nothing types into the monitor
+	cmd.Stdin = b.Stdin // nil is /dev/null: nothing types into the monitor
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	w := writerFunc(func(p []byte) (int, error) {
@@ -1124,6 +1139,8 @@ func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
 	cmd.Stdout = w
 	cmd.Stderr = w
 	cmd.WaitDelay = 5 * time.Second
+	// A host process killed outright (crashtui demo --guest, a test) takes its guest along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err := cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
 		err = fmt.Errorf("qemu %s: killed after %v", b.CPU, b.Timeout)

@@ -89,7 +89,7 @@ func main() {
 		}
 	}
 	if params["crashtui.mode"] == "shell" {
-		shell(params["crashtui.cmd"], timeout)
+		shell(params["crashtui.cmd"], timeout, params["crashtui.stdin"] == "console")
 	}
 	// Watchdog: the tests get `timeout`; past it the guest powers off with a
 	// FAIL verdict instead of letting the host's timeout kill QEMU blind.
@@ -152,9 +152,11 @@ func main() {
 }
 
 // shell runs the base64url command with busybox's sh -c, its output on the console, prints
-// the exit line and powers off; it never returns. PATH puts the host's added files
+// the exit line and powers off; it never returns. With console (crashtui.stdin=console) the
+// command's stdin is the console, so that the host can talk to it (crashtui agent --control
+// under crashtui demo --guest); otherwise /dev/null. PATH puts the host's added files
 // (/usr/local/bin) first. Past timeout it powers off with a FAIL verdict and no exit line.
-func shell(cmd64 string, timeout time.Duration) {
+func shell(cmd64 string, timeout time.Duration, console bool) {
 	b, err := base64.RawURLEncoding.DecodeString(cmd64)
 	if err != nil {
 		verdict("FAIL", "crashtui.cmd: "+err.Error())
@@ -167,6 +169,9 @@ func shell(cmd64 string, timeout time.Duration) {
 	// that keeps the pipe open holds up the exit line by WaitDelay at most.
 	cmd.Stdout = writerOnly{os.Stdout}
 	cmd.Stderr = cmd.Stdout
+	if console {
+		cmd.Stdin = os.Stdin // the console the kernel opened for PID 1
+	}
 	cmd.WaitDelay = 2 * time.Second
 	time.AfterFunc(timeout, func() {
 		verdict("FAIL", fmt.Sprintf("watchdog: command still running after %v", timeout))
