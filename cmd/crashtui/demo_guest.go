@@ -39,8 +39,10 @@ const guestHost = "guest"
 func guestCommand(sampleEvery string) string {
 	return strings.Join([]string{
 		"stty -echo",
+		"dmesg -n 1 2>/dev/null", // no kernel messages in the middle of an event line
 		"sleep 1000000 </dev/null 2>/dev/null | sigpending -s 1000000 futex nanosleep poll >/tmp/sigpending.out 2>&1 &",
 		`i=0; while [ "$(grep -c ^ready /tmp/sigpending.out 2>/dev/null)" != 4 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`,
+		"echo", // the agent's first line starts a line of its own on the console
 		"exec crashtui agent --control --host " + guestHost + " --sample-every " + sampleEvery + " pid:$(pidof sigpending)",
 	}, "\n")
 }
@@ -81,6 +83,10 @@ func demoGuest(c *common, archName, cpu string, stdout, stderr io.Writer) error 
 		return err
 	}
 	s.header.Arch, s.header.Host, s.header.Kernel = a.GOARCH, guestHost, "QEMU "+cpu
+	// The session is the guest's: the header shows its architecture, not this machine's (the
+	// agent's own session event stays in the guest: --json streams never carry one).
+	s.emit(sessions.Event{Time: time.Now(), Body: sessions.Session{Job: "guest " + a.GOARCH + " " + cpu + ": sigpending",
+		Mode: "demo", Arch: a.GOARCH, Kernel: "QEMU " + cpu, Version: version, PID: os.Getpid()}})
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
 	if c.duration > 0 {
