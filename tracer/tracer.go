@@ -364,12 +364,6 @@ func (t *Tracer) announce(p *proc) {
 	}
 }
 
-// taskExists says whether thread tid of process pid is still there (one stat of /proc).
-func taskExists(pid, tid int) bool {
-	var st unix.Stat_t
-	return unix.Stat("/proc/"+itoa(pid)+"/task/"+itoa(tid), &st) == nil
-}
-
 func (t *Tracer) refreshProc(p *proc) {
 	if s, err := readStat(p.pid); err == nil {
 		p.ppid = s.ppid
@@ -501,13 +495,17 @@ func (t *Tracer) handleEvent(tk *task, cause int) {
 		if err == nil && msg > 0 && t.tasks[int(msg)] == nil {
 			child := int(msg)
 			// The child's own first stop may have come first, and the child may already have
-			// run, exited and been reaped: then it must not be added again as a task that will
-			// never report anything. One stat of /proc says both where it is and that it is
-			// still there (the status file, read before, cost a thread creation 10 us).
+			// run, exited and been reported gone: then it must not be added again as a task
+			// that will never report anything. A child that is still ours shows this thread
+			// as its tracer (a zombie reaped by us no longer does, though /proc still has it).
+			tgid, tracer := taskStatus(child)
+			if tracer != t.self {
+				break
+			}
 			switch {
-			case cause == unix.PTRACE_EVENT_CLONE && taskExists(tk.pid, child):
+			case cause == unix.PTRACE_EVENT_CLONE && tgid == tk.pid:
 				t.addTask(child, tk.pid) // a thread of tk's process
-			case taskExists(child, child):
+			default:
 				t.addTask(child, child)
 				p := t.procs[child]
 				if parent := t.procs[tk.pid]; p != nil && parent != nil {
