@@ -440,7 +440,7 @@ func imageHandlerLabel(p Pending) string {
 // writeImage writes the checkpoint image: what was captured, before anything is written back.
 func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
 	img := CheckpointImage{Version: 1, Time: time.Now().UTC(), Arch: string(arch.Host()),
-		Kernel: imageKernelRelease(), Policy: string(policy), Threads: []ImageThread{}}
+		Kernel: KernelRelease(), Policy: string(policy), Threads: []ImageThread{}}
 	for _, c := range caps {
 		it := ImageThread{PID: c.pid, TID: c.tid, Stop: c.pending.Stop, Handler: imageHandlerLabel(c.pending),
 			InSyscall: c.ev.InSyscall, Syscall: c.ev.Syscall, Nr: c.ev.Nr, Args: c.ev.Args,
@@ -463,7 +463,9 @@ func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
 	return nil
 }
 
-func imageKernelRelease() string {
+// KernelRelease is this machine's kernel release (uname -r), "" when uname fails: the one
+// reader of it for checkpoint images, session headers and session events.
+func KernelRelease() string {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return ""

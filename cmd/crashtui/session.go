@@ -202,7 +202,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		go s.watchReader(stdout)
 	}
 	s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: sessions.Session{
-		Job: job, Mode: mode, Arch: runtime.GOARCH, Kernel: kernelRelease(), Version: version, PID: os.Getpid()}})
+		Job: job, Mode: mode, Arch: runtime.GOARCH, Kernel: tracer.KernelRelease(), Version: version, PID: os.Getpid()}})
 	return s, nil
 }
 
@@ -279,16 +279,8 @@ func cancelWhen(parent context.Context, done <-chan struct{}) (context.Context, 
 }
 
 func header(job, host string) sessions.Header {
-	return sessions.Header{Crashtui: version, Arch: runtime.GOARCH, Kernel: kernelRelease(),
+	return sessions.Header{Crashtui: version, Arch: runtime.GOARCH, Kernel: tracer.KernelRelease(),
 		Start: time.Now().UTC(), Job: job, Host: host}
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // emit is the tracer's Emit callback: it must not block for long, so it only applies the
