@@ -40,6 +40,16 @@ type stacksTab struct {
 	auto      bool
 	merged    sessions.Stacks
 	mergedAt  int // State.SampleEvents when merged was computed, -1: never
+	// source is the open detail's source lines and disassembly, read from files by
+	// normalize when the selected frame changes (never while drawing); sourceOf names it.
+	source   []string
+	sourceOf sourceKey
+}
+
+type sourceKey struct {
+	frame  sessions.StackFrame
+	caller bool
+	width  int
 }
 
 // refresh re-merges the samples when new ones arrived or the frame identity changed
@@ -71,8 +81,7 @@ func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
 	}
 	lines := s.lines()
 	if c := clamp(s.cursor, len(lines)); c >= 0 && s.detail {
-		o.Detail = append(views.StackNodeDetail(m.st, s.merged, lines[c].Node, w),
-			frameSource(m.st, lines[c].Node, w)...)
+		o.Detail = append(views.StackNodeDetail(m.st, s.merged, lines[c].Node, w), s.source...)
 	}
 	return o
 }
@@ -141,7 +150,14 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 
 func (s *stacksTab) normalize(m *Model) {
 	s.refresh(m)
-	s.cursor = clamp(s.cursor, len(s.lines()))
+	lines := s.lines()
+	s.cursor = clamp(s.cursor, len(lines))
+	if s.detail && s.cursor >= 0 {
+		n := lines[s.cursor].Node
+		if k := (sourceKey{n.Frame, len(n.Children) > 0, m.width}); k != s.sourceOf || s.source == nil {
+			s.source, s.sourceOf = append([]string{}, frameSource(m.st, n, m.width)...), k
+		}
+	}
 }
 
 func (s *stacksTab) view(m *Model, w, h int) string {

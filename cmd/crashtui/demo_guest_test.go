@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"os"
@@ -48,48 +47,13 @@ func TestDemoGuest(t *testing.T) {
 	}
 
 	start := time.Now()
-	c := &crashtuiProc{cmd: exec.Command(crashtuiBin, "demo", "--guest", a.GOARCH, "--cpu", cpu, "--json", "--duration", "4m"),
-		more: make(chan struct{}, 1), done: make(chan struct{})}
-	c.cmd.Stderr = &syncWriter{w: &c.stderr, mu: &c.mu}
-	stdin, err := c.cmd.StdinPipe()
+	// SIGTERM at cleanup: the agent detaches and the guest powers off; QEMU dies with crashtui anyway.
+	cmd := exec.Command(crashtuiBin, "demo", "--guest", a.GOARCH, "--cpu", cpu, "--json", "--duration", "4m")
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// SIGTERM: the agent detaches and the guest powers off; QEMU dies with crashtui anyway.
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(20 * time.Second):
-			c.cmd.Process.Kill()
-		}
-		c.cmd.Wait()
-	})
-	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			var e event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				e = event{"event": "unparsable", "line": sc.Text()}
-			}
-			c.mu.Lock()
-			c.events = append(c.events, e)
-			c.mu.Unlock()
-			select {
-			case c.more <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	c := startCrashtuiCmd(t, cmd, syscall.SIGTERM)
 	send := func(line string) {
 		t.Helper()
 		if _, err := io.WriteString(stdin, line+"\n"); err != nil {

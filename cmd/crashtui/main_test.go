@@ -75,7 +75,14 @@ type crashtuiProc struct {
 
 func startCrashtui(t *testing.T, args ...string) *crashtuiProc {
 	t.Helper()
-	c := &crashtuiProc{cmd: exec.Command(crashtuiBin, args...), more: make(chan struct{}, 1), done: make(chan struct{})}
+	return startCrashtuiCmd(t, exec.Command(crashtuiBin, args...), syscall.SIGINT)
+}
+
+// startCrashtuiCmd is startCrashtui for a command the caller prepared (a stdin pipe, say);
+// stop is the signal that ends it at cleanup.
+func startCrashtuiCmd(t *testing.T, cmd *exec.Cmd, stop syscall.Signal) *crashtuiProc {
+	t.Helper()
+	c := &crashtuiProc{cmd: cmd, more: make(chan struct{}, 1), done: make(chan struct{})}
 	c.cmd.Stderr = &syncWriter{w: &c.stderr, mu: &c.mu}
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -85,7 +92,7 @@ func startCrashtui(t *testing.T, args ...string) *crashtuiProc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c.cmd.Process.Signal(syscall.SIGINT) // detaches; never kills the job
+		c.cmd.Process.Signal(stop) // detaches; never kills the job
 		select {
 		case <-c.done:
 		case <-time.After(15 * time.Second):

@@ -45,8 +45,8 @@ func TestTourLive(t *testing.T) {
 	proc, _ := startTUI(t, scr, "demo", "--tour")
 	scr.WaitFor(t, 30*time.Second, "Tour 1/5", "a whole job under one debugger")
 	scr.Key(t, " ")
-	scr.WaitFor(t, 20*time.Second, "Tour 2/5", "→") // a cell, measured or predicted
-	time.Sleep(7 * time.Second)                     // the demo's ranks 4 and 5 crash after 4 and 6 s
+	scr.WaitFor(t, 20*time.Second, "Tour 2/5", "→")         // a cell, measured or predicted
+	scr.WaitFor(t, 30*time.Second, "crashes 3 in 2 groups") // ranks 4, 5 and 6 crash after 4, 6 and 8 s
 	scr.Key(t, " ")
 	scr.WaitFor(t, 10*time.Second, "Tour 3/5", "SIGSEGV")
 	scr.Key(t, " ")
