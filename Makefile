@@ -77,7 +77,7 @@ define stage
 	  echo "ok   stage $(1) $$(( $$(date +%s) - start ))s: $$(grep -E 'passed, [0-9]+ failed|^SKIP' $(LOGS)/$(1).log | tail -1) (log: $(LOGS)/$(1).log)"; \
 	else \
 	  echo "FAIL stage $(1) $$(( $$(date +%s) - start ))s (log: $(LOGS)/$(1).log); its failures:"; \
-	  grep -E -A15 -- '--- FAIL|panic:|FAIL' $(LOGS)/$(1).log | head -150; tail -5 $(LOGS)/$(1).log; exit 1; \
+	  grep -E -A15 -- '--- FAIL|panic:|FAIL' $(LOGS)/$(1).log | head -150; tail -30 $(LOGS)/$(1).log; exit 1; \
 	fi
 endef
 

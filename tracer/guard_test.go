@@ -109,6 +109,25 @@ func taskStatusField(pid, tid int, name string) string {
 	return statusField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), name)
 }
 
+// holdAtInterrupt stops tk at an interrupt stop, where an injection may start. A Go tracee's
+// thread can be stopped at a signal instead (the runtime's preemption SIGURG, crossing our
+// PTRACE_INTERRUPT): as measureFrom does, it is resumed with its signal, and asked again.
+// Runs on the tracer thread.
+func holdAtInterrupt(tr *Tracer, tk *task) error {
+	for range 20 {
+		if err := tr.stopTask(tk, 2*time.Second); err != nil {
+			return err
+		}
+		if canInject(tk) {
+			return nil
+		}
+		if err := tr.resume(tk); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("thread %d stopped at a signal 20 times in a row, never at an interrupt stop", tk.tid)
+}
+
 // TestInjectionDeathAtEveryPoint lets the injected thread go, as the kernel does when
 // crashtui dies, at every point of an injection: after its registers point into the guard,
 // after every signal is blocked, at the call's entry and exit stops, at the end's interrupt
@@ -144,7 +163,7 @@ func TestInjectionDeathAtEveryPoint(t *testing.T) {
 				if tk == nil {
 					return fmt.Errorf("thread %d not traced", tid)
 				}
-				if err := tr.stopTask(tk, 2*time.Second); err != nil {
+				if err := holdAtInterrupt(tr, tk); err != nil {
 					return err
 				}
 				tr.injectCut = point

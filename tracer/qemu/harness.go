@@ -1166,6 +1166,42 @@ func ParseVerdict(out string) (string, bool) {
 	return "", false
 }
 
+// FailedTests returns, for every test of a `go test -v` transcript that failed, its name and
+// what it printed while it ran (-v streams t.Log and t.Error output as it happens, so the
+// "--- FAIL" summary alone does not say why), at most max lines each; register records are
+// left out.
+func FailedTests(out string, max int) []string {
+	said := map[string][]string{}
+	cur := ""
+	var failed []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimRight(strings.ReplaceAll(line, "\r", ""), " ")
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "=== RUN") || strings.HasPrefix(trimmed, "=== CONT"):
+			if f := strings.Fields(trimmed); len(f) == 3 {
+				cur = f[2]
+			}
+		case strings.HasPrefix(trimmed, "--- FAIL: "):
+			if f := strings.Fields(trimmed); len(f) >= 3 {
+				failed = append(failed, f[2])
+			}
+		case strings.HasPrefix(trimmed, "--- "), strings.HasPrefix(trimmed, "==="), trimmed == "", trimmed == "FAIL", trimmed == "PASS",
+			strings.Contains(line, RegsPrefix), strings.Contains(line, VerdictPrefix):
+		default:
+			if cur != "" && len(said[cur]) < max {
+				said[cur] = append(said[cur], line)
+			}
+		}
+	}
+	var res []string
+	for _, name := range failed {
+		res = append(res, name+":")
+		res = append(res, said[name]...)
+	}
+	return res
+}
+
 // ParseRegRecords collects the RegRecord lines the guest test printed.
 func ParseRegRecords(out string) ([]RegRecord, error) {
 	var recs []RegRecord

@@ -137,6 +137,21 @@ func TestParseVerdict(t *testing.T) {
 	}
 }
 
+func TestFailedTests(t *testing.T) {
+	out := strings.Join([]string{
+		"=== RUN   TestA", "=== RUN   TestA/none", "    guard_test.go:170: injected getpid = 0; want 12\r",
+		RegsPrefix + ` {"cpu":"power10"}`, "=== RUN   TestA/regs", "    guard_test.go:9: fine",
+		"--- FAIL: TestA (1.0s)", "    --- FAIL: TestA/none (0.5s)", "    --- PASS: TestA/regs (0.5s)",
+		"=== RUN   TestB", "    b_test.go:1: one", "    b_test.go:2: two", "    b_test.go:3: three",
+		"--- FAIL: TestB (0.1s)", "FAIL", VerdictPrefix + " FAIL /bin/tracer.test",
+	}, "\n")
+	got := strings.Join(FailedTests(out, 2), "|")
+	want := "TestA:|TestA/none:|    guard_test.go:170: injected getpid = 0; want 12|TestB:|    b_test.go:1: one|    b_test.go:2: two"
+	if got != want {
+		t.Errorf("FailedTests =\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestParseRegRecords(t *testing.T) {
 	out := "x\n" + RegsPrefix + ` {"cpu":"power9","insn":"scv","call":"read","insn_bytes":"01000044","words":["0x3","0xfffffffffffffe00"]}` + "\r\n" +
 		RegsPrefix + " {broken\n"

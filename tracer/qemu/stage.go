@@ -112,6 +112,9 @@ func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 		} else {
 			fail++
 			fmt.Fprintf(stderr, "%s: FAIL %s: %s\n", name, c.CPU, c.Verdict)
+			for _, l := range FailedTests(c.Output, 20) {
+				fmt.Fprintf(stderr, "%s:   %s\n", c.CPU, l)
+			}
 		}
 	}
 	for i, c := range res.Commands {
