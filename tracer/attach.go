@@ -286,27 +286,6 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 	return err
 }
 
-// pump handles wait statuses until cond holds or the timeout passes. Requests from other
-// goroutines wait until the current one is done.
-func (t *Tracer) pump(cond func() bool, timeout time.Duration, what string) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval / 10)
-	defer tick.Stop()
-	for {
-		t.drain()
-		if cond() {
-			return nil
-		}
-		select {
-		case <-t.sigch:
-		case <-tick.C:
-		case <-deadline.C:
-			return errors.New(what)
-		}
-	}
-}
-
 // detachAll stops and detaches every tracee. Held signals are re-injected through
 // PTRACE_DETACH's data argument; group-stopped tasks stay stopped (kernel/ptrace.c
 // __ptrace_detach re-arms the group stop).

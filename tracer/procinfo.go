@@ -9,6 +9,7 @@ import (
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
+	"golang.org/x/sys/unix"
 )
 
 // rankVars are read in this order from a process's environment (README.md).
@@ -132,6 +133,12 @@ func taskStatus(tid int) (tgid, tracer int) {
 	tgid, _ = strconv.Atoi(v[0])
 	tracer, _ = strconv.Atoi(v[1])
 	return tgid, tracer
+}
+
+// isThreadOf says whether tid is a thread of process pid: one lookup in /proc, no file read.
+func isThreadOf(pid, tid int) bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid), &st) == nil
 }
 
 // cloneVFork is CLONE_VFORK (include/uapi/linux/sched.h).

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,8 @@ type task struct {
 	// abandoned is an injection that never reported its stop (the syscall blocked): when the
 	// stop finally comes, its registers and signal mask are put back before anything else.
 	abandoned *injectSession
+	// early: its first stop came before its parent's fork or clone event (handle).
+	early bool
 }
 
 type proc struct {
@@ -74,8 +77,11 @@ type proc struct {
 	execed    bool
 	announced bool // its process event has been emitted
 	exitCode  int  // leader's PTRACE_EVENT_EXIT status, -1 until known
-	// inherited: a forked child's image fields were copied from its parent (refreshed at exec).
+	// inherited: the image fields are current without reading /proc: a forked child's copied
+	// from its parent, or read since the last exec.
 	inherited bool
+	// stale: it has exec'd and its image fields are read after it runs again (freshen).
+	stale bool
 	// leader is true when crashtui traces the thread-group leader; a leader that was already
 	// a zombie (pthread_exit) at attach cannot be seized, and the process then ends with its
 	// last traced thread.
@@ -120,12 +126,21 @@ type Tracer struct {
 	sampleSeq     int          // the last stack sample's number
 	checkpointSeq int          // the last checkpoint's number
 	released      map[int]bool // processes let go of for another debugger (release.go)
+	stale         []*proc      // processes that exec'd, read when the loop is idle (freshen)
+	earlyGone     map[int]bool // tasks gone before their creation event (goneBeforeCreation)
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string
 	// live is RefreshMatrix's own state (it runs on its caller's goroutine).
 	live liveState
 	self int
+	// How the loop waits (wait.go): blocking in wait4 (kickReady) or on SIGCHLD; loopTid is
+	// the loop thread, idle and waiting say whether it is in (or entering) a blocking wait4.
+	blocking bool
+	loopTid  atomic.Int32
+	idle     atomic.Bool
+	waiting  atomic.Uint64 // the generation of the current wait4, 0 when none
+	waitGen  uint64
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
@@ -144,7 +159,10 @@ func New(opts Options) *Tracer {
 		self:    os.Getpid(),
 	}
 	t.crash = newCrashState(opts.Crash)
-	signal.Notify(t.sigch, unix.SIGCHLD)
+	t.blocking = kickReady()
+	if !t.blocking {
+		signal.Notify(t.sigch, unix.SIGCHLD)
+	}
 	go t.loop()
 	return t
 }
@@ -154,22 +172,6 @@ func (t *Tracer) JobDone() <-chan struct{} { return t.jobDone }
 
 // errStopped is returned by requests made after Close.
 var errStopped = errors.New("tracer: stopped")
-
-// do runs fn on the tracer thread and returns its error.
-func (t *Tracer) do(fn func() error) error {
-	r := request{fn: fn, done: make(chan error, 1)}
-	select {
-	case t.reqs <- r:
-	case <-t.done:
-		return errStopped
-	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-t.done:
-		return errStopped
-	}
-}
 
 // Close detaches every tracee (running threads keep running, stopped ones stay stopped,
 // pending signals are re-injected) and stops the tracer. It is idempotent.
@@ -197,68 +199,15 @@ func (t *Tracer) emitErr(pid int, op string, err error) {
 	t.emit(sessions.Error{PID: pid, Op: op, Message: err.Error()})
 }
 
-// waitFlags: __WALL sees clone children (threads); __WNOTHREAD limits wait4 to the children
-// and tracees of the loop's own thread, so a program that embeds a Tracer (a test binary)
-// keeps its other children to itself. Ranks of Launch are forked by the loop thread too.
-const waitFlags = unix.WALL | unix.WNOTHREAD | unix.WNOHANG
-
-// drain handles every wait status that is ready, without blocking. It must run on the loop
-// thread (the tracer thread of every tracee).
-func (t *Tracer) drain() int {
-	n := 0
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, waitFlags, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || pid <= 0 {
-			return n
-		}
-		t.handle(waitResult{pid: pid, ws: ws})
-		n++
-	}
-}
-
-// burstWindow is how long the loop keeps polling for the next stop after handling one
-// before it goes back to wait for SIGCHLD: events come in bursts (a signal storm, a fork
-// storm, a thread pool starting), and each SIGCHLD → os/signal → channel hand-off costs tens
-// of microseconds the tracee waits for. Requests are served between polls.
-const burstWindow = 40 * time.Microsecond
-
-// burst polls for stops for up to burstWindow after the last one; it says whether any came.
-func (t *Tracer) burst() bool {
-	got := false
-	for deadline := time.Now().Add(burstWindow); time.Now().Before(deadline); {
-		if t.drain() > 0 {
-			got = true
-			deadline = time.Now().Add(burstWindow)
-		}
-		select {
-		case r := <-t.reqs:
-			r.done <- r.fn()
-			return got
-		default:
-		}
-		if t.closing {
-			return got
-		}
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	return got
-}
-
-// pollInterval is a safety net only: SIGCHLD wakes the loop as soon as a tracee stops.
-const pollInterval = 100 * time.Millisecond
-
 func (t *Tracer) loop() {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
 	// /proc's TracerPid names the tracing *thread*: this one.
 	t.self = unix.Gettid()
+	t.loopTid.Store(int32(t.self))
+	defer t.loopTid.Store(0)
 	defer close(t.done)
 	defer signal.Stop(t.sigch)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
+	lastExpire := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			// Never leave the job stopped or half-modified: detach, then re-panic.
@@ -272,17 +221,16 @@ func (t *Tracer) loop() {
 		if t.drain() > 0 {
 			t.burst()
 		}
+		t.freshenAll()
 		if t.started && len(t.tasks) == 0 && len(t.released) == 0 {
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
 		}
 		if t.closing && len(t.tasks) == 0 {
 			return
 		}
-		select {
-		case r := <-t.reqs:
-			r.done <- r.fn()
-		case <-t.sigch:
-		case <-tick.C:
+		t.await(pollInterval, true)
+		if time.Since(lastExpire) >= pollInterval {
+			lastExpire = time.Now()
 			t.expireSteps()
 		}
 		if t.started && len(t.tasks) == 0 && len(t.released) == 0 {
@@ -354,6 +302,7 @@ func (t *Tracer) announce(p *proc) {
 	p.announced = true
 	if !p.inherited {
 		t.refreshProc(p)
+		p.inherited = true
 	}
 	t.emit(sessions.Process{PID: p.pid, PPID: p.ppid, Rank: p.rank, Exe: p.exe, Comm: p.comm,
 		Argv: p.argv, UID: p.uid, Threads: len(p.tasks)})
@@ -440,7 +389,15 @@ func (t *Tracer) handle(w waitResult) {
 			return
 		}
 	}
+	if tk != nil {
+		if p := t.procs[tk.pid]; p != nil && p.stale {
+			t.freshen(p) // held, or gone: its exec is told before anything that follows it
+		}
+	}
 	if ws.Exited() || ws.Signaled() {
+		if tk == nil || tk.early {
+			t.goneBeforeCreation(tid)
+		}
 		t.gone(tid, tk, ws)
 		return
 	}
@@ -455,6 +412,7 @@ func (t *Tracer) handle(w waitResult) {
 			pid = tid
 		}
 		tk = t.addTask(tid, pid)
+		tk.early = true
 		if p := t.procs[pid]; p != nil && !t.closing {
 			t.announce(p)
 		}
@@ -492,18 +450,22 @@ func (t *Tracer) handleEvent(tk *task, cause int) {
 	switch cause {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		msg, err := geteventmsg(tk.tid)
-		if err == nil && msg > 0 && t.tasks[int(msg)] == nil {
+		if ck := t.tasks[int(msg)]; ck != nil {
+			ck.early = false // its first stop came first
+			break
+		}
+		if err == nil && msg > 0 {
 			child := int(msg)
 			// The child's own first stop may have come first, and the child may already have
 			// run, exited and been reported gone: then it must not be added again as a task
-			// that will never report anything. A child that is still ours shows this thread
-			// as its tracer (a zombie reaped by us no longer does, though /proc still has it).
-			tgid, tracer := taskStatus(child)
-			if tracer != t.self {
+			// that will never report anything.
+			if t.earlyGone[child] {
+				delete(t.earlyGone, child)
 				break
 			}
+			// Otherwise it has not been reported at all: it waits at its first stop.
 			switch {
-			case cause == unix.PTRACE_EVENT_CLONE && tgid == tk.pid:
+			case cause == unix.PTRACE_EVENT_CLONE && isThreadOf(tk.pid, child):
 				t.addTask(child, tk.pid) // a thread of tk's process
 			default:
 				t.addTask(child, child)
@@ -556,20 +518,62 @@ func (t *Tracer) onExec(tk *task) {
 	// Other threads' exit statuses arrive on their own (gone).
 	delete(t.caves, p.pid) // a new image: new mappings
 	delete(t.mapsCache, p.pid)
-	t.refreshProc(p)
 	if p.launched && !p.execed {
 		// The seize may come before the exec of the gate shell itself: its exec is not the
 		// rank's.
+		t.refreshProc(p)
 		if len(p.argv) > 3 && p.argv[3] == gateName {
 			return
 		}
 		p.execed = true
+		p.stale = true
+		t.freshen(p)
+		return
+	}
+	// Its image is read once it runs again, off the path of its stop (freshen): the exec'ing
+	// thread does not wait for six /proc reads.
+	p.stale, p.inherited = true, false
+	t.stale = append(t.stale, p)
+}
+
+// freshen reads a process's image after an exec and tells it: a Process event if it was not
+// announced yet, else an Exec event.
+func (t *Tracer) freshen(p *proc) {
+	if !p.stale {
+		return
+	}
+	p.stale = false
+	if !p.inherited {
+		t.refreshProc(p)
+		p.inherited = true
 	}
 	if !p.announced {
 		t.announce(p)
 		return
 	}
 	t.emit(sessions.Exec{PID: p.pid, Exe: p.exe, Comm: p.comm, Argv: p.argv, Rank: p.rank})
+}
+
+// freshenAll freshens every process that exec'd since the loop last went idle.
+func (t *Tracer) freshenAll() {
+	for _, p := range t.stale {
+		if t.procs[p.pid] == p {
+			t.freshen(p)
+		}
+	}
+	clear(t.stale)
+	t.stale = t.stale[:0]
+}
+
+// goneBeforeCreation remembers a task reported gone before its parent's fork or clone event
+// was handled, so that the event does not add it back as a task that never reports. The set
+// is bounded: forgetting an entry only means a later tid-reuse check errs on the side of
+// adding a task, which its own first stop would add anyway.
+func (t *Tracer) goneBeforeCreation(tid int) {
+	if t.earlyGone == nil || len(t.earlyGone) > 4096 {
+		t.earlyGone = map[int]bool{}
+	}
+	t.earlyGone[tid] = true
 }
 
 // gone handles the final wait status of a task.
