@@ -212,7 +212,15 @@ type MatrixProgress struct {
 
 func (MatrixProgress) Kind() Kind { return KindMatrixProgress }
 
-// Thread is the syscall restart state of one thread (captured at a checkpoint).
+// Thread is the syscall restart state of one thread, captured at a checkpoint, as facts: what
+// the registers hold, the held stop and its signal, the handler, what the restore wrote and
+// what the thread did next. The sentences that explain them are the views' (views.ExplainThread,
+// views.ThreadOutcome), so a recording replays in the words of the build that replays it.
+//
+// Explain and Outcome are sentences: those the tracer wrote into recordings of format version
+// 1 (before the facts below existed; ReadRecording derives the facts from them), and those the
+// --json front end writes for people and scripts reading its output. Views show them when
+// present, and otherwise word the facts.
 type Thread struct {
 	PID       int      `json:"pid"`
 	TID       int      `json:"tid"`
@@ -232,12 +240,127 @@ type Thread struct {
 	Explain   string   `json:"explain,omitempty"`
 	Before    []RegVal `json:"before,omitempty"`
 	After     []RegVal `json:"after,omitempty"`
-	// Outcome is what the program did after the policy was applied, when known.
+	// Outcome is what the program did after the policy was applied, in a sentence (see above).
 	Outcome string `json:"outcome,omitempty"`
 	// Checkpoint numbers the checkpoint (per tracer, from 1) and Policy is its restore
 	// policy; 0 and "" in recordings made before they were recorded.
 	Checkpoint int    `json:"checkpoint,omitempty"`
 	Policy     string `json:"policy,omitempty"`
+
+	// InsnBytes are the instruction bytes the restart state was decoded from (arch.Decode:
+	// amd64 rip-2, ppc64le nip-4, arm64 pc), hex; "" when they could not be read. With Before
+	// they are everything the decoder saw.
+	InsnBytes string `json:"insn_bytes,omitempty"`
+
+	// The held stop and what resuming it does with the signal it holds: the Handler column
+	// of kernel.md B.3. Stop is "" only in version 1 recordings that did not say.
+	Stop StopKind `json:"stop,omitempty"`
+	// Signal is the signal held at a signal-delivery-stop (re-injected on resume), by name.
+	Signal string `json:"signal,omitempty"`
+	// Disposition is what Signal does in this process (from /proc SigIgn and SigCgt).
+	Disposition Disposition `json:"disposition,omitempty"`
+	// Handler is how the kernel treats the interrupted syscall on resume: as with no handler,
+	// with an SA_RESTART handler, with one without, or unknown (a caught signal whose
+	// handler's flags could not be read; Sigaction says why).
+	Handler HandlerKind `json:"handler,omitempty"`
+	// Sigaction is what rt_sigaction run inside the process said about a caught Signal.
+	Sigaction *Sigaction `json:"sigaction,omitempty"`
+
+	// What the thread did after the restore, looked at a moment later (only for a thread
+	// stopped inside an interrupted syscall).
+	OutcomeKind OutcomeKind `json:"outcome_kind,omitempty"`
+	// Returned is what the interrupted syscall returned to the program, as the kernel's
+	// negated errno (-512 for a leaked ERESTARTSYS, -4 for EINTR); nil when the restore does
+	// not decide it (the call was restarted, or completed on its own).
+	Returned *int64 `json:"returned,omitempty"`
+	// NextNr and NextSyscall are the syscall the thread was blocked in when looked at
+	// (/proc/PID/task/TID/syscall; restart_syscall when the kernel resumed a restart block);
+	// nil and "" when it was in none.
+	NextNr      *int   `json:"next_nr,omitempty"`
+	NextSyscall string `json:"next_syscall,omitempty"`
+	// Exited is true when the thread had exited by then.
+	Exited bool `json:"exited,omitempty"`
+}
+
+// StopKind is the ptrace-stop a thread was frozen in.
+type StopKind string
+
+const (
+	// StopInterrupt: PTRACE_EVENT_STOP of PTRACE_INTERRUPT (or another event stop), resumed
+	// with signal 0: the kernel decides as with no handler.
+	StopInterrupt StopKind = "interrupt"
+	StopSignal    StopKind = "signal" // signal-delivery-stop: Signal is delivered on resume
+	StopGroup     StopKind = "group"  // group-stop: the stop signal's action is stop
+	StopExit      StopKind = "exit"   // PTRACE_EVENT_EXIT: the thread never returns to user space
+)
+
+// Disposition is what a held signal does in its process.
+type Disposition string
+
+const (
+	DispIgnored       Disposition = "ignored"        // SigIgn: discarded
+	DispCaught        Disposition = "caught"         // SigCgt: a handler runs
+	DispDefaultStop   Disposition = "default_stop"   // SIG_DFL, and the default action is stop
+	DispDefaultIgnore Disposition = "default_ignore" // SIG_DFL, and the default action is ignore
+	DispDefaultKill   Disposition = "default_kill"   // SIG_DFL, and the default action kills
+)
+
+// HandlerKind is how the kernel's restart logic sees a held stop (arch.Handler on the wire).
+type HandlerKind string
+
+const (
+	HandlerNone      HandlerKind = "none"          // no handler runs
+	HandlerRestart   HandlerKind = "sa_restart"    // a handler installed with SA_RESTART runs
+	HandlerNoRestart HandlerKind = "no_sa_restart" // a handler without SA_RESTART runs
+	HandlerUnknown   HandlerKind = "unknown"       // a handler runs; its SA_RESTART is unknown
+)
+
+// SARestart is SA_RESTART in sa_flags, on amd64, arm64 and ppc64le alike.
+const SARestart = 0x10000000
+
+// Sigaction is what rt_sigaction(sig, NULL, &old) returned when run inside the process (a
+// handler's flags are kernel-private: /proc shows only SigCgt), or why it did not run.
+type Sigaction struct {
+	TID int `json:"tid,omitempty"` // the thread it ran in; 0 when it did not run
+	// Handler is the sa_handler it returned (0 SIG_DFL, 1 SIG_IGN: the handler went away
+	// since /proc was read), Flags its sa_flags; nil when it did not return.
+	Handler *Hex `json:"handler,omitempty"`
+	Flags   *Hex `json:"flags,omitempty"`
+	// AllHeld: not run, because every thread of the process is held at a signal, and code
+	// is run only in a thread held at an interrupt stop (tracer/doc.go).
+	AllHeld bool `json:"all_held,omitempty"`
+	// Error is why running it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// OutcomeKind is what a thread did after a restore policy was applied.
+type OutcomeKind string
+
+const (
+	// OutcomeRestarted: back in its syscall (directly or through restart_syscall): restarted,
+	// and the program never noticed.
+	OutcomeRestarted OutcomeKind = "restarted"
+	// OutcomeLeft: it left its syscall (it completed, or a handler ran), or exited (Exited).
+	OutcomeLeft OutcomeKind = "left"
+	// OutcomeEINTR: the restore made the syscall return EINTR (a restart block cannot be
+	// carried over), as after a real restore.
+	OutcomeEINTR OutcomeKind = "eintr"
+	// OutcomeERESTARTLeaked: the restore handed the kernel-internal ERESTART* code to the
+	// program (Returned), as a restorer without CRIU's fix-up does.
+	OutcomeERESTARTLeaked OutcomeKind = "erestart_leaked"
+	// OutcomeJobStopped: still stopped by job control: the restore takes effect when the job
+	// continues.
+	OutcomeJobStopped OutcomeKind = "job_stopped"
+)
+
+// HasOutcome says whether what the thread did after the restore is known (as a fact, or as a
+// version 1 recording's sentence).
+func (t *Thread) HasOutcome() bool { return t.OutcomeKind != "" || t.Outcome != "" }
+
+// CalledAgain says whether the thread was back in the syscall it was interrupted in when
+// looked at after the restore: the same call, or restart_syscall resuming it.
+func (t *Thread) CalledAgain() bool {
+	return t.NextNr != nil && (*t.NextNr == t.Nr || t.NextSyscall == "restart_syscall")
 }
 
 // RegVal is one named register.

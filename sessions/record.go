@@ -11,8 +11,17 @@ import (
 	"time"
 )
 
-// FormatVersion is the version of the recording format this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the version of the recording format this build writes; it reads every
+// version up to it.
+//
+//   - 1: thread events carry the tracer's sentences (explain, outcome) and no facts about the
+//     held stop or the outcome.
+//   - 2: thread events carry those facts (stop, signal, disposition, handler, sigaction,
+//     insn_bytes, outcome_kind, returned, next_nr, next_syscall, exited) and the views word
+//     them; the tracer writes no sentences. Reading a version 1 recording derives the facts
+//     from its sentences (upgrade.go) and keeps the sentences, which views then show as
+//     recorded.
+const FormatVersion = 2
 
 // Header is the first line of a recording.
 type Header struct {
@@ -117,7 +126,7 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 			}
 			return nil
 		}
-		evs = append(evs, e)
+		evs = append(evs, upgrade(h.Version, e))
 		return nil
 	})
 	if err == nil && !seen {
@@ -148,13 +157,17 @@ func parseHeader(b []byte) (Header, error) {
 // stream (crashtui agent or --json output, possibly several hosts' merged line by line by a
 // launcher) or a recording, whose header lines are checked and skipped. A line that is not
 // an event is passed to bad and skipped, so one damaged line does not end a live session; a
-// recording of a future version, or a read error, ends the stream with that error.
+// recording of a future version, or a read error, ends the stream with that error. Events
+// after a version 1 header, or with no header before them, are upgraded as ReadRecording does.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
+	version := 0
 	return eachLine(r, func(line int, b []byte) error {
 		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
-			if _, err := parseHeader(b); err != nil {
+			h, err := parseHeader(b)
+			if err != nil {
 				return &LineError{line, err}
 			}
+			version = h.Version
 			return nil
 		}
 		var e Event
@@ -162,7 +175,7 @@ func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
 			bad(&LineError{line, err})
 			return nil
 		}
-		fn(e)
+		fn(upgrade(version, e))
 		return nil
 	})
 }

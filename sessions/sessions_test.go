@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,7 +108,10 @@ func TestRecordingRoundTripAndDamage(t *testing.T) {
 	if !errors.As(err, &d) || len(d) != 1 || d[0].Line != 3 || len(evs) != 2 || evs[1].Body.(Process).PID != 12 {
 		t.Fatalf("damaged line 3: err %v, %d events", err, len(evs))
 	}
-	future := strings.Replace(buf.String(), `"version":1`, `"version":99`, 1)
+	future := strings.Replace(buf.String(), fmt.Sprintf(`"version":%d`, FormatVersion), `"version":99`, 1)
+	if future == buf.String() {
+		t.Fatalf("no version %d in the header: %s", FormatVersion, buf.String())
+	}
 	if _, _, err = ReadRecording(strings.NewReader(future)); !errors.Is(err, ErrFutureVersion) {
 		t.Fatalf("future version: %v", err)
 	}
@@ -115,6 +119,12 @@ func TestRecordingRoundTripAndDamage(t *testing.T) {
 
 func FuzzReadRecording(f *testing.F) {
 	f.Add([]byte(`{"format":"crashtui-session","version":1}` + "\n" + `{"event":"crash","pid":1}`))
+	// Version 1 thread events, whose sentences the reader parses into facts (upgrade.go).
+	f.Add([]byte(`{"format":"crashtui-session","version":1}` + "\n" +
+		`{"event":"thread","pid":1,"tid":2,"in_syscall":true,"syscall":"read","code":"ERESTARTSYS","outcome":"read returned ERESTARTSYS (512) to the program, x; the program then called read again",` +
+		`"explain":"SIGUSR1 is caught by a handler with SA_RESTART (flags 0x14000000, read with rt_sigaction inside the process, thread 1). With x."}`))
+	f.Add([]byte(`{"format":"crashtui-session","version":1}` + "\n" +
+		`{"event":"thread","pid":1,"tid":2,"outcome":"left read and the thread exited","explain":"SIG40 is caught (SigCgt); y. (Running rt_sigaction inside the process to read it failed: every thread of 1 is held at a signal; z.)"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ReadRecording(bytes.NewReader(b))
 	})

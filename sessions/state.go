@@ -242,7 +242,7 @@ func (s *State) Apply(e Event) {
 		if cur != nil {
 			old = cur.Threads[k]
 		}
-		update := old != nil && old.PC == b.PC && old.Applied == b.Applied && old.Outcome == "" && b.Outcome != ""
+		update := old != nil && old.PC == b.PC && old.Applied == b.Applied && !old.HasOutcome() && b.HasOutcome()
 		if cur == nil || cur.Host != h || cur.ID != b.Checkpoint || (b.Checkpoint == 0 && old != nil && !update) {
 			cur = &Checkpoint{Host: h, ID: b.Checkpoint, Policy: b.Policy, Time: e.Time, Threads: map[TaskKey]*Thread{}}
 			s.Checkpoints = append(s.Checkpoints, cur)
