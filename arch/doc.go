@@ -10,5 +10,6 @@
 //
 // This package must not call ptrace or any other syscall, read /proc, or know about the screen:
 // package tracer fetches and writes the words (tracer/regs_<goarch>.go) and calls these pure
-// functions; views only render the results.
+// functions to decide; views call them again on the words an event carries (a thread's
+// registers and instruction bytes) to put the same decision into words.
 package arch

@@ -66,20 +66,38 @@ type ImageThread struct {
 }
 
 // Pending describes what will happen to a frozen thread's held stop when it is resumed: the
-// Handler column of kernel.md B.3.
+// Handler column of kernel.md B.3, as the facts the thread event carries (views word them).
 type Pending struct {
-	Stop   string // "interrupt", "signal", "group", "exit"
-	Signal int    // the held signal at a signal-delivery-stop, else 0
+	Stop   sessions.StopKind
+	Signal int // the held signal at a signal-delivery-stop, else 0
+	// Disposition is what Signal does (signal-delivery-stop only).
+	Disposition sessions.Disposition
 	// Handler is what the held signal does. When HandlerKnown is false the signal is caught
 	// but whether its handler has SA_RESTART could not be read (see readSigaction).
 	Handler      arch.Handler
 	HandlerKnown bool
-	Why          string // one sentence when the stop or signal needs explaining
+	// Sigaction is what rt_sigaction inside the process returned for a caught Signal, or why
+	// it did not run.
+	Sigaction *sessions.Sigaction
 }
 
 // interruptPending is the Pending of a PTRACE_INTERRUPT stop: resumed with signal 0, so the
 // kernel decides as with no handler (kernel.md B.3 "No handler").
-var interruptPending = Pending{Stop: "interrupt", Handler: arch.NoHandler, HandlerKnown: true}
+var interruptPending = Pending{Stop: sessions.StopInterrupt, Handler: arch.NoHandler, HandlerKnown: true}
+
+// handlerKind is p's Handler on the wire.
+func (p Pending) handlerKind() sessions.HandlerKind {
+	if !p.HandlerKnown {
+		return sessions.HandlerUnknown
+	}
+	switch p.Handler {
+	case arch.HandlerRestart:
+		return sessions.HandlerRestart
+	case arch.HandlerNoRestart:
+		return sessions.HandlerNoRestart
+	}
+	return sessions.HandlerNone
+}
 
 // threadCapture is one thread of a checkpoint in progress.
 type threadCapture struct {
@@ -258,11 +276,11 @@ func (t *Tracer) thaw(ours map[int]*task) {
 func (t *Tracer) pendingOf(tk *task, cache map[[2]int]sigactionResult) Pending {
 	switch tk.stopped {
 	case stopGroup:
-		return Pending{Stop: "group", Handler: arch.NoHandler, HandlerKnown: true,
-			Why: "The thread is in a group-stop: the stop signal's action is stop, so after SIGCONT the kernel decides as with no handler."}
+		// The stop signal's action is stop: after SIGCONT the kernel decides as with no handler.
+		return Pending{Stop: sessions.StopGroup, Handler: arch.NoHandler, HandlerKnown: true}
 	case stopExit:
-		return Pending{Stop: "exit", Handler: arch.NoHandler, HandlerKnown: true,
-			Why: "The thread is exiting (PTRACE_EVENT_EXIT): it never returns to user space."}
+		// PTRACE_EVENT_EXIT: the thread never returns to user space.
+		return Pending{Stop: sessions.StopExit, Handler: arch.NoHandler, HandlerKnown: true}
 	case stopSignal:
 		p := signalPending(tk.pid, tk.tid, tk.sig)
 		if !p.HandlerKnown {
@@ -285,30 +303,32 @@ func (t *Tracer) pendingOf(tk *task, cache map[[2]int]sigactionResult) Pending {
 // Whether a caught signal's handler has SA_RESTART is not in /proc (status has only SigCgt,
 // SigIgn, SigBlk): the flags live in the kernel's k_sigaction and only rt_sigaction(sig, NULL,
 // &old) called by the process itself returns them (CRIU runs it in its parasite). So for a
-// caught signal the Pending says "unknown" here, with the decision for both cases; pendingOf
-// then runs that rt_sigaction inside the process (readSigaction) and, when it succeeds, makes
-// the handler known.
+// caught signal the Pending says "unknown" here; pendingOf then runs that rt_sigaction inside
+// the process (readSigaction) and, when it succeeds, makes the handler known.
+//
+// An ignored signal, and one whose default action is stop (once the thread continues) or
+// ignore, leave the decision as with no handler; one whose default action kills means the
+// syscall never returns.
 func signalPending(pid, tid, sig int) Pending {
-	p := Pending{Stop: "signal", Signal: sig, Handler: arch.NoHandler, HandlerKnown: true}
+	p := Pending{Stop: sessions.StopSignal, Signal: sig, Handler: arch.NoHandler, HandlerKnown: true}
 	si, err := getSiginfo(tid)
 	if err != nil {
 		si = siginfo{Signo: int32(sig)} // treat as user-sent: no forced default
 	}
-	name := signalName(sig)
 	switch signalDisposition(pid, tid, sig, si) {
 	case dispIgnored:
-		p.Why = fmt.Sprintf("%s is ignored (SigIgn), so the kernel decides as with no handler.", name)
+		p.Disposition = sessions.DispIgnored
 	case dispCaught:
+		p.Disposition = sessions.DispCaught
 		p.Handler, p.HandlerKnown = arch.HandlerRestart, false
-		p.Why = fmt.Sprintf("%s is caught (SigCgt); whether its handler has SA_RESTART is kernel-private (only rt_sigaction inside the process reads it).", name)
 	default:
 		switch unix.Signal(sig) {
 		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
-			p.Why = fmt.Sprintf("%s's default action is stop, so the kernel decides as with no handler once the thread continues.", name)
+			p.Disposition = sessions.DispDefaultStop
 		case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH:
-			p.Why = fmt.Sprintf("%s's default action is to ignore it, so the kernel decides as with no handler.", name)
+			p.Disposition = sessions.DispDefaultIgnore
 		default:
-			p.Why = fmt.Sprintf("%s's default action kills the process: the syscall never returns.", name)
+			p.Disposition = sessions.DispDefaultKill
 		}
 	}
 	return p
@@ -342,7 +362,12 @@ func captureThread(pid, tid int, p Pending) (*threadCapture, error) {
 	st := c.state
 	ev := sessions.Thread{PID: pid, TID: tid, Arch: string(regs.Arch), PC: sessions.Hex(regs.PC()),
 		InSyscall: st.InSyscall, Syscall: st.Syscall, Nr: st.Nr, Insn: st.Insn, Ret: st.Ret,
-		Code: st.Code, Restore: string(st.Restore()), Before: regVals(regs)}
+		Code: st.Code, Restore: string(st.Restore()), Before: regVals(regs),
+		InsnBytes: hex.EncodeToString(c.insn), Stop: p.Stop, Disposition: p.Disposition,
+		Handler: p.handlerKind(), Sigaction: p.Sigaction}
+	if p.Signal != 0 {
+		ev.Signal = signalName(p.Signal)
+	}
 	if st.InSyscall {
 		ev.Args = make([]sessions.Hex, len(st.Args))
 		for i, a := range st.Args {
@@ -353,32 +378,22 @@ func captureThread(pid, tid int, p Pending) (*threadCapture, error) {
 		tr := sessions.Hex(st.Trap)
 		ev.Trap = &tr
 	}
-	ev.OnResume, ev.Explain = decideResume(st, p)
+	ev.OnResume = string(decideResume(st, p))
 	c.ev = ev
 	return c, nil
 }
 
-// decide returns what the kernel does on resume and the explanation, given the held stop.
-func decideResume(st arch.RestartState, p Pending) (string, string) {
-	var onResume, explain string
+// decideResume returns what the kernel does with the interrupted syscall on resume, given the
+// held stop: for a caught signal whose SA_RESTART is unknown, the action both cases agree on,
+// else arch.ActUnknown.
+func decideResume(st arch.RestartState, p Pending) arch.Action {
 	if p.HandlerKnown {
-		onResume, explain = string(st.OnResume(p.Handler)), st.Explain(p.Handler)
-	} else {
-		a, b := st.OnResume(arch.HandlerRestart), st.OnResume(arch.HandlerNoRestart)
-		if a == b {
-			onResume, explain = string(a), st.Explain(arch.HandlerRestart)
-		} else {
-			onResume = string(arch.ActUnknown)
-			explain = fmt.Sprintf("If the handler has SA_RESTART: %s If not: %s", st.Explain(arch.HandlerRestart), st.Explain(arch.HandlerNoRestart))
-		}
+		return st.OnResume(p.Handler)
 	}
-	if st.Note != "" && !strings.Contains(explain, st.Note) {
-		explain = st.Note + " " + explain
+	if a, b := st.OnResume(arch.HandlerRestart), st.OnResume(arch.HandlerNoRestart); a == b {
+		return a
 	}
-	if p.Why != "" {
-		explain = p.Why + " " + explain
-	}
-	return onResume, strings.TrimSpace(explain)
+	return arch.ActUnknown
 }
 
 // apply writes arch.ApplyPolicy's registers (nothing for PolicyNone), reads them back into the
@@ -442,7 +457,7 @@ func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
 	img := CheckpointImage{Version: 1, Time: time.Now().UTC(), Arch: string(arch.Host()),
 		Kernel: KernelRelease(), Policy: string(policy), Threads: []ImageThread{}}
 	for _, c := range caps {
-		it := ImageThread{PID: c.pid, TID: c.tid, Stop: c.pending.Stop, Handler: imageHandlerLabel(c.pending),
+		it := ImageThread{PID: c.pid, TID: c.tid, Stop: string(c.pending.Stop), Handler: imageHandlerLabel(c.pending),
 			InSyscall: c.ev.InSyscall, Syscall: c.ev.Syscall, Nr: c.ev.Nr, Args: c.ev.Args,
 			Insn: c.ev.Insn, Trap: c.ev.Trap, Ret: c.ev.Ret, Code: c.ev.Code,
 			AlreadyRestarted: c.state.AlreadyRestarted, OnResume: c.ev.OnResume, Restore: c.ev.Restore,
@@ -450,9 +465,7 @@ func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
 		if c.pending.Signal != 0 {
 			it.Signal = signalName(c.pending.Signal)
 		}
-		if c.insn != nil {
-			it.InsnBytes = hex.EncodeToString(c.insn)
-		}
+		it.InsnBytes = c.ev.InsnBytes
 		img.Threads = append(img.Threads, it)
 	}
 	enc := json.NewEncoder(w)

@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -56,44 +55,39 @@ func parseProcSyscall(b []byte) procSyscall {
 	return procSyscall{in: true, nr: nr}
 }
 
-// outcome says in a sentence what a thread did after the policy was applied: what the policy
-// makes certain (a naive restore hands the ERESTART code to the program; a correct one turns a
-// restart block into EINTR), then where the thread is now. Only threads stopped inside an
-// interrupted syscall get one.
-func outcome(th sessions.Thread, now procSyscall) string {
+// outcome completes th with what it did after the policy was applied: what the policy makes
+// certain (a naive restore hands the ERESTART code to the program; a correct one turns a
+// restart block into EINTR), then where the thread is now (the syscall it is in, or that it
+// exited). Only threads stopped inside an interrupted syscall get one: ok is false for the
+// others.
+func outcome(th sessions.Thread, now procSyscall) (_ sessions.Thread, ok bool) {
 	if !th.InSyscall || th.Code == "" {
-		return ""
+		return th, false
 	}
-	name := th.Syscall
-	if name == "" {
-		name = "syscall " + strconv.Itoa(th.Nr)
+	th.Exited = now.gone
+	if now.in {
+		nr := now.nr
+		th.NextNr, th.NextSyscall = &nr, arch.SyscallName(arch.Arch(th.Arch), nr)
 	}
-	restart, _ := arch.SyscallNumber(arch.Arch(th.Arch), "restart_syscall")
-	if now.stopped {
-		return "still stopped by job control: the restore takes effect when the job continues"
-	}
-	again := now.in && (now.nr == th.Nr || now.nr == restart)
-	var got string
-	applied := string(arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn))
+	returned := func(r int64) { th.Returned = &r }
+	applied := arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
 	switch {
-	case applied == string(arch.PolicyNaive):
-		got = fmt.Sprintf("%s returned %s (%d) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261)", name, th.Code, restartErrno(th.Code))
-	case applied == string(arch.PolicyCorrect) && th.Restore == string(arch.ActEINTR):
-		got = fmt.Sprintf("%s returned EINTR, as after a real restore (a restart block cannot be carried over)", name)
-	case again:
-		return fmt.Sprintf("back in %s: the syscall was restarted and the program never noticed", name)
-	case now.gone:
-		return fmt.Sprintf("left %s and the thread exited", name)
+	case now.stopped:
+		th.OutcomeKind = sessions.OutcomeJobStopped
+	case applied == arch.PolicyNaive:
+		// As a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261).
+		th.OutcomeKind = sessions.OutcomeERESTARTLeaked
+		returned(-int64(restartErrno(th.Code)))
+	case applied == arch.PolicyCorrect && th.Restore == string(arch.ActEINTR):
+		// As after a real restore: a restart block cannot be carried over.
+		th.OutcomeKind = sessions.OutcomeEINTR
+		returned(-arch.EINTR)
+	case th.CalledAgain():
+		th.OutcomeKind = sessions.OutcomeRestarted
 	default:
-		return fmt.Sprintf("left %s (it completed, or a handler ran)", name)
+		th.OutcomeKind = sessions.OutcomeLeft
 	}
-	switch {
-	case now.gone:
-		return got + "; the thread then exited"
-	case again:
-		return got + "; the program then called " + th.Syscall + " again"
-	}
-	return got
+	return th, true
 }
 
 func restartErrno(code string) int {
@@ -138,7 +132,7 @@ func awaitOutcomes(threads []sessions.Thread, read func(pid, tid int) procSyscal
 	}
 }
 
-// observeOutcomes fills in each thread's Outcome (see awaitOutcomes for when) and emits the
+// observeOutcomes fills in each thread's outcome (see awaitOutcomes for when) and emits the
 // completed thread events (the State keeps the latest per thread).
 func (t *Tracer) observeOutcomes(threads []sessions.Thread) []sessions.Thread {
 	if len(threads) == 0 {
@@ -147,14 +141,14 @@ func (t *Tracer) observeOutcomes(threads []sessions.Thread) []sessions.Thread {
 	now := awaitOutcomes(threads, readProcSyscall)
 	changed := false
 	for i := range threads {
-		if o := outcome(threads[i], now[i]); o != "" {
-			threads[i].Outcome, changed = o, true
+		if th, ok := outcome(threads[i], now[i]); ok {
+			threads[i], changed = th, true
 		}
 	}
 	if changed {
 		t.do(func() error {
 			for _, th := range threads {
-				if th.Outcome != "" {
+				if th.OutcomeKind != "" {
 					t.emit(th)
 				}
 			}

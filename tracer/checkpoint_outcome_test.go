@@ -1,36 +1,60 @@
 package tracer
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 )
 
+// TestCheckpointOutcome: what a thread did after the restore, as facts (views word them:
+// views.TestThreadOutcomeWords).
 func TestCheckpointOutcome(t *testing.T) {
 	read := sessions.Thread{Arch: "amd64", InSyscall: true, Syscall: "read", Nr: 0, Code: "ERESTARTSYS", Restore: "rewind"}
 	sleep := sessions.Thread{Arch: "amd64", InSyscall: true, Syscall: "clock_nanosleep", Nr: 230, Code: "ERESTART_RESTARTBLOCK", Restore: "eintr"}
 	with := func(th sessions.Thread, policy string) sessions.Thread { th.Applied = policy; return th }
+	type want struct {
+		kind     sessions.OutcomeKind
+		returned int64 // 0: nil
+		next     string
+		exited   bool
+		again    bool
+	}
 	for _, tc := range []struct {
 		name string
 		th   sessions.Thread
 		now  procSyscall
-		want string
+		want want
 	}{
-		{"none restarts read", with(read, "none"), procSyscall{in: true, nr: 0}, "back in read"},
-		{"correct rewinds read", with(read, "correct"), procSyscall{in: true, nr: 0}, "back in read"},
-		{"none restarts a sleep through restart_syscall", with(sleep, "none"), procSyscall{in: true, nr: 219}, "back in clock_nanosleep"},
-		{"naive leaks 512 even when the program retries", with(read, "naive"), procSyscall{in: true, nr: 0}, "returned ERESTARTSYS (512) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261); the program then called read again"},
-		{"naive leaks 516", with(sleep, "naive"), procSyscall{gone: true}, "returned ERESTART_RESTARTBLOCK (516) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261); the thread then exited"},
-		{"correct turns a restart block into EINTR", with(sleep, "correct"), procSyscall{running: true}, "returned EINTR"},
-		{"completed", with(read, "none"), procSyscall{running: true}, "left read"},
-		{"not in a syscall", sessions.Thread{Applied: "naive"}, procSyscall{}, ""},
+		{"none restarts read", with(read, "none"), procSyscall{in: true, nr: 0}, want{kind: sessions.OutcomeRestarted, next: "read", again: true}},
+		{"correct rewinds read", with(read, "correct"), procSyscall{in: true, nr: 0}, want{kind: sessions.OutcomeRestarted, next: "read", again: true}},
+		{"none restarts a sleep through restart_syscall", with(sleep, "none"), procSyscall{in: true, nr: 219}, want{kind: sessions.OutcomeRestarted, next: "restart_syscall", again: true}},
+		{"naive leaks 512 even when the program retries", with(read, "naive"), procSyscall{in: true, nr: 0}, want{kind: sessions.OutcomeERESTARTLeaked, returned: -512, next: "read", again: true}},
+		{"naive leaks 516", with(sleep, "naive"), procSyscall{gone: true}, want{kind: sessions.OutcomeERESTARTLeaked, returned: -516, exited: true}},
+		{"sc-only is naive for scv", sessions.Thread{Arch: "ppc64le", InSyscall: true, Syscall: "read", Nr: 3, Insn: "scv", Code: "ERESTARTSYS", Restore: "rewind", Applied: "sc-only"},
+			procSyscall{running: true}, want{kind: sessions.OutcomeERESTARTLeaked, returned: -512}},
+		{"correct turns a restart block into EINTR", with(sleep, "correct"), procSyscall{running: true}, want{kind: sessions.OutcomeEINTR, returned: -4}},
+		{"completed", with(read, "none"), procSyscall{running: true}, want{kind: sessions.OutcomeLeft}},
+		{"left and exited", with(read, "none"), procSyscall{gone: true}, want{kind: sessions.OutcomeLeft, exited: true}},
+		{"in another syscall", with(read, "none"), procSyscall{in: true, nr: 1}, want{kind: sessions.OutcomeLeft, next: "write"}},
+		{"job-control stopped", with(read, "correct"), procSyscall{in: true, nr: 0, stopped: true}, want{kind: sessions.OutcomeJobStopped, next: "read", again: true}},
 	} {
-		got := outcome(tc.th, tc.now)
-		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("%s: %q, want it to contain %q", tc.name, got, tc.want)
+		got, ok := outcome(tc.th, tc.now)
+		ret := int64(0)
+		if got.Returned != nil {
+			ret = *got.Returned
 		}
+		if !ok || got.OutcomeKind != tc.want.kind || ret != tc.want.returned || got.NextSyscall != tc.want.next ||
+			(got.NextNr != nil) != (tc.want.next != "") || got.Exited != tc.want.exited || got.CalledAgain() != tc.want.again {
+			t.Errorf("%s: ok %v kind %q returned %d next %q (nr %v) exited %v again %v; want %+v",
+				tc.name, ok, got.OutcomeKind, ret, got.NextSyscall, got.NextNr, got.Exited, got.CalledAgain(), tc.want)
+		}
+		if got.Outcome != "" {
+			t.Errorf("%s: the tracer wrote a sentence: %q", tc.name, got.Outcome)
+		}
+	}
+	if got, ok := outcome(sessions.Thread{Applied: "naive"}, procSyscall{}); ok || got.OutcomeKind != "" {
+		t.Errorf("not in a syscall: ok %v kind %q, want no outcome", ok, got.OutcomeKind)
 	}
 }
 
@@ -72,9 +96,12 @@ func TestAwaitOutcomesPolls(t *testing.T) {
 	if reads[10] != 5 || reads[11] != 5 {
 		t.Errorf("reads %v: want the expected-back threads read until they are in read (5 times)", reads)
 	}
-	for i, want := range []string{"back in read", "back in read", "returned ERESTARTSYS", "left read and the thread exited"} {
-		if got := outcome(threads[i], now[i]); !strings.Contains(got, want) {
-			t.Errorf("thread %d: %q, want %q", threads[i].TID, got, want)
+	for i, want := range []struct {
+		kind   sessions.OutcomeKind
+		exited bool
+	}{{sessions.OutcomeRestarted, false}, {sessions.OutcomeRestarted, false}, {sessions.OutcomeERESTARTLeaked, false}, {sessions.OutcomeLeft, true}} {
+		if got, _ := outcome(threads[i], now[i]); got.OutcomeKind != want.kind || got.Exited != want.exited {
+			t.Errorf("thread %d: %q exited %v, want %q exited %v", threads[i].TID, got.OutcomeKind, got.Exited, want.kind, want.exited)
 		}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -191,12 +190,17 @@ func TestPPC64LECheckpointHeldSignal(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	th := threadByTID(t, got, h.tid)
-	t.Logf("held thread: code %s on_resume %s: %s", th.Code, th.OnResume, th.Explain)
-	if th.Code != "ERESTARTSYS" || th.OnResume != string(arch.ActRestart) ||
-		!strings.Contains(th.Explain, "SIGUSR1 is caught by a handler with SA_RESTART") {
-		t.Errorf("held thread: code %s on_resume %s explain %q; want ERESTARTSYS restarted by an SA_RESTART handler", th.Code, th.OnResume, th.Explain)
+	t.Logf("held thread: code %s on_resume %s stop %s signal %s handler %s sigaction %+v", th.Code, th.OnResume, th.Stop, th.Signal, th.Handler, th.Sigaction)
+	if th.Code != "ERESTARTSYS" || th.OnResume != string(arch.ActRestart) || th.Stop != sessions.StopSignal ||
+		th.Signal != "SIGUSR1" || th.Disposition != sessions.DispCaught || th.Handler != sessions.HandlerRestart {
+		t.Errorf("held thread: code %s on_resume %s stop %q signal %q disposition %q handler %q; want ERESTARTSYS restarted by SIGUSR1's SA_RESTART handler",
+			th.Code, th.OnResume, th.Stop, th.Signal, th.Disposition, th.Handler)
 	}
-	if ran := sigTID(th.Explain); ran == 0 || ran == h.tid {
+	sa := th.Sigaction
+	if sa == nil || sa.Flags == nil || *sa.Flags&sessions.SARestart == 0 {
+		t.Fatalf("held thread: sigaction %+v, want the flags rt_sigaction read, with SA_RESTART", sa)
+	}
+	if ran := sa.TID; ran == 0 || ran == h.tid {
 		t.Errorf("rt_sigaction ran in thread %d, want one of the Go runtime's other threads", ran)
 	}
 	if _, err := h.pipeW.Write([]byte{'x'}); err != nil {

@@ -2,8 +2,10 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -161,8 +163,11 @@ func attachAndCheckpoint(t *testing.T, p *restarttest.Proc, policy arch.Policy) 
 		t.Fatalf("emitted thread events for %d threads, returned %d", len(last), len(got))
 	}
 	for tid, e := range last {
-		if g := byTID[tid]; g.Applied != e.Applied || g.Code != e.Code || g.OnResume != e.OnResume || g.Outcome != e.Outcome {
+		if g := byTID[tid]; !reflect.DeepEqual(g, e) {
 			t.Errorf("last event for %d differs from the returned one: %+v vs %+v", tid, e, g)
+		}
+		if e.Explain != "" || e.Outcome != "" {
+			t.Errorf("thread %d: the tracer wrote sentences (explain %q, outcome %q): views write them", tid, e.Explain, e.Outcome)
 		}
 	}
 	var image CheckpointImage
@@ -218,8 +223,16 @@ func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread
 		if g.OnResume != string(w.onResume) || g.Restore != string(w.restore) || g.Applied != string(policy) {
 			t.Errorf("%s: on_resume %q restore %q applied %q, want %q %q %q", name, g.OnResume, g.Restore, g.Applied, w.onResume, w.restore, policy)
 		}
-		if g.Explain == "" || !strings.Contains(g.Explain, w.code) {
-			t.Errorf("%s: explanation %q does not name %s", name, g.Explain, w.code)
+		// The facts of a PTRACE_INTERRUPT stop, and all that views need to word the
+		// decision: decoding the registers and the instruction bytes the event carries gives
+		// back the same restart state and decision.
+		if g.Stop != sessions.StopInterrupt || g.Handler != sessions.HandlerNone || g.Signal != "" || g.Sigaction != nil || g.InsnBytes != "0f05" {
+			t.Errorf("%s: stop %q handler %q signal %q sigaction %+v insn_bytes %q; want an interrupt stop, no handler, syscall's 0f05",
+				name, g.Stop, g.Handler, g.Signal, g.Sigaction, g.InsnBytes)
+		}
+		if st := decodeAgain(t, g); st.Code != g.Code || st.Nr != g.Nr || string(st.OnResume(arch.NoHandler)) != g.OnResume || string(st.Restore()) != g.Restore {
+			t.Errorf("%s: decoded again from the event: code %q nr %d on_resume %s restore %s; the event says %q %d %s %s",
+				name, st.Code, st.Nr, st.OnResume(arch.NoHandler), st.Restore(), g.Code, g.Nr, g.OnResume, g.Restore)
 		}
 		// The registers the kernel reported agree with the event.
 		rip, rax, orig := reg(t, g.Before, "rip"), reg(t, g.Before, "rax"), reg(t, g.Before, "orig_rax")
@@ -502,14 +515,22 @@ func TestCheckpointHeldSignal(t *testing.T) {
 				wantResume = "restart"
 			}
 		}
-		why := signalName(int(sig)) + " is caught by a handler " + with + " SA_RESTART"
-		if it.Stop != "signal" || it.Signal != signalName(int(sig)) || it.Handler != wantHandler ||
-			th.OnResume != wantResume || !strings.Contains(th.Explain, why) {
-			t.Errorf("thread %d (%s held): stop %q signal %q handler %q (want %q) on_resume %q (want %q) explain %q",
-				th.TID, signalName(int(sig)), it.Stop, it.Signal, it.Handler, wantHandler, th.OnResume, wantResume, th.Explain)
+		kind := sessions.HandlerNoRestart
+		if with == "with" {
+			kind = sessions.HandlerRestart
 		}
-		if sigs[sigTID(th.Explain)] != 0 {
-			t.Errorf("thread %d: rt_sigaction ran in a thread held at a signal although siblings were at interrupt stops: %q", th.TID, th.Explain)
+		if it.Stop != "signal" || it.Signal != signalName(int(sig)) || it.Handler != wantHandler || th.OnResume != wantResume ||
+			th.Stop != sessions.StopSignal || th.Signal != signalName(int(sig)) || th.Disposition != sessions.DispCaught || th.Handler != kind {
+			t.Errorf("thread %d (%s held): image stop %q signal %q handler %q (want %q); event stop %q signal %q disposition %q handler %q (want %q %s SA_RESTART) on_resume %q (want %q)",
+				th.TID, signalName(int(sig)), it.Stop, it.Signal, it.Handler, wantHandler, th.Stop, th.Signal, th.Disposition, th.Handler, kind, with, th.OnResume, wantResume)
+		}
+		// The flags rt_sigaction returned, read in a sibling held at an interrupt stop.
+		sa := th.Sigaction
+		if sa == nil || sa.Flags == nil || sa.Handler == nil || *sa.Handler <= 1 || sa.AllHeld || sa.Error != "" ||
+			(*sa.Flags&sessions.SARestart != 0) != (with == "with") {
+			t.Errorf("thread %d: sigaction %+v, want a handler's address and flags %s SA_RESTART", th.TID, sa, with)
+		} else if sa.TID == 0 || sigs[sa.TID] != 0 || nameOf(p, sa.TID) == "" {
+			t.Errorf("thread %d: rt_sigaction ran in thread %d; want a sibling at an interrupt stop (held at signals: %v)", th.TID, sa.TID, sigs)
 		}
 	}
 
@@ -606,11 +627,11 @@ func TestCheckpointSigactionInHeldThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, th := range got {
-		if !strings.Contains(th.Explain, "every thread of") || !strings.Contains(th.Explain, "held at a signal") {
-			t.Errorf("thread %d: %q, want why rt_sigaction was not run", th.TID, th.Explain)
+		if sa := th.Sigaction; sa == nil || !sa.AllHeld || sa.TID != 0 || sa.Handler != nil || sa.Flags != nil {
+			t.Errorf("thread %d: sigaction %+v, want not run because every thread is held at a signal", th.TID, sa)
 		}
-		if sigTID(th.Explain) != 0 {
-			t.Errorf("thread %d: rt_sigaction ran: %q", th.TID, th.Explain)
+		if th.Stop != sessions.StopSignal || th.Disposition != sessions.DispCaught || th.Handler != sessions.HandlerUnknown {
+			t.Errorf("thread %d: stop %q disposition %q handler %q, want a caught signal with SA_RESTART unknown", th.TID, th.Stop, th.Disposition, th.Handler)
 		}
 		if th.Code == "ERESTARTSYS" && th.OnResume != "unknown" {
 			t.Errorf("thread %d: %s with a handler whose flags are unread: on_resume %q, want unknown", th.TID, th.Code, th.OnResume)
@@ -623,14 +644,20 @@ func TestCheckpointSigactionInHeldThread(t *testing.T) {
 	}
 }
 
-// sigTID is the thread an explanation says rt_sigaction ran in (0 if none).
-func sigTID(explain string) int {
-	_, rest, ok := strings.Cut(explain, "inside the process, thread ")
-	if !ok {
-		return 0
+// decodeAgain decodes th's restart state from the registers and instruction bytes the event
+// carries, as views do to word it.
+func decodeAgain(t *testing.T, th sessions.Thread) arch.RestartState {
+	t.Helper()
+	a := arch.Arch(th.Arch)
+	regs := arch.Regs{Arch: a, Words: make([]uint64, arch.NumWords(a))}
+	for i := range regs.Words {
+		regs.Words[i] = reg(t, th.Before, arch.RegName(a, i))
 	}
-	n, _ := strconv.Atoi(strings.TrimRight(strings.Fields(rest)[0], ").,"))
-	return n
+	insn, err := hex.DecodeString(th.InsnBytes)
+	if err != nil {
+		t.Fatalf("thread %d: insn_bytes %q: %v", th.TID, th.InsnBytes, err)
+	}
+	return arch.Decode(regs, insn)
 }
 
 func nameOf(p *restarttest.Proc, tid int) string {
@@ -658,8 +685,8 @@ func TestCheckpointGroupStopped(t *testing.T) {
 		if w := restartCases[nameOf(p, th.TID)]; th.Code != w.code || th.OnResume != string(w.onResume) {
 			t.Errorf("%s (%d) in a group-stop: code %q on_resume %q, want %q %q", nameOf(p, th.TID), th.TID, th.Code, th.OnResume, w.code, w.onResume)
 		}
-		if !strings.Contains(th.Explain, "group-stop") {
-			t.Errorf("%d: explanation does not mention the group-stop: %q", th.TID, th.Explain)
+		if th.Stop != sessions.StopGroup || th.Handler != sessions.HandlerNone || th.Signal != "" {
+			t.Errorf("%d: stop %q handler %q signal %q, want a group-stop deciding as with no handler", th.TID, th.Stop, th.Handler, th.Signal)
 		}
 	}
 	// Still stopped by job control after crashtui let go (attachAndCheckpoint checked that

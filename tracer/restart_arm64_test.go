@@ -236,7 +236,7 @@ func testARM64Restart(t *testing.T, call string, p arch.Policy) {
 	if err != nil {
 		t.Fatalf("CheckpointStopped(%s): %v", p, err)
 	}
-	t.Logf("checkpoint event: on_resume %s restore %s applied %s: %s", ev.OnResume, ev.Restore, ev.Applied, ev.Explain)
+	t.Logf("checkpoint event: on_resume %s restore %s applied %s stop %s handler %s insn_bytes %s", ev.OnResume, ev.Restore, ev.Applied, ev.Stop, ev.Handler, ev.InsnBytes)
 	if !ev.InSyscall || ev.Syscall != call || ev.Insn != "svc" || ev.Restore != string(arch.ActNone) || ev.Applied != string(p) {
 		t.Errorf("checkpoint event %+v: want in %s via svc, restore none, applied %s", ev, call, p)
 	}

@@ -2,13 +2,18 @@ package tracer
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // saRestart is SA_RESTART on amd64, arm64 and ppc64le alike.
-const saRestart = 0x10000000
+const saRestart = sessions.SARestart
+
+// errAllHeld: rt_sigaction is not run in a process whose every thread is held at a signal.
+var errAllHeld = errors.New("every thread is held at a signal")
 
 // sigactionResult is what rt_sigaction(sig, NULL, &old) returned inside a process.
 type sigactionResult struct {
@@ -23,6 +28,10 @@ type sigactionResult struct {
 // held (at its signal-delivery-stop, whose signal and siginfo the injection keeps) only when
 // no sibling is usable. The 32-byte kernel sigaction (handler, flags, restorer, mask: the
 // same layout on the three architectures) lives below the red zone and is put back.
+//
+// When every thread of the process is held at a signal it runs nothing (errAllHeld): code is
+// run only in a thread held at an interrupt stop, which a crashtui that died could leave
+// exactly as it was (doc.go).
 func (t *Tracer) readSigaction(held *task, sig int) sigactionResult {
 	p := t.procs[held.pid]
 	if p == nil {
@@ -35,7 +44,7 @@ func (t *Tracer) readSigaction(held *task, sig int) sigactionResult {
 		}
 	}
 	if tk == nil {
-		return sigactionResult{err: fmt.Errorf("every thread of %d is held at a signal; code is run only in a thread held at an interrupt stop, which a crashtui that died could leave exactly as it was", held.pid)}
+		return sigactionResult{err: errAllHeld}
 	}
 	r := sigactionResult{tid: tk.tid}
 	b, err := t.injectWithScratch(tk, "rt_sigaction", 32, nil, func(addr uint64) []uint64 {
@@ -50,25 +59,27 @@ func (t *Tracer) readSigaction(held *task, sig int) sigactionResult {
 	return r
 }
 
-// pending completes p (a caught signal, handler unknown) with what rt_sigaction returned.
+// pending completes p (a caught signal, handler unknown) with what rt_sigaction returned. A
+// handler of SIG_DFL or SIG_IGN means it went away since /proc was read: still unknown.
 func (r sigactionResult) pending(p Pending) Pending {
-	name := signalName(p.Signal)
-	if r.err != nil {
-		p.Why += fmt.Sprintf(" (Running rt_sigaction inside the process to read it failed: %v.)", r.err)
+	switch {
+	case errors.Is(r.err, errAllHeld):
+		p.Sigaction = &sessions.Sigaction{AllHeld: true}
+		return p
+	case r.err != nil:
+		p.Sigaction = &sessions.Sigaction{TID: r.tid, Error: r.err.Error()}
 		return p
 	}
-	switch r.handler {
-	case 0, 1: // SIG_DFL, SIG_IGN: the handler went away since /proc was read
-		p.Why += fmt.Sprintf(" (rt_sigaction inside the process, thread %d, now returns SIG_%s: the handler was just removed.)", r.tid, map[uint64]string{0: "DFL", 1: "IGN"}[r.handler])
+	h, f := sessions.Hex(r.handler), sessions.Hex(r.flags)
+	p.Sigaction = &sessions.Sigaction{TID: r.tid, Handler: &h, Flags: &f}
+	if r.handler == 0 || r.handler == 1 { // SIG_DFL, SIG_IGN
 		return p
 	}
 	p.HandlerKnown = true
 	if r.flags&saRestart != 0 {
 		p.Handler = arch.HandlerRestart
-		p.Why = fmt.Sprintf("%s is caught by a handler with SA_RESTART (flags %#x, read with rt_sigaction inside the process, thread %d).", name, r.flags, r.tid)
 	} else {
 		p.Handler = arch.HandlerNoRestart
-		p.Why = fmt.Sprintf("%s is caught by a handler without SA_RESTART (flags %#x, read with rt_sigaction inside the process, thread %d).", name, r.flags, r.tid)
 	}
 	return p
 }

@@ -1,9 +1,11 @@
 package views
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -225,8 +227,8 @@ func ExplainGroup(g *sessions.Group) Explanation {
 // ExplainThread teaches a thread's restart state.
 func ExplainThread(t *sessions.Thread) Explanation {
 	ex := Explanation{Title: fmt.Sprintf("thread %d of %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
-	if t.Explain != "" {
-		ex.What = sessions.Sanitize(t.Explain)
+	if what := ThreadExplain(t); what != "" {
+		ex.What = what
 	} else if !t.InSyscall {
 		ex.What = "The thread is in user code: nothing to restart; a checkpoint restores its registers as they are."
 	} else {
@@ -236,6 +238,182 @@ func ExplainThread(t *sessions.Thread) Explanation {
 	ex.Kernel = "arch_do_signal_or_restart (x86), do_signal/check_syscall_restart (powerpc), do_signal (arm64 rewinds before get_signal)"
 	ex.Fix = "a restore must rewind the pc over the syscall instruction (2 bytes on x86, 4 on ppc64/arm64) and put the first argument back (orig_rax / orig_gpr3 / orig_x0), for sc and scv alike; ERESTART_RESTARTBLOCK cannot be restored (restart_block is kernel-private): return EINTR."
 	return ex
+}
+
+// ThreadExplain says in a few sentences what the kernel will do with the thread's interrupted
+// syscall when it resumes and why: the reason its held stop decides as it does (the signal and
+// its handler), what the registers could not tell, and the kernel's rule with what a restorer
+// must write back. A recording of format version 1 says it in its own recorded words. It is ""
+// for an event that carries neither.
+func ThreadExplain(t *sessions.Thread) string {
+	if t.Explain != "" {
+		return sessions.Sanitize(t.Explain)
+	}
+	if t.Stop == "" {
+		return ""
+	}
+	rule := ""
+	if st, ok := restartState(t); ok {
+		switch h, known := archHandler(t.Handler); {
+		case known:
+			rule = st.Explain(h)
+		case st.OnResume(arch.HandlerRestart) == st.OnResume(arch.HandlerNoRestart):
+			rule = st.Explain(arch.HandlerRestart)
+		default:
+			rule = fmt.Sprintf("If the handler has SA_RESTART: %s If not: %s", st.Explain(arch.HandlerRestart), st.Explain(arch.HandlerNoRestart))
+		}
+		if st.Note != "" && !strings.Contains(rule, st.Note) {
+			rule = st.Note + " " + rule
+		}
+	}
+	if why := stopWhy(t); why != "" {
+		rule = why + " " + rule
+	}
+	return sessions.Sanitize(strings.TrimSpace(rule))
+}
+
+// restartState decodes the thread's restart state again from what the tracer decoded it from
+// (the registers before the restore and the instruction bytes): the same pure arch.Decode, so
+// the rule is the one the tracer applied.
+func restartState(t *sessions.Thread) (arch.RestartState, bool) {
+	a := arch.Arch(t.Arch)
+	n := arch.NumWords(a)
+	if n == 0 || len(t.Before) == 0 {
+		return arch.RestartState{}, false
+	}
+	byName := make(map[string]uint64, len(t.Before))
+	for _, r := range t.Before {
+		byName[r.Name] = uint64(r.Value)
+	}
+	regs := arch.Regs{Arch: a, Words: make([]uint64, n)}
+	for i := range regs.Words {
+		regs.Words[i] = byName[arch.RegName(a, i)]
+	}
+	insn, err := hex.DecodeString(t.InsnBytes)
+	if err != nil {
+		insn = nil
+	}
+	return arch.Decode(regs, insn), true
+}
+
+// archHandler is h as arch's restart rules take it; known is false for HandlerUnknown. An
+// event without a handler is an interrupt stop's: no handler.
+func archHandler(h sessions.HandlerKind) (_ arch.Handler, known bool) {
+	switch h {
+	case sessions.HandlerRestart:
+		return arch.HandlerRestart, true
+	case sessions.HandlerNoRestart:
+		return arch.HandlerNoRestart, true
+	case sessions.HandlerUnknown:
+		return arch.HandlerRestart, false
+	}
+	return arch.NoHandler, true
+}
+
+// stopWhy is the sentence that says why the held stop decides as it does; "" for an
+// interrupt stop (resumed with signal 0: as with no handler, which the rule says).
+func stopWhy(t *sessions.Thread) string {
+	switch t.Stop {
+	case sessions.StopGroup:
+		return "The thread is in a group-stop: the stop signal's action is stop, so after SIGCONT the kernel decides as with no handler."
+	case sessions.StopExit:
+		return "The thread is exiting (PTRACE_EVENT_EXIT): it never returns to user space."
+	case sessions.StopSignal:
+	default:
+		return ""
+	}
+	sig := sessions.Sanitize(t.Signal)
+	switch t.Disposition {
+	case sessions.DispIgnored:
+		return sig + " is ignored (SigIgn), so the kernel decides as with no handler."
+	case sessions.DispDefaultStop:
+		return sig + "'s default action is stop, so the kernel decides as with no handler once the thread continues."
+	case sessions.DispDefaultIgnore:
+		return sig + "'s default action is to ignore it, so the kernel decides as with no handler."
+	case sessions.DispDefaultKill:
+		return sig + "'s default action kills the process: the syscall never returns."
+	case sessions.DispCaught:
+		return caughtWhy(sig, t)
+	}
+	return ""
+}
+
+// caughtWhy: a caught signal's handler decides the restart by its SA_RESTART, which only
+// rt_sigaction run inside the process can read (the flags are not in /proc).
+func caughtWhy(sig string, t *sessions.Thread) string {
+	sa := t.Sigaction
+	read := ""
+	if sa != nil && sa.Flags != nil {
+		read = fmt.Sprintf(" (flags %#x, read with rt_sigaction inside the process, thread %d)", uint64(*sa.Flags), sa.TID)
+	}
+	switch t.Handler {
+	case sessions.HandlerRestart:
+		return sig + " is caught by a handler with SA_RESTART" + read + "."
+	case sessions.HandlerNoRestart:
+		return sig + " is caught by a handler without SA_RESTART" + read + "."
+	}
+	why := sig + " is caught (SigCgt); whether its handler has SA_RESTART is kernel-private (only rt_sigaction inside the process reads it)."
+	switch {
+	case sa == nil:
+	case sa.AllHeld:
+		why += fmt.Sprintf(" (Running rt_sigaction inside the process to read it failed: every thread of %d is held at a signal; code is run only in a thread held at an interrupt stop, which a crashtui that died could leave exactly as it was.)", t.PID)
+	case sa.Error != "":
+		why += " (Running rt_sigaction inside the process to read it failed: " + sessions.Sanitize(sa.Error) + ".)"
+	case sa.Handler != nil && (*sa.Handler == 0 || *sa.Handler == 1):
+		why += fmt.Sprintf(" (rt_sigaction inside the process, thread %d, now returns SIG_%s: the handler was just removed.)", sa.TID, map[sessions.Hex]string{0: "DFL", 1: "IGN"}[*sa.Handler])
+	}
+	return why
+}
+
+// ThreadOutcome says in a sentence what the thread did after the restore policy was applied:
+// what the policy made certain (a naive restore hands the ERESTART code to the program, a
+// correct one turns a restart block into EINTR), then where the thread went. A recording of
+// format version 1 says it in its own recorded words; "" when the outcome is not known.
+func ThreadOutcome(t *sessions.Thread) string {
+	if t.Outcome != "" {
+		return sessions.Sanitize(t.Outcome)
+	}
+	name := sessions.Sanitize(t.Syscall)
+	if name == "" {
+		name = fmt.Sprintf("syscall %d", t.Nr)
+	}
+	var got string
+	switch t.OutcomeKind {
+	case "":
+		return ""
+	case sessions.OutcomeJobStopped:
+		return "still stopped by job control: the restore takes effect when the job continues"
+	case sessions.OutcomeRestarted:
+		return "back in " + name + ": the syscall was restarted and the program never noticed"
+	case sessions.OutcomeLeft:
+		if t.Exited {
+			return "left " + name + " and the thread exited"
+		}
+		return "left " + name + " (it completed, or a handler ran)"
+	case sessions.OutcomeERESTARTLeaked:
+		code, errno := sessions.Sanitize(t.Code), 0
+		if t.Returned != nil {
+			errno = int(-*t.Returned)
+			code = arch.ErrnoName(errno)
+		}
+		got = fmt.Sprintf("%s returned %s (%d) to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261)", name, code, errno)
+	case sessions.OutcomeEINTR:
+		got = name + " returned EINTR, as after a real restore (a restart block cannot be carried over)"
+	default:
+		return "outcome " + sessions.Sanitize(string(t.OutcomeKind)) // a kind from a newer crashtui
+	}
+	switch {
+	case t.Exited:
+		return got + "; the thread then exited"
+	case t.CalledAgain():
+		return got + "; the program then called " + name + " again"
+	}
+	return got
+}
+
+// OutcomeBad says whether the outcome is one the program was never meant to see.
+func OutcomeBad(t *sessions.Thread) bool {
+	return t.OutcomeKind == sessions.OutcomeERESTARTLeaked
 }
 
 func restartRule(code string) string {

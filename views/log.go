@@ -69,8 +69,8 @@ func EventLine(e sessions.Event) string {
 		if b.Applied != "" {
 			what += " applied " + b.Applied
 		}
-		if b.Outcome != "" {
-			what += " → " + b.Outcome
+		if o := ThreadOutcome(&b); o != "" {
+			what += " → " + o
 		}
 	case sessions.Summary:
 		what = fmt.Sprintf("%s, %s in %s, %s, %d handled", Count(b.Processes, "process", "processes"),

@@ -121,7 +121,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		if code == "" && t.InSyscall {
 			code = fmt.Sprint(t.Ret)
 		}
-		outcome := sessions.Sanitize(t.Outcome)
+		outcome := ThreadOutcome(t.Thread)
 		ended := !ThreadLive(s, t)
 		if ended {
 			outcome = "(ended) " + outcome // its state is history, not the thread's now
@@ -140,7 +140,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 			line = st.Cursor(line, o.Width)
 		case ended:
 			line = st.Dim.Render(line)
-		case strings.Contains(strings.ToLower(t.Outcome), "erestart") || strings.Contains(strings.ToLower(t.Outcome), "fail"):
+		case OutcomeBad(t.Thread):
 			line = st.Bad.Render(line)
 		}
 		b.WriteString(line + "\n")
@@ -210,11 +210,12 @@ func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 		out = append(out, fmt.Sprintf("args (%s) · return %d %s · on resume: %s · restore: %s",
 			strings.Join(args, ", "), t.Ret, sessions.Sanitize(t.Code), sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Restore)))
 	}
-	if t.Applied != "" || t.Outcome != "" {
-		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), sessions.Sanitize(t.Outcome)))
+	outcome := ThreadOutcome(t)
+	if t.Applied != "" || outcome != "" {
+		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), outcome))
 	}
-	if t.Explain != "" {
-		out = append(out, st.Info.Render(sessions.Sanitize(t.Explain)))
+	if what := ThreadExplain(t); what != "" {
+		out = append(out, st.Info.Render(what))
 	} else {
 		out = append(out, st.Info.Render(restartRule(t.Code)))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/views"
 )
 
 const checkpointSynopsis = "checkpoint [--restore=correct|naive|sc-only|none [--yes]] [--image FILE] [--json] JOB"
@@ -114,28 +115,30 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 	var order []string
 	tids := map[string][]string{}
 	for _, th := range threads {
-		if th.Explain == "" {
+		e := views.ThreadExplain(&th)
+		if e == "" {
 			continue
 		}
-		if tids[th.Explain] == nil {
-			order = append(order, th.Explain)
+		if tids[e] == nil {
+			order = append(order, e)
 		}
-		tids[th.Explain] = append(tids[th.Explain], strconv.Itoa(th.TID))
+		tids[e] = append(tids[e], strconv.Itoa(th.TID))
 	}
 	for _, e := range order {
-		fmt.Fprintf(w, "%s: %s\n", strings.Join(tids[e], " "), sessions.Sanitize(e))
+		fmt.Fprintf(w, "%s: %s\n", strings.Join(tids[e], " "), e)
 	}
 	// What each thread did next (observed a moment after the restore).
 	first := true
 	for _, th := range threads {
-		if th.Outcome == "" {
+		o := views.ThreadOutcome(&th)
+		if o == "" {
 			continue
 		}
 		if first {
 			fmt.Fprintln(w, "\nwhat happened next:")
 			first = false
 		}
-		fmt.Fprintf(w, "  %d: %s\n", th.TID, sessions.Sanitize(th.Outcome))
+		fmt.Fprintf(w, "  %d: %s\n", th.TID, o)
 	}
 	fmt.Fprintf(w, "\n%d threads, %d inside a syscall; restore %q applied and every thread resumed.\n", len(threads), inSyscall, string(policy))
 	switch policy {

@@ -83,6 +83,12 @@ func TestCheckpointNaiveJSON(t *testing.T) {
 		if o := e.str("outcome"); !strings.Contains(o, w.code) || !strings.Contains(o, "criu#2261") {
 			t.Errorf("%s (%d): outcome %q, want the leaked %s named", th.Name, th.TID, o, w.code)
 		}
+		// The facts the words are made of: an interrupt stop, and the code handed to the program.
+		if e.str("stop") != "interrupt" || e.str("handler") != "none" || e.str("insn_bytes") != "0f05" ||
+			e.str("outcome_kind") != "erestart_leaked" || e.int("returned") != w.ret {
+			t.Errorf("%s (%d): stop %q handler %q insn_bytes %q outcome_kind %q returned %v; want interrupt, none, 0f05, erestart_leaked, %d",
+				th.Name, th.TID, e.str("stop"), e.str("handler"), e.str("insn_bytes"), e.str("outcome_kind"), e["returned"], w.ret)
+		}
 		before, _ := e["before"].([]any)
 		after, _ := e["after"].([]any)
 		if len(before) != 27 || len(after) != 27 {
@@ -202,5 +208,75 @@ func TestCheckpointUsage(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"checkpoint", "--json", "pid:999999999"}, &stdout, &stderr); code != 2 {
 		t.Errorf("a JOB that names nothing: exit %d, want 2 (stderr %q)", code, stderr.String())
+	}
+}
+
+// TestCheckpointRecordedFactsReplay: a checkpoint's recording holds the tracer's facts and no
+// sentence (format version 2), and replays to the same --json lines, sentences included, as
+// the live run printed.
+func TestCheckpointRecordedFactsReplay(t *testing.T) {
+	needAMD64Restart(t)
+	p := restarttest.Start(t, restarttest.Build(t))
+	rec := filepath.Join(t.TempDir(), "checkpoint.jsonl")
+	live, stderr, code := runJSON(t, "checkpoint", "pid:"+strconv.Itoa(p.PID), "--json", "--restore=correct", "--record", rec)
+	if code != 0 {
+		t.Fatalf("crashtui checkpoint: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if h := withoutTime(lines[0]); h["format"] != "crashtui-session" || h["version"] != float64(2) {
+		t.Fatalf("recording header %v, want crashtui-session version 2", h)
+	}
+	threads, outcomes := 0, 0
+	for _, l := range lines[1:] {
+		e := event(withoutTime(l))
+		if e.kind() != "thread" {
+			continue
+		}
+		threads++
+		if e.str("stop") != "interrupt" || e.str("handler") != "none" || e.str("insn_bytes") == "" {
+			t.Errorf("recorded thread %d: stop %q handler %q insn_bytes %q, want the facts of an interrupt stop", e.int("tid"), e.str("stop"), e.str("handler"), e.str("insn_bytes"))
+		}
+		if _, ok := e["explain"]; ok {
+			t.Errorf("recorded thread %d has a sentence: explain %q", e.int("tid"), e.str("explain"))
+		}
+		if _, ok := e["outcome"]; ok {
+			t.Errorf("recorded thread %d has a sentence: outcome %q", e.int("tid"), e.str("outcome"))
+		}
+		if e.str("outcome_kind") != "" {
+			outcomes++
+		}
+	}
+	if threads < len(p.Threads) || outcomes != len(p.Threads) {
+		t.Errorf("recording: %d thread events, %d with an outcome; want every one of %d threads with its outcome", threads, outcomes, len(p.Threads))
+	}
+	replayed, stderr, code := runJSON(t, "replay", "--json", rec)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	var liveThreads, replayedThreads []string
+	for _, ls := range [][]string{live, replayed} {
+		var out []string
+		for _, l := range ls {
+			if e := withoutTime(l); e["event"] == "thread" {
+				if e["explain"] == nil || (e["outcome_kind"] != nil && e["outcome"] == nil) {
+					t.Errorf("--json thread line without its sentences: %s", l)
+				}
+				j, _ := json.Marshal(e)
+				out = append(out, string(j))
+			}
+		}
+		if liveThreads == nil {
+			liveThreads = out
+		} else {
+			replayedThreads = out
+		}
+	}
+	if strings.Join(liveThreads, "\n") != strings.Join(replayedThreads, "\n") || len(liveThreads) != threads {
+		t.Errorf("live and replayed thread lines differ (%d live, %d replayed, %d recorded):\n%s\n---\n%s",
+			len(liveThreads), len(replayedThreads), threads, strings.Join(liveThreads, "\n"), strings.Join(replayedThreads, "\n"))
 	}
 }

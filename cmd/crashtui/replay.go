@@ -15,7 +15,8 @@ const replaySynopsis = "replay [--json] FILE"
 
 // cmdReplay plays a recorded session in the TUI (no ptrace, no root). A damaged file replays
 // up to the damage after saying where it is. With --json the events are written out again,
-// followed by the summary the State derives from them (a headless replay).
+// followed by the summary the State derives from them (a headless replay), with the sentences
+// --json adds (withSentences).
 func cmdReplay(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("replay", replaySynopsis, stderr)
@@ -59,7 +60,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) error {
 			if e.Kind() == sessions.KindSummary || e.Kind() == sessions.KindSession {
 				continue
 			}
-			if err := enc.Encode(e); err != nil {
+			if err := enc.Encode(withSentences(e)); err != nil {
 				return err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/views"
 )
 
 // common are the flags every tracing command takes.
@@ -213,7 +214,7 @@ func (s *session) writeLoop() {
 	defer close(s.written)
 	for e := range s.writes.out {
 		if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
-			err := s.enc.Encode(e)
+			err := s.enc.Encode(withSentences(e))
 			if err == nil && len(s.writes.out) == 0 {
 				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
 			}
@@ -229,6 +230,24 @@ func (s *session) writeLoop() {
 	if s.enc != nil && s.stdoutErr == nil {
 		s.out.Flush()
 	}
+}
+
+// withSentences is e as --json writes it. The tracer emits facts and recordings keep them
+// alone; people and scripts reading --json also get a thread's explanation and outcome in the
+// words the TUI shows (explain and outcome, as recordings of format version 1 had them).
+func withSentences(e sessions.Event) sessions.Event {
+	th, ok := e.Body.(sessions.Thread)
+	if !ok {
+		return e
+	}
+	if th.Explain == "" {
+		th.Explain = views.ThreadExplain(&th)
+	}
+	if th.Outcome == "" {
+		th.Outcome = views.ThreadOutcome(&th)
+	}
+	e.Body = th
+	return e
 }
 
 // watchReader notices a --json reader that went away (crashtui --json | head -1) even when no

@@ -77,7 +77,7 @@ func Events() []sessions.Event {
 		OnResume: "restart", Restore: "rewind", Applied: "naive",
 		Before:  []sessions.RegVal{{Name: "rip", Value: 0x7f3a1c51a1e2}, {Name: "rax", Value: sessions.Hex(^uint64(511))}, {Name: "orig_rax", Value: 0}, {Name: "rdi", Value: 3}},
 		After:   []sessions.RegVal{{Name: "rip", Value: 0x7f3a1c51a1e2}, {Name: "rax", Value: sessions.Hex(^uint64(511))}, {Name: "orig_rax", Value: sessions.Hex(^uint64(0))}, {Name: "rdi", Value: 3}},
-		Outcome: "read returned -1 errno 512 (ERESTARTSYS leaked to user code)",
+		Outcome: "read returned -1 errno 512 (ERESTARTSYS leaked to user code)", OutcomeKind: sessions.OutcomeERESTARTLeaked, Returned: ptr(int64(-512)),
 		Explain: "read(3) was interrupted by the checkpoint; the naive restore left rip after the syscall with rax=-512."})
 	add(ms, sessions.Thread{PID: 4101, TID: 4201, Arch: "amd64", PC: 0x7f3a1c4910a9, InSyscall: true, Syscall: "futex", Nr: 202,
 		Args: []sessions.Hex{0x55d0c0de1040, 0x80, 0}, Insn: "syscall", Ret: -512, Code: "ERESTARTSYS", OnResume: "restart", Restore: "rewind"})
