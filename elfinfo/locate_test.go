@@ -140,3 +140,55 @@ func TestLocateDeleted(t *testing.T) {
 		t.Errorf("Locate(dl_func) = %+v, want %s+%#x dl_func dl.c", loc, p.libDL, want)
 	}
 }
+
+// TestDeferredLines: a Deferred resolver answers from the symbol table without loading DWARF
+// and says so; the pending DWARF is loaded on another goroutine and installed, after which the
+// same pc has its line, for deferred and plain resolvers alike. A file without DWARF is never
+// pending.
+func TestDeferredLines(t *testing.T) {
+	p := buildProgs(t)
+	s := startMain(t, p, p.pie)
+	maps, err := ReadMaps(s.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver()
+	defer r.Close()
+	d := r.Deferred()
+	pc := s.addrs[0] // exe_func
+	loc := d.Locate(s.pid, maps, pc)
+	if loc.Function != "exe_func" || loc.File != "" || !loc.LinesPending {
+		t.Fatalf("deferred Locate = %+v; want exe_func from the symbol table, lines pending", loc)
+	}
+	jobs := d.PendingLines()
+	var job *LinesJob
+	for _, j := range jobs {
+		if j.Path() == p.pie {
+			job = j
+		}
+	}
+	if job == nil {
+		t.Fatalf("pending jobs %v lack %s", jobs, p.pie)
+	}
+	if again := d.PendingLines(); len(again) != 0 {
+		t.Errorf("the same modules handed out twice: %d jobs", len(again))
+	}
+	done := make(chan struct{})
+	go func() { job.Load(); close(done) }()
+	<-done
+	if !r.Install(job) {
+		t.Fatal("Install: no lines")
+	}
+	want := defLine(t, "main.c", "int exe_func(")
+	for _, res := range []*Resolver{d, r} {
+		if loc := res.Locate(s.pid, maps, pc); !strings.HasSuffix(loc.File, "/main.c") || loc.Line != want || loc.LinesPending {
+			t.Errorf("after Install: %+v; want main.c:%d", loc, want)
+		}
+	}
+	// A stripped library has nothing to defer.
+	stripped := buildLib(t, true)
+	base := uint64(0x7f0000000000)
+	if loc := d.Locate(0, []Mapping{mappingOf(t, stripped, base)}, base+symValue(t, buildLib(t, false), "lib_func")); loc.LinesPending || loc.Function != "lib_func" {
+		t.Errorf("stripped: %+v; want lib_func, nothing pending", loc)
+	}
+}

@@ -24,6 +24,12 @@ type Location struct {
 	// InlinedInto are the functions Function's code was inlined into, innermost first (the
 	// last is the function the pc is really in); empty when it was not inlined.
 	InlinedInto []string
+	// Symbol is the ELF symbol that contains the pc, from the symbol tables alone (the same
+	// with or without DWARF: a stable name for keys), "" if none.
+	Symbol string
+	// LinesPending: the module has DWARF that a Deferred resolver did not load; Function is
+	// the ELF symbol, File and Line are empty until Resolver.LoadLines installs it.
+	LinesPending bool
 }
 
 // String formats the location as gdb and glibc backtraces do: "libc.so.6+0x156219".
@@ -52,6 +58,10 @@ type module struct {
 
 	sym       Symbolizer
 	symLoaded bool
+	// linesAvail caches dwarfAvailable (0 unknown, 1 yes, 2 no); linesLoading is set while a
+	// LinesJob for the module is out.
+	linesAvail   int8
+	linesLoading bool
 
 	fdes       frame.FrameDescriptionEntries
 	fdesLoaded bool
@@ -61,6 +71,7 @@ type module struct {
 }
 
 type funcLine struct {
+	symbol  string // the ELF symbol containing the address
 	name    string
 	off     uint64
 	file    string
@@ -74,6 +85,65 @@ type Resolver struct {
 	byFile map[fileKey]*module
 	byID   map[string]*module
 	failed map[fileKey]failure
+	// pending are modules whose DWARF a Deferred resolver skipped (shared by its copies).
+	pending map[*module]bool
+	// deferLines: symbolize from ELF symbols only, leaving DWARF for LoadLines.
+	deferLines bool
+}
+
+// Deferred returns a resolver sharing r's caches that never loads DWARF: functions come from
+// the ELF symbol tables (and DWARF already loaded), and a location whose module has lines not
+// yet loaded says LinesPending. PendingLines hands out the loading, to be done off the
+// caller's goroutine, and Install puts it in place. A crash is described this way on the
+// tracer's loop, so the first crash does not wait for libc's DWARF.
+func (r *Resolver) Deferred() *Resolver {
+	d := *r
+	d.deferLines = true
+	return &d
+}
+
+// LinesJob loads one module's DWARF. Load is safe on any goroutine; its result goes back to
+// the resolver's own goroutine through Install.
+type LinesJob struct {
+	mod *module
+	sym Symbolizer
+	err error
+}
+
+// Path is the file whose DWARF the job loads.
+func (j *LinesJob) Path() string { return j.mod.path }
+
+// Load reads the module's DWARF (the slow part: hundreds of milliseconds for a libc).
+func (j *LinesJob) Load() { j.sym, j.err = newDelveSymbolizer(j.mod.path, j.mod.d) }
+
+// PendingLines returns a job for every module a Deferred resolver left without lines, once.
+func (r *Resolver) PendingLines() []*LinesJob {
+	var jobs []*LinesJob
+	for mod := range r.pending {
+		delete(r.pending, mod)
+		if mod.symLoaded || mod.linesLoading {
+			continue
+		}
+		mod.linesLoading = true
+		jobs = append(jobs, &LinesJob{mod: mod})
+	}
+	return jobs
+}
+
+// Install puts a loaded job's lines in place (on the resolver's goroutine) and says whether
+// they changed anything: locations of the module are then worth asking again.
+func (r *Resolver) Install(j *LinesJob) bool {
+	mod := j.mod
+	mod.linesLoading = false
+	if mod.symLoaded {
+		if j.sym != nil {
+			j.sym.Close() // loaded meanwhile by a resolver that does not defer
+		}
+		return false
+	}
+	mod.symLoaded, mod.sym = true, j.sym
+	clear(mod.lines) // the memo holds symbol-table answers
+	return j.sym != nil
 }
 
 // failure remembers a file that could not be opened through one process, so a dead or
@@ -86,7 +156,8 @@ type failure struct {
 
 // NewResolver returns an empty cache.
 func NewResolver() *Resolver {
-	return &Resolver{byFile: map[fileKey]*module{}, byID: map[string]*module{}, failed: map[fileKey]failure{}}
+	return &Resolver{byFile: map[fileKey]*module{}, byID: map[string]*module{}, failed: map[fileKey]failure{},
+		pending: map[*module]bool{}}
 }
 
 // Close releases delve's open files.
@@ -188,14 +259,29 @@ func (r *Resolver) load(pid int, m Mapping) (*module, error) {
 	return mod, nil
 }
 
-// symbolize returns function and line of a link-time address, memoized per module.
-func (mod *module) symbolize(v uint64) funcLine {
+// symbolize returns function and line of a link-time address, memoized per module. With
+// deferLines it does not load DWARF: it answers from the symbol table, unmemoized, and says
+// whether lines are pending.
+func (mod *module) symbolize(v uint64, deferLines bool) (funcLine, bool) {
 	if fl, ok := mod.lines[v]; ok {
-		return fl
+		return fl, false
 	}
 	if !mod.symLoaded {
+		if mod.linesAvail == 0 {
+			mod.linesAvail = 2
+			if mod.d.dwarfAvailable(mod.path) {
+				mod.linesAvail = 1
+			}
+		}
+		if mod.linesAvail == 1 && deferLines {
+			var fl funcLine
+			if s, ok := mod.d.funcForVaddr(v); ok {
+				fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, known: true}
+			}
+			return fl, true
+		}
 		mod.symLoaded = true
-		if mod.d.dwarfAvailable(mod.path) {
+		if mod.linesAvail == 1 {
 			mod.sym, _ = newDelveSymbolizer(mod.path, mod.d)
 		}
 	}
@@ -205,16 +291,17 @@ func (mod *module) symbolize(v uint64) funcLine {
 			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true, inlined: mod.sym.InlinedInto(v)}
 		}
 	}
-	if !fl.known {
-		if s, ok := mod.d.funcForVaddr(v); ok {
-			fl = funcLine{name: s.name, off: v - s.value, known: true}
+	if s, ok := mod.d.funcForVaddr(v); ok {
+		fl.symbol = s.name
+		if !fl.known {
+			fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, known: true}
 		}
 	}
 	if len(mod.lines) > 1<<16 {
 		clear(mod.lines) // bound the memo; a crash-site workload revisits few PCs
 	}
 	mod.lines[v] = fl
-	return fl
+	return fl, false
 }
 
 // nonFileName names a mapping without a file, as gdb would.
@@ -248,11 +335,52 @@ func (r *Resolver) Locate(pid int, maps []Mapping, pc uint64) Location {
 		return loc
 	}
 	loc.Offset = v
-	if fl := mod.symbolize(v); fl.known {
+	fl, pending := mod.symbolize(v, r.deferLines)
+	if pending {
+		r.pending[mod] = true
+		loc.LinesPending = true
+	}
+	loc.Symbol = fl.symbol
+	if fl.known {
 		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
 		loc.InlinedInto = fl.inlined
 	}
 	return loc
+}
+
+// Lookup locates a link-time offset of a module already opened through Locate (by its path
+// in maps), without a process: caller says offset is a return address, looked up at the call
+// before it as Unwind does. It is how a crash told before its lines is told again after.
+func (r *Resolver) Lookup(path string, offset uint64, caller bool) (Location, bool) {
+	var mod *module
+	for k, m := range r.byFile {
+		if k.path == path {
+			mod = m
+			break
+		}
+	}
+	if mod == nil {
+		return Location{}, false
+	}
+	v := offset
+	if caller {
+		v--
+	}
+	loc := Location{Module: path, Offset: offset, BuildID: mod.d.buildID}
+	fl, pending := mod.symbolize(v, r.deferLines)
+	if pending {
+		r.pending[mod] = true
+		loc.LinesPending = true
+	}
+	loc.Symbol = fl.symbol
+	if fl.known {
+		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
+		loc.InlinedInto = fl.inlined
+		if caller {
+			loc.FuncOff++
+		}
+	}
+	return loc, true
 }
 
 // matchModule reports whether a mapping's path names module: the exact path, or its base name

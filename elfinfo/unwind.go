@@ -240,11 +240,7 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 			break // end of stack, or a corrupt one going backwards
 		}
 		pc = ra
-		loc := r.Locate(pid, maps, pc-1)
-		loc.Offset++
-		if loc.Function != "" {
-			loc.FuncOff++
-		}
+		loc := r.callerLocation(pid, maps, pc)
 		frames = append(frames, Frame{PC: pc, Location: loc})
 		if outermost[loc.Function] {
 			break // a thread's first frame: what is above it is not a caller
@@ -261,6 +257,18 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		break
 	}
 	return frames
+}
+
+// callerLocation is where a return address is: the call instruction before it is looked up
+// (the return address may be the first byte of the next function), and the offsets are of
+// the return address itself, as gdb and glibc's backtrace print them.
+func (r *Resolver) callerLocation(pid int, maps []Mapping, ra uint64) Location {
+	loc := r.Locate(pid, maps, ra-1)
+	loc.Offset++
+	if loc.Function != "" {
+		loc.FuncOff++
+	}
+	return loc
 }
 
 var garbageModule = map[string]bool{"[anon]": true, "[heap]": true, "[stack]": true}

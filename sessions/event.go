@@ -30,6 +30,8 @@ const (
 	// KindMatrixProgress says how far a measurement of the matrix has got.
 	KindMatrixProgress Kind = "matrix_progress"
 	KindStacks         Kind = "stacks"
+	// KindCrashLines completes a crash told before its modules' line tables were loaded.
+	KindCrashLines Kind = "crash_lines"
 )
 
 // Body is the kind-specific part of an Event.
@@ -149,6 +151,20 @@ type Crash struct {
 	Regs map[string]Hex `json:"regs,omitempty"`
 	// Disasm is the code around the faulting pc, decoded from the start of its function.
 	Disasm []Insn `json:"disasm,omitempty"`
+}
+
+// CrashLines amends the crash of PID/TID with the key Key: the tracer tells a crash at once,
+// with functions from the symbol tables, and its file:line and inlined frames when the line
+// tables (DWARF, slow to load) arrive. Function, File and Line are the site's; Stack replaces
+// the crash's stack.
+type CrashLines struct {
+	PID      int     `json:"pid"`
+	TID      int     `json:"tid"`
+	Key      string  `json:"key"`
+	Function string  `json:"function,omitempty"`
+	File     string  `json:"file,omitempty"`
+	Line     int     `json:"line,omitempty"`
+	Stack    []Frame `json:"stack,omitempty"`
 }
 
 // Insn is one disassembled instruction; Fault marks the one at the crash pc.
@@ -417,6 +433,8 @@ func (Thread) Kind() Kind  { return KindThread }
 func (Summary) Kind() Kind { return KindSummary }
 func (Error) Kind() Kind   { return KindError }
 
+func (CrashLines) Kind() Kind { return KindCrashLines }
+
 // newBody returns a pointer to a zero body of kind k.
 func newBody(k Kind) (Body, bool) {
 	switch k {
@@ -434,6 +452,8 @@ func newBody(k Kind) (Body, bool) {
 		return &Crash{Rank: NoRank}, true
 	case KindHandled:
 		return &Handled{Rank: NoRank}, true
+	case KindCrashLines:
+		return &CrashLines{}, true
 	case KindMatrix:
 		return &Matrix{}, true
 	case KindThread:
@@ -559,6 +579,8 @@ func deref(b Body) Body {
 	case *Crash:
 		return *v
 	case *Handled:
+		return *v
+	case *CrashLines:
 		return *v
 	case *Matrix:
 		return *v

@@ -214,6 +214,24 @@ func (s *State) Apply(e Event) {
 		}
 		g.Last = e.Time
 		g.Members = append(g.Members, CrashRef{Host: h, Crash: b, Time: e.Time})
+	case CrashLines:
+		g := s.groupOf[b.Key]
+		if g == nil {
+			break
+		}
+		for i := range g.Members {
+			m := &g.Members[i]
+			if m.Host != h || m.Crash.PID != b.PID || m.Crash.TID != b.TID {
+				continue
+			}
+			m.Crash.Function, m.Crash.File, m.Crash.Line, m.Crash.Stack = b.Function, b.File, b.Line, b.Stack
+			if i == 0 {
+				g.Function = b.Function // the group is named after its first crash
+			}
+			if g.Representative == (ProcKey{h, b.PID}) && len(b.Stack) > 0 {
+				g.Stack = b.Stack
+			}
+		}
 	case Handled:
 		s.NHandled++
 		s.proc(h, b.PID).Handled++

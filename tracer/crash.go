@@ -83,6 +83,11 @@ type crashGroup struct {
 type crashState struct {
 	opts     CrashOptions
 	resolver *elfinfo.Resolver
+	// quick is resolver without DWARF loading: a crash is told from the symbol tables at once
+	// and amended (CrashLines) when the line tables, loaded off the loop, arrive (lines.go).
+	quick    *elfinfo.Resolver
+	loading  int              // line-table loads under way
+	awaiting []sessions.Crash // crashes told while loads were under way, to be amended
 	groups   map[string]*crashGroup
 	ngroups  int
 	crashed  map[int]bool    // pid: its crash is decided (the first faulting thread wins)
@@ -100,6 +105,7 @@ type crashState struct {
 func newCrashState(o *CrashOptions) *crashState {
 	c := &crashState{resolver: elfinfo.NewResolver(), groups: map[string]*crashGroup{},
 		crashed: map[int]bool{}, coring: map[int][]*task{}, faults: map[int]*fault{}, sysgood: map[int]bool{}, arch: arch.Host(), sigret: -1}
+	c.quick = c.resolver.Deferred()
 	if o != nil {
 		c.opts = *o
 	}
@@ -299,9 +305,9 @@ func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) session
 		return cr
 	}
 	u := unwindRegsOf(regs)
-	frames := c.resolver.Unwind(tk.pid, maps, pc, u.sp, u.fp, u.lr, string(c.arch), vmReader(tk.pid), c.opts.MaxFrames)
+	frames := c.quick.Unwind(tk.pid, maps, pc, u.sp, u.fp, u.lr, string(c.arch), vmReader(tk.pid), c.opts.MaxFrames)
 	if len(frames) == 0 {
-		frames = []elfinfo.Frame{{PC: pc, Location: c.resolver.Locate(tk.pid, maps, pc)}}
+		frames = []elfinfo.Frame{{PC: pc, Location: c.quick.Locate(tk.pid, maps, pc)}}
 	}
 	cr.Stack = stackFrames(frames)
 	site := frames[0].Location
@@ -320,7 +326,7 @@ func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) session
 		}
 	}
 	cr.Module, cr.Offset, cr.Function, cr.File, cr.Line = site.Module, sessions.Hex(site.Offset), site.Function, site.File, site.Line
-	cr.Key = crashKey(cr, c.opts.GroupBy, c.opts.StackKeyFrames)
+	cr.Key = crashKey(cr, c.opts.GroupBy, stackHash(frames, c.opts.StackKeyFrames))
 	cr.Disasm = disasmAround(tk.pid, c.arch, pc, frames[0].Function != "", frames[0].FuncOff)
 	return cr
 }
@@ -365,28 +371,30 @@ func disasmAround(pid int, a arch.Arch, pc uint64, known bool, funcOff uint64) [
 }
 
 // crashKey is exe|module+offset or exe|abort:message (sessions.SiteKey, Spindle's key), plus
-// "|stack:<hash of the top n frames>" when grouping by stack.
-func crashKey(cr sessions.Crash, by GroupBy, n int) string {
+// "|stack:<hash>" (stackHash) when grouping by stack.
+func crashKey(cr sessions.Crash, by GroupBy, hash string) string {
 	cr.Key = ""
 	key := sessions.SiteKey(cr)
 	if by == GroupByStack {
-		key += "|stack:" + stackHash(cr.Stack, n)
+		key += "|stack:" + hash
 	}
 	return key
 }
 
-// stackHash hashes the top n frames by function name (module+offset where unnamed), so that
-// rebuilt binaries with the same call path hash alike only when their names match.
-func stackHash(stack []sessions.Frame, n int) string {
+// stackHash hashes the top n frames by their ELF symbol (module+offset where there is none),
+// so that rebuilt binaries with the same call path hash alike only when their names match.
+// The symbol tables answer the same with or without DWARF loaded, and a frame is one frame
+// whatever was inlined into it: a crash told before its lines keys like one told after.
+func stackHash(frames []elfinfo.Frame, n int) string {
 	h := fnv.New64a()
-	for i, f := range stack {
+	for i, f := range frames {
 		if i >= n {
 			break
 		}
-		if f.Function != "" {
-			fmt.Fprintf(h, "%s|%s\n", baseName(f.Module), f.Function)
+		if f.Symbol != "" {
+			fmt.Fprintf(h, "%s|%s\n", baseName(f.Module), f.Symbol)
 		} else {
-			fmt.Fprintf(h, "%s+%s\n", baseName(f.Module), f.Offset)
+			fmt.Fprintf(h, "%s+%#x\n", baseName(f.Module), f.Offset)
 		}
 	}
 	return fmt.Sprintf("%016x", h.Sum64())
@@ -494,6 +502,7 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	c.stats.Groups = c.ngroups
 	c.stats.Last = time.Now()
 	t.emit(*cr)
+	t.loadLines(*cr)
 	c.busy = false
 }
 

@@ -131,42 +131,53 @@ func TestUnwindRegsOf(t *testing.T) {
 }
 
 func TestCrashKeys(t *testing.T) {
-	stack := []sessions.Frame{
-		{Module: "/lib/libc.so.6", Offset: 0x1000, Function: "memcpy"},
-		{Module: "/app/a.out", Offset: 0x1200, Function: "copy_rows"},
-		{Module: "/app/a.out", Offset: 0x1300, Function: "main"},
-		{Module: "/app/a.out", Offset: 0x1400},
+	frame := func(module string, off uint64, symbol string) elfinfo.Frame {
+		return elfinfo.Frame{Location: elfinfo.Location{Module: module, Offset: off, Symbol: symbol, Function: symbol}}
 	}
-	c := sessions.Crash{Exe: "/app/a.out", Module: "/lib/libc.so.6", Offset: 0x1000, Stack: stack}
-	if got := crashKey(c, GroupBySite, 3); got != "/app/a.out|/lib/libc.so.6+0x1000" {
+	stack := []elfinfo.Frame{
+		frame("/lib/libc.so.6", 0x1000, "memcpy"),
+		frame("/app/a.out", 0x1200, "copy_rows"),
+		frame("/app/a.out", 0x1300, "main"),
+		frame("/app/a.out", 0x1400, ""),
+	}
+	c := sessions.Crash{Exe: "/app/a.out", Module: "/lib/libc.so.6", Offset: 0x1000}
+	if got := crashKey(c, GroupBySite, stackHash(stack, 3)); got != "/app/a.out|/lib/libc.so.6+0x1000" {
 		t.Errorf("site key %q", got)
 	}
 	c.AbortMessage = "a.out: x.c:1: f: Assertion `0' failed."
-	if got := crashKey(c, GroupBySite, 3); got != "/app/a.out|abort:"+c.AbortMessage {
+	if got := crashKey(c, GroupBySite, stackHash(stack, 3)); got != "/app/a.out|abort:"+c.AbortMessage {
 		t.Errorf("abort key %q", got)
 	}
 	c.AbortMessage = ""
 	c.Key = "stale" // a key already set must not leak into a new one
-	k3 := crashKey(c, GroupByStack, 3)
+	k3 := crashKey(c, GroupByStack, stackHash(stack, 3))
 	if !strings.HasPrefix(k3, "/app/a.out|/lib/libc.so.6+0x1000|stack:") {
 		t.Errorf("stack key %q", k3)
 	}
 	// Frames beyond N do not matter; a different caller within N does; so does N itself.
-	other := append([]sessions.Frame(nil), stack...)
+	other := append([]elfinfo.Frame(nil), stack...)
 	other[3].Offset = 0x9999
 	if stackHash(other, 3) != stackHash(stack, 3) {
 		t.Error("a frame beyond N changed the hash")
 	}
-	other[1].Function = "copy_cols"
+	other[1].Symbol = "copy_cols"
 	if stackHash(other, 3) == stackHash(stack, 3) {
 		t.Error("a different caller did not change the hash")
 	}
 	if stackHash(stack, 2) == stackHash(stack, 3) {
 		t.Error("N frames and N-1 frames hash alike")
 	}
+	// What DWARF adds (a line, the name of code inlined there) does not change the hash: a
+	// crash told before its lines were loaded keys like one told after.
+	lined := append([]elfinfo.Frame(nil), stack...)
+	lined[0].Function, lined[0].File, lined[0].Line = "inlined_copy", "copy.c", 12
+	lined[0].InlinedInto = []string{"memcpy"}
+	if stackHash(lined, 3) != stackHash(stack, 3) {
+		t.Error("lines and inlined names changed the hash")
+	}
 	// Unnamed frames hash by module base name + offset: the same binary installed elsewhere
 	// hashes alike.
-	moved := append([]sessions.Frame(nil), stack...)
+	moved := append([]elfinfo.Frame(nil), stack...)
 	moved[3].Module = "/other/a.out"
 	if stackHash(moved, 4) != stackHash(stack, 4) {
 		t.Error("module directory changed the hash")

@@ -58,6 +58,12 @@ func EventLine(e sessions.Event) string {
 		}
 	case sessions.Handled:
 		what = fmt.Sprintf("pid %d %s %s at %s+%s", b.PID, b.Signal, b.Code, baseName(b.Module), b.Offset)
+	case sessions.CrashLines:
+		what = fmt.Sprintf("pid %d tid %d crash site %s", b.PID, b.TID, b.Function)
+		if b.File != "" {
+			what += fmt.Sprintf(" at %s:%d", b.File, b.Line)
+		}
+		what += " (line tables loaded)"
 	case sessions.Matrix:
 		m := "predicted"
 		if b.Measured {
