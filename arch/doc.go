@@ -2,8 +2,8 @@
 // layout of the kernel's register struct (amd64 user_regs_struct, arm64 user_pt_regs, ppc64le
 // user_pt_regs), syscall numbers and names, whether a thread is inside an interrupted syscall and
 // what the kernel will do with it on resume (kernel.md §B), what a checkpoint/restore must write
-// back (the CRIU compel fix-ups, seed 002), the syscall-injection stubs (kernel.md §A.5) and
-// disassembly via golang.org/x/arch.
+// back (the CRIU compel fix-ups, seed 002), the guard code an injected syscall runs in
+// (guard.go, inject.go) and disassembly via golang.org/x/arch.
 //
 // Everything here works on raw register words (Regs), so every architecture is decoded and
 // tested on every host, and recorded sessions of one architecture replay on another.

@@ -1,43 +1,14 @@
 package arch
 
-import "encoding/binary"
+// Syscall injection (tracer/inject.go): a thread held at an interrupt stop is pointed at a
+// guard (guard.go) whose first instruction is the syscall, with SetupSyscall; it runs the call
+// between its syscall-entry and syscall-exit stops (PTRACE_SYSCALL), SyscallResult decodes what
+// the call returned, and InjectionRestore is what is written back afterwards.
 
-// Syscall injection, the CRIU compel model (kernel.md §A.5): stop the thread, save its
-// registers, write SyscallStub over a word of an r-x mapping, SetupSyscall, continue until the
-// trap after the syscall (the pc is then SyscallStopPC), read SyscallResult, restore the word
-// and the saved registers unchanged (which re-arms exactly the pending restart).
-
-// SyscallStub returns the 8-byte, word-aligned code to write at the stub address: one syscall
-// instruction followed by a trap, as compel uses.
-//
-//   - amd64: syscall (0f 05) + six int3 (cc); the trap is SIGTRAP with si_code SI_KERNEL.
-//   - ppc64le: sc (0x44000002) + twi 31,0,0 (0x0fe00000, TRAP_BRKPT).
-//   - arm64: svc #0 (0xd4000001) + brk #0 (0xd4200000).
-//
-// The ppc64le stub uses sc rather than scv so it also works on POWER8 and kernels before 5.9;
-// SyscallResult decodes its CR0.SO error convention.
-func SyscallStub(a Arch) []byte {
-	switch a {
-	case AMD64:
-		return []byte{0x0f, 0x05, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc}
-	case PPC64LE:
-		return le32pair(insnPPCSc, insnPPCTwi)
-	case ARM64:
-		return le32pair(insnARM64Svc0, insnARM64Brk0)
-	}
-	return nil
-}
-
-func le32pair(a, b uint32) []byte {
-	out := make([]byte, 8)
-	binary.LittleEndian.PutUint32(out, a)
-	binary.LittleEndian.PutUint32(out[4:], b)
-	return out
-}
-
-// SetupSyscall returns orig with the pc at stubAddr, the syscall number and up to six arguments
-// loaded, and the thread's pending restart cancelled so that resuming into the stub cannot
-// rewind it (compel parasite_setup_regs):
+// SetupSyscall returns orig with the pc at guard (the address of the guard's syscall
+// instruction), the syscall number and up to six arguments loaded, and the thread's pending
+// restart cancelled so that resuming into the guard cannot rewind it (compel
+// parasite_setup_regs):
 //
 //   - amd64: rax=nr, rdi rsi rdx r10 r8 r9, orig_rax=-1, TF and DF cleared (IF is not writable
 //     through ptrace).
@@ -47,11 +18,11 @@ func le32pair(a, b uint32) []byte {
 //     (do_signal skips them when the debugger changed the pc).
 //
 // Arguments beyond six are ignored; missing ones are 0.
-func SetupSyscall(orig Regs, stubAddr uint64, nr int, args ...uint64) Regs {
+func SetupSyscall(orig Regs, guard uint64, nr int, args ...uint64) Regs {
 	r := orig.Clone()
 	var a [6]uint64
 	copy(a[:], args)
-	r.SetPC(stubAddr)
+	r.SetPC(guard)
 	switch r.Arch {
 	case AMD64:
 		const tf, df = 0x100, 0x400
@@ -67,7 +38,7 @@ func SetupSyscall(orig Regs, stubAddr uint64, nr int, args ...uint64) Regs {
 			r.set(ppcR3+i, a[i])
 		}
 		r.set(ppcOrigR3, a[0])
-		r.set(ppcR12, stubAddr)
+		r.set(ppcR12, guard)
 		r.set(ppcTRAP, r.word(ppcTRAP)&ppcTrapNoRstrt) // vector 0; the kernel keeps its flag bits
 
 		r.set(ppcCCR, r.word(ppcCCR)&^ppcCR0SO)
@@ -80,10 +51,11 @@ func SetupSyscall(orig Regs, stubAddr uint64, nr int, args ...uint64) Regs {
 	return r
 }
 
-// SyscallResult decodes the result of an injected syscall from the registers at the trap after
-// the stub. ret is the raw Linux convention (-errno on failure); errno is 0 on success.
-// amd64/arm64: rax/x0 in -4095..-1 is -errno. ppc64le (the stub uses sc): CR0.SO set means r3
-// is a positive errno; compel itself returns r3 without looking at SO, so check it here.
+// SyscallResult decodes the result of an injected syscall from the registers at its
+// syscall-exit stop. ret is the raw Linux convention (-errno on failure); errno is 0 on success.
+// amd64/arm64: rax/x0 in -4095..-1 is -errno. ppc64le: the guard uses sc rather than scv (so it
+// also works on POWER8 and kernels before 5.9), whose error convention is CR0.SO set with r3 a
+// positive errno; compel itself returns r3 without looking at SO, so check it here.
 func SyscallResult(after Regs) (ret int64, errno int) {
 	const maxErrno = 4095
 	switch after.Arch {
@@ -104,19 +76,6 @@ func SyscallResult(after Regs) (ret int64, errno int) {
 		ret = int64(r3)
 	}
 	return ret, errno
-}
-
-// SyscallStopPC is where the pc stands when the trap after the stub at stubAddr stops the
-// thread, to check that a SIGTRAP stop is ours: amd64 int3 reports rip after the int3 (stub+3);
-// ppc64le twi and arm64 brk report the trapping instruction itself (stub+4).
-func SyscallStopPC(a Arch, stubAddr uint64) uint64 {
-	switch a {
-	case AMD64:
-		return stubAddr + 3
-	case PPC64LE, ARM64:
-		return stubAddr + 4
-	}
-	return stubAddr
 }
 
 // RedZone is how many bytes below the stack pointer the ABI lets a leaf function use without

@@ -5,30 +5,27 @@ import (
 	"testing"
 )
 
-func TestSyscallStubDisassembles(t *testing.T) {
+// TestGuardStartsWithSyscall checks the instruction SetupSyscall points the thread at: the
+// guard's first one is the syscall instruction (sc, not scv, on ppc64le: SyscallResult decodes
+// sc's convention) that Decode recognises at a restart. A guard is refused for an unknown
+// architecture and for a pc its final jump cannot reach.
+func TestGuardStartsWithSyscall(t *testing.T) {
+	const base = 0x400000
 	for _, c := range []struct {
 		a    Arch
-		want []string
-	}{
-		{AMD64, []string{"syscall", "int3", "int3", "int3", "int3", "int3", "int3"}},
-		{PPC64LE, []string{"sc 0", "twi 31,r0,0"}},
-		{ARM64, []string{"svc #0x0", "brk #0x0"}},
-	} {
-		stub := SyscallStub(c.a)
-		if len(stub) != 8 {
-			t.Errorf("%s: stub is %d bytes, want one 8-byte word", c.a, len(stub))
+		want string
+		len  int
+	}{{AMD64, "syscall", 2}, {PPC64LE, "sc 0", 4}, {ARM64, "svc #0x0", 4}} {
+		resume := Regs{Arch: c.a, Words: make([]uint64, NumWords(c.a))}
+		resume.SetPC(base + 0x1000)
+		g, err := Guard(resume, 0, base)
+		if err != nil {
+			t.Errorf("%s: Guard: %v", c.a, err)
+			continue
 		}
-		var got []string
-		for _, in := range Disasm(c.a, stub, 0x1000, 16) {
-			got = append(got, in.Text)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s: stub disassembles to %q, want %q", c.a, got, c.want)
-		}
-		// The syscall instruction in the stub is the one Decode recognises at a restart.
-		before := stub[:2]
-		if c.a != AMD64 {
-			before = stub[:4]
+		if in := Disasm(c.a, g, base, 1); len(in) != 1 || in[0].Text != c.want || in[0].Len != c.len {
+			t.Errorf("%s: the guard starts with %+v, want %q (%d bytes)", c.a, in, c.want, c.len)
+			continue
 		}
 		r := Regs{Arch: c.a, Words: make([]uint64, NumWords(c.a))}
 		switch c.a {
@@ -37,8 +34,15 @@ func TestSyscallStubDisassembles(t *testing.T) {
 		case PPC64LE:
 			r.Words[ppcTRAP] = ppcTrapSc
 		}
-		if s := Decode(r, before); !s.InsnConfirmed {
-			t.Errorf("%s: Decode does not confirm the stub's own syscall instruction: %+v", c.a, s)
+		if s := Decode(r, g[:c.len]); !s.InsnConfirmed {
+			t.Errorf("%s: Decode does not confirm the guard's syscall instruction: %+v", c.a, s)
+		}
+		if c.a != AMD64 {
+			far := resume.Clone()
+			far.SetPC(base + 256<<20)
+			if _, err := Guard(far, 0, base); err == nil {
+				t.Errorf("%s: a guard whose jump cannot reach pc %#x", c.a, far.PC())
+			}
 		}
 	}
 	// The instruction words Decode matches byte-exactly are the ones x/arch decodes as syscalls.
@@ -51,8 +55,8 @@ func TestSyscallStubDisassembles(t *testing.T) {
 			t.Errorf("%s %#x disassembles to %+v, want %q", c.a, c.w, in, c.want)
 		}
 	}
-	if SyscallStub("mips") != nil {
-		t.Errorf("stub for an unknown arch")
+	if g, err := Guard(Regs{Arch: "mips"}, 0, base); err == nil {
+		t.Errorf("a guard for an unknown arch: % x", g)
 	}
 }
 
@@ -70,7 +74,7 @@ func TestSetupSyscall(t *testing.T) {
 	if !slices.Equal(got.Words, want.Words) {
 		t.Errorf("amd64: %v", diffWords(want, got))
 	}
-	if s := Decode(got, SyscallStub(AMD64)[:2]); s.InSyscall || s.OnResume(NoHandler) != ActNone {
+	if s := Decode(got, []byte{0x0f, 0x05}); s.InSyscall || s.OnResume(NoHandler) != ActNone {
 		t.Errorf("amd64: injected registers still carry a restart: %+v", s)
 	}
 
@@ -123,23 +127,13 @@ func TestSyscallResult(t *testing.T) {
 	}
 }
 
-func TestStopPCAndRedZone(t *testing.T) {
+func TestRedZone(t *testing.T) {
 	for _, c := range []struct {
-		a       Arch
-		stopOff uint64
-		red     uint64
-	}{{AMD64, 3, 128}, {PPC64LE, 4, 288}, {ARM64, 4, 0}} {
-		if got := SyscallStopPC(c.a, 0x1000); got != 0x1000+c.stopOff {
-			t.Errorf("%s: SyscallStopPC = %#x", c.a, got)
-		}
+		a   Arch
+		red uint64
+	}{{AMD64, 128}, {PPC64LE, 288}, {ARM64, 0}} {
 		if got := RedZone(c.a); got != c.red {
-			t.Errorf("%s: RedZone = %d", c.a, got)
-		}
-		// The stop pc is inside the stub, just past the syscall instruction.
-		stub := SyscallStub(c.a)
-		in := Disasm(c.a, stub, 0x1000, 2)
-		if len(in) < 2 || SyscallStopPC(c.a, 0x1000) < in[1].PC || SyscallStopPC(c.a, 0x1000) > in[1].PC+uint64(in[1].Len) {
-			t.Errorf("%s: stop pc %#x is not at the trap after the syscall: %+v", c.a, SyscallStopPC(c.a, 0x1000), in)
+			t.Errorf("%s: RedZone = %d, want %d", c.a, got, c.red)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // exactly like a debugger's PTRACE_PEEKDATA but in one call.
 //
 // peekWord/pokeWord are PTRACE_PEEKDATA/POKEDATA: they need tid in a ptrace-stop of the calling
-// thread, and pokeWord is the only way to write to read-only text (an injection stub) without
+// thread, and pokeWord is the only way to write to read-only text (an injection's guard) without
 // mprotect, because the kernel breaks COW with FOLL_FORCE.
 
 // readMem fills buf with the memory of pid at addr. A short read is an error naming how much was

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,9 +20,10 @@ import (
 )
 
 // These tests drive a real child by hand with ptrace, on the test's own locked OS thread (the
-// tracer thread), to check the register glue and the arch injection model against what the
-// kernel really does. Nothing here uses the Tracer: they must not run while a Tracer's
-// wait4(-1) waiter is alive (they are not parallel).
+// tracer thread), to check the register glue and arch.Decode against what the kernel really
+// does. Nothing here uses the Tracer: they must not run while a Tracer's wait4(-1) waiter is
+// alive (they are not parallel). The same child, traced by a Tracer, is the tracee of
+// TestInjectSyscallKeepsRestart (inject_test.go).
 //
 // The child is this test binary re-executed as TestRegsChildProcess, so the tests need nothing
 // but a kernel (they also run inside the ppc64le QEMU guest, whose initramfs has no coreutils):
@@ -48,6 +48,23 @@ func TestRegsChildProcess(t *testing.T) {
 // stops it with PTRACE_INTERRUPT. It returns the child's pid and the tracee's tid. The caller
 // must have locked its OS thread. The child is killed and reaped in t.Cleanup whatever happens.
 func regsTestChild(t *testing.T) (pid, tid int) {
+	t.Helper()
+	pid, tid = regsTestStart(t)
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, unix.PTRACE_O_TRACESYSGOOD, 0, 0); e != 0 {
+		t.Skipf("PTRACE_SEIZE %d not permitted here: %v", tid, e)
+	}
+	if err := unix.PtraceInterrupt(tid); err != nil {
+		t.Fatalf("interrupt %d: %v", tid, err)
+	}
+	if ws := regsTestWait(t, tid); classify(ws).class != classInterrupt {
+		t.Fatalf("after PTRACE_INTERRUPT %d: wait status %#x, want PTRACE_EVENT_STOP", tid, uint32(ws))
+	}
+	return pid, tid
+}
+
+// regsTestStart starts the child and returns its pid and the tid of its sleeping thread,
+// untraced. The child is killed and reaped in t.Cleanup whatever happens.
+func regsTestStart(t *testing.T) (pid, tid int) {
 	t.Helper()
 	if arch.NumWords(arch.Host()) == 0 {
 		t.Skipf("no register glue for %s", arch.Host())
@@ -80,16 +97,6 @@ func regsTestChild(t *testing.T) (pid, tid int) {
 	}
 	if tid == 0 {
 		t.Fatalf("child %d did not report its thread: %v", pid, sc.Err())
-	}
-	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, unix.PTRACE_O_TRACESYSGOOD, 0, 0); e != 0 {
-		t.Skipf("PTRACE_SEIZE %d not permitted here: %v", tid, e)
-	}
-	if err := unix.PtraceInterrupt(tid); err != nil {
-		t.Fatalf("interrupt %d: %v", tid, err)
-	}
-	ws := regsTestWait(t, tid)
-	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP || ws.TrapCause() != unix.PTRACE_EVENT_STOP {
-		t.Fatalf("after PTRACE_INTERRUPT %d: wait status %#x, want PTRACE_EVENT_STOP", tid, uint32(ws))
 	}
 	return pid, tid
 }
@@ -131,8 +138,7 @@ func regsTestStopAtSyscallEntry(t *testing.T, tid int, nrs ...int) int {
 		if err := unix.PtraceSyscall(tid, 0); err != nil {
 			t.Fatalf("PTRACE_SYSCALL %d: %v", tid, err)
 		}
-		ws := regsTestWait(t, tid)
-		if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP|0x80 {
+		if classify(regsTestWait(t, tid)).class != classSyscall {
 			continue // not a syscall-stop (sleep receives no signals; an exec event would be odd)
 		}
 		op, nr := regsTestSyscallInfo(t, tid)
@@ -165,8 +171,7 @@ func regsTestSleeping(t *testing.T, tid int) (sleepNrs []int) {
 	if err := unix.PtraceInterrupt(tid); err != nil {
 		t.Fatalf("interrupt %d: %v", tid, err)
 	}
-	ws := regsTestWait(t, tid)
-	if !ws.Stopped() || ws.TrapCause() != unix.PTRACE_EVENT_STOP {
+	if ws := regsTestWait(t, tid); classify(ws).class != classInterrupt {
 		t.Fatalf("interrupt in sleep: wait status %#x, want PTRACE_EVENT_STOP", uint32(ws))
 	}
 	return sleepNrs
@@ -226,11 +231,13 @@ func TestRegsRoundTrip(t *testing.T) {
 	regsTestStillRunning(t, pid)
 }
 
-// TestRegsInjectGetpid injects getpid into a thread blocked in its sleep, the compel way
-// (kernel.md §A.5), using arch.SyscallStub/SetupSyscall/SyscallResult/SyscallStopPC, then
-// restores the code word and the registers and checks that the kernel restarts the sleep
-// exactly as it would have without us (through restart_syscall).
-func TestRegsInjectGetpid(t *testing.T) {
+// TestRegsRestartBlock interrupts a thread blocked in its sleep and checks arch.Decode against
+// the kernel: the interrupted sleep is named, its instruction confirmed, and (but on arm64,
+// whose code is gone before the stop) -ERESTART_RESTARTBLOCK predicts what resuming with no
+// signal does, which the kernel then does: the child enters restart_syscall, whose number
+// getRegs decodes at the entry stop. TestInjectSyscallKeepsRestart checks that an injected
+// call in between changes none of it.
+func TestRegsRestartBlock(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	pid, tid := regsTestChild(t)
@@ -250,64 +257,11 @@ func TestRegsInjectGetpid(t *testing.T) {
 			t.Fatalf("Decode = %+v, want ERESTART_RESTARTBLOCK restarting through restart_syscall", st)
 		}
 	}
-
-	// compel's find_executable_area: the start of the first executable mapping. In a Go
-	// binary that is the ELF header (text starts a page later), which no other thread of the
-	// still-running child executes.
-	stub, err := regsTestExecArea(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := arch.SyscallStub(h)
-	orig := make([]byte, len(code))
-	if _, err := unix.PtracePeekData(tid, uintptr(stub), orig); err != nil {
-		t.Fatalf("peek %d %#x: %v", tid, stub, err)
-	}
-	if _, err := unix.PtracePokeData(tid, uintptr(stub), code); err != nil {
-		t.Fatalf("poke %d %#x: %v", tid, stub, err)
-	}
-	getpid, _ := arch.SyscallNumber(h, "getpid")
-	if err := setRegs(tid, arch.SetupSyscall(saved, stub, getpid)); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.PtraceCont(tid, 0); err != nil {
-		t.Fatalf("cont %d: %v", tid, err)
-	}
-	ws := regsTestWait(t, tid)
-	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP || ws.TrapCause() != 0 {
-		t.Fatalf("after the stub: wait status %#x, want a SIGTRAP signal-delivery-stop", uint32(ws))
-	}
-	after, err := getRegs(tid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := arch.SyscallStopPC(h, stub); after.PC() != want {
-		t.Errorf("stopped at pc %#x, want %#x (stub %#x)", after.PC(), want, stub)
-	}
-	if ret, errno := arch.SyscallResult(after); ret != int64(pid) || errno != 0 {
-		t.Errorf("injected getpid = %d (errno %d), want %d", ret, errno, pid)
-	}
-
-	// Put everything back; restoring the saved registers unchanged re-arms the restart.
-	if _, err := unix.PtracePokeData(tid, uintptr(stub), orig); err != nil {
-		t.Fatalf("restore code %d %#x: %v", tid, stub, err)
-	}
-	back := make([]byte, len(orig))
-	if _, err := unix.PtracePeekData(tid, uintptr(stub), back); err != nil || !bytes.Equal(back, orig) {
-		t.Fatalf("code at %#x after restore: % x (%v), want % x", stub, back, err, orig)
-	}
-	if err := setRegs(tid, saved); err != nil {
-		t.Fatal(err)
-	}
-	// Only the bits ptrace writes come back (ppc64le result/dar/dsisr/softe are the kernel's).
-	if got, err := getRegs(tid); err != nil || len(regsTestDiff(saved, got, true)) != 0 {
-		t.Fatalf("registers after restore: %v, differ: %v", err, regsTestDiff(saved, got, true))
-	}
 	restartNr, _ := arch.SyscallNumber(h, "restart_syscall")
-	// Resuming with signal 0 drops our SIGTRAP; the kernel then sees the restored
-	// -ERESTART_RESTARTBLOCK with no handler and re-enters the sleep through restart_syscall.
-	if nr := regsTestStopAtSyscallEntry(t, tid, append(sleepNrs, getpid)...); nr != restartNr {
-		t.Fatalf("after restoring, the child entered syscall %d (%s), want restart_syscall", nr, arch.SyscallName(h, nr))
+	// Resuming with signal 0: the kernel sees -ERESTART_RESTARTBLOCK with no handler and
+	// re-enters the sleep through restart_syscall.
+	if nr := regsTestStopAtSyscallEntry(t, tid, sleepNrs...); nr != restartNr {
+		t.Fatalf("after the interrupt, the child entered syscall %d (%s), want restart_syscall", nr, arch.SyscallName(h, nr))
 	}
 	if h != arch.ARM64 { // at an entry stop arm64's pc is past the svc, which Decode wants at pc
 		if r, err := getRegs(tid); err != nil || arch.Decode(r, nil).Nr != restartNr {
@@ -318,26 +272,6 @@ func TestRegsInjectGetpid(t *testing.T) {
 		t.Fatalf("detach %d: %v", tid, err)
 	}
 	regsTestStillRunning(t, pid)
-}
-
-// regsTestExecArea returns the start of the first executable mapping of pid, as compel's
-// find_executable_area does.
-func regsTestExecArea(pid int) (uint64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return 0, fmt.Errorf("maps %d: %w", pid, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || !strings.Contains(fields[1], "x") {
-			continue
-		}
-		start, _, _ := strings.Cut(fields[0], "-")
-		return strconv.ParseUint(start, 16, 64)
-	}
-	return 0, fmt.Errorf("maps %d: no executable mapping", pid)
 }
 
 // regsTestInMapping reports whether addr is inside a mapping of pid whose permissions include
