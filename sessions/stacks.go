@@ -170,7 +170,7 @@ const MaxSamples = 16
 
 // frameKey is a frame's identity at the chosen granularity, and its label.
 func frameKey(f Frame, by string) (key, label string) {
-	mod := filepath.Base(f.Module)
+	mod := ModuleBase(f.Module)
 	off := mod + "+" + f.Offset.String()
 	switch by {
 	case "offset":

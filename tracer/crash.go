@@ -392,19 +392,12 @@ func stackHash(frames []elfinfo.Frame, n int) string {
 			break
 		}
 		if f.Symbol != "" {
-			fmt.Fprintf(h, "%s|%s\n", baseName(f.Module), f.Symbol)
+			fmt.Fprintf(h, "%s|%s\n", sessions.ModuleBase(f.Module), f.Symbol)
 		} else {
-			fmt.Fprintf(h, "%s+%#x\n", baseName(f.Module), f.Offset)
+			fmt.Fprintf(h, "%s+%#x\n", sessions.ModuleBase(f.Module), f.Offset)
 		}
 	}
 	return fmt.Sprintf("%016x", h.Sum64())
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }
 
 func stackFrames(frames []elfinfo.Frame) []sessions.Frame {

@@ -31,7 +31,7 @@ func groupSite(g *sessions.Group) string {
 	if g.AbortMessage != "" {
 		return "abort: " + sessions.Sanitize(g.AbortMessage)
 	}
-	site := sessions.Sanitize(baseName(g.Module)) + "+" + g.Offset.String()
+	site := sessions.Sanitize(sessions.ModuleBase(g.Module)) + "+" + g.Offset.String()
 	if g.Function != "" {
 		site = sessions.Sanitize(g.Function) + " (" + site + ")"
 	}
@@ -57,11 +57,11 @@ func siteShort(g *sessions.Group, w int) string {
 	if g.AbortMessage != "" {
 		msg := strings.TrimRight(g.AbortMessage, "\n ")
 		if m := assertRE.FindStringSubmatch(msg); m != nil {
-			return sessions.Sanitize(fmt.Sprintf("%s:%s assert `%s'", baseName(m[1]), m[2], m[4]))
+			return sessions.Sanitize(fmt.Sprintf("%s:%s assert `%s'", sessions.ModuleBase(m[1]), m[2], m[4]))
 		}
 		return "abort: " + sessions.Sanitize(msg)
 	}
-	where := sessions.Sanitize(baseName(g.Module)) + "+" + g.Offset.String()
+	where := sessions.Sanitize(sessions.ModuleBase(g.Module)) + "+" + g.Offset.String()
 	if g.Function == "" {
 		return where
 	}
@@ -76,7 +76,7 @@ func siteShort(g *sessions.Group, w int) string {
 	default: // the module's name is long too: they share the row
 		off := "+" + g.Offset.String()
 		fn = ansi.Truncate(fn, max((w-3-len(off))*2/5, 8), "…")
-		where = cutMiddle(sessions.Sanitize(baseName(g.Module)), w-ansi.StringWidth(fn)-3-len(off)) + off
+		where = cutMiddle(sessions.Sanitize(sessions.ModuleBase(g.Module)), w-ansi.StringWidth(fn)-3-len(off)) + off
 	}
 	return fn + " (" + where + ")"
 }
@@ -89,13 +89,6 @@ func cutMiddle(s string, w int) string {
 	}
 	head := (w - 1) / 2
 	return string(r[:head]) + "…" + string(r[len(r)-(w-1-head):])
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i < len(p)-1 {
-		return p[i+1:]
-	}
-	return p
 }
 
 // midEllipsis shortens a path to w cells by cutting its middle at directory boundaries: the
@@ -215,7 +208,7 @@ type HandledSite struct {
 
 // Site is the site as a list shows it.
 func (h *HandledSite) Site() string {
-	site := sessions.Sanitize(baseName(h.Module)) + "+" + h.Offset.String()
+	site := sessions.Sanitize(sessions.ModuleBase(h.Module)) + "+" + h.Offset.String()
 	if h.Function != "" {
 		site = sessions.Sanitize(h.Function) + " (" + site + ")"
 	}
@@ -485,7 +478,7 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 		out = append(out, st.Bold.Render("disassembly"))
 		if len(c.Disasm) == 0 {
 			out = append(out, st.Dim.Render(cut(fmt.Sprintf("  the crash event carries no instructions; the site is %s+%s (pc %s)",
-				sessions.Sanitize(baseName(c.Module)), c.Offset, c.PC), width)))
+				sessions.Sanitize(sessions.ModuleBase(c.Module)), c.Offset, c.PC), width)))
 		}
 		for _, in := range c.Disasm {
 			mark := "   "
@@ -564,7 +557,7 @@ func stackLines(st *Styles, stack []sessions.Frame, width int) []string {
 	type row struct{ fn, loc, mod, pc string }
 	rows := make([]row, len(stack))
 	for i, f := range stack {
-		r := row{fn: sessions.Sanitize(f.Function), mod: sessions.Sanitize(baseName(f.Module)) + "+" + f.Offset.String(), pc: f.PC.String()}
+		r := row{fn: sessions.Sanitize(f.Function), mod: sessions.Sanitize(sessions.ModuleBase(f.Module)) + "+" + f.Offset.String(), pc: f.PC.String()}
 		if r.fn == "" {
 			r.fn = "??"
 		}

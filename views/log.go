@@ -49,7 +49,7 @@ func EventLine(e sessions.Event) string {
 			what = fmt.Sprintf("pid %d exited", b.PID)
 		}
 	case sessions.Crash:
-		what = fmt.Sprintf("pid %d tid %d rank %s %s %s at %s+%s", b.PID, b.TID, b.Rank, b.Signal, b.Code, baseName(b.Module), b.Offset)
+		what = fmt.Sprintf("pid %d tid %d rank %s %s %s at %s+%s", b.PID, b.TID, b.Rank, b.Signal, b.Code, sessions.ModuleBase(b.Module), b.Offset)
 		if b.Function != "" {
 			what += " " + b.Function
 		}
@@ -57,7 +57,7 @@ func EventLine(e sessions.Event) string {
 			what += " abort: " + b.AbortMessage
 		}
 	case sessions.Handled:
-		what = fmt.Sprintf("pid %d %s %s at %s+%s", b.PID, b.Signal, b.Code, baseName(b.Module), b.Offset)
+		what = fmt.Sprintf("pid %d %s %s at %s+%s", b.PID, b.Signal, b.Code, sessions.ModuleBase(b.Module), b.Offset)
 	case sessions.CrashLines:
 		what = fmt.Sprintf("pid %d tid %d crash site %s", b.PID, b.TID, b.Function)
 		if b.File != "" {

@@ -90,7 +90,7 @@ func ClassPath(c sessions.StackClass, frames string) string {
 }
 
 func frameLabel(f sessions.StackFrame, by string) string {
-	off := baseName(f.Module) + "+" + f.Offset.String()
+	off := sessions.ModuleBase(f.Module) + "+" + f.Offset.String()
 	switch {
 	case by == "offset" || f.Function == "":
 		return sessions.Sanitize(off)

@@ -157,7 +157,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 // those): the frame, its threads and ranks, its classes.
 func StackNodeDetail(st *Styles, merged sessions.Stacks, n *sessions.StackNode, width int) []string {
 	f := n.Frame
-	where := baseName(f.Module) + "+" + f.Offset.String()
+	where := sessions.ModuleBase(f.Module) + "+" + f.Offset.String()
 	if f.File != "" {
 		where += " · " + f.File + ":" + strconv.Itoa(f.Line)
 	}
