@@ -44,7 +44,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 	refused := map[int]error{}
 	skipped := map[int]bool{}
 	for round := 0; ; round++ {
-		pids, pipeline, err := job.resolve(func(pid int) bool { return t.procs[pid] != nil || refused[pid] != nil })
+		pids, pipeline, stats, err := job.resolve(func(pid int) bool { return t.procs[pid] != nil || refused[pid] != nil })
 		if err != nil {
 			if round == 0 {
 				return res, fmt.Errorf("%w: %v", ErrNoJob, err)
@@ -66,6 +66,11 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 			if err != nil {
 				refused[pid] = err
 				continue
+			}
+			if p := t.procs[pid]; p != nil && !p.announced {
+				if st, ok := stats[pid]; ok {
+					p.preStat = &st // its ppid and comm, read by this round's scan
+				}
 			}
 			added += n
 		}
@@ -113,12 +118,14 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 			if t.tasks[tid] != nil {
 				continue
 			}
-			if st, err := readStat(tid); err == nil && (st.state == 'Z' || st.state == 'X') {
-				continue // a leader that called pthread_exit: the kernel refuses to seize a zombie
-			}
 			err := ptraceSeize(tid)
-			if errors.Is(err, unix.EPERM) && tracerOf(tid) == t.self {
-				err = nil // the kernel attached it for us (a fork or clone of a seized thread)
+			if errors.Is(err, unix.EPERM) {
+				if st, serr := readStat(tid); serr == nil && (st.state == 'Z' || st.state == 'X') {
+					continue // a leader that called pthread_exit: the kernel refuses to seize a zombie
+				}
+				if tracerOf(tid) == t.self {
+					err = nil // the kernel attached it for us (a fork or clone of a seized thread)
+				}
 			}
 			if errors.Is(err, unix.ESRCH) {
 				continue // the thread exited meanwhile: normal
@@ -289,9 +296,26 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 // detachAll stops and detaches every tracee. Held signals are re-injected through
 // PTRACE_DETACH's data argument; group-stopped tasks stay stopped (kernel/ptrace.c
 // __ptrace_detach re-arms the group stop).
+//
+// A thread that runs as its own is not stopped at all: it is forgotten, and the kernel
+// detaches it without a stop when the loop's thread ends (exit_ptrace, what a SIGKILL of
+// crashtui does too: its registers, mask and pending signals are its own; syscall tracing is
+// cleared; a job-control stop is re-armed). So detaching a job of any size stops none of its
+// running threads, and an epoll_wait is never interrupted. Only held threads (a signal to
+// re-inject with PTRACE_DETACH's data), threads crashtui resumed with PTRACE_SYSCALL (a fault
+// handler followed, an injection not yet back) and, when the loop runs on the main thread
+// (which never ends), every thread are stopped and detached one by one.
 func (t *Tracer) detachAll() error {
 	t.closing = true
 	var firstErr error
+	t.drain()
+	if !t.onMain {
+		for _, tk := range t.tasks {
+			if tk.stopped == running && !tk.exited && !tk.want && tk.req != unix.PTRACE_SYSCALL && tk.inject == nil && tk.abandoned == nil {
+				t.forgetDetached(tk)
+			}
+		}
+	}
 	// New children of held threads keep appearing for a round or two; a thread that does not
 	// stop within a round is looked at in /proc: gone, or no longer ours, it is forgotten; a
 	// live one (uninterruptible sleep, a vfork parent) is given a few more rounds, then left

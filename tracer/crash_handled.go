@@ -87,7 +87,7 @@ func (t *Tracer) resumeWatched(tk *task, req, sig int) bool {
 		return false
 	}
 	err := ptrace(req, tk.tid, 0, uintptr(sig))
-	tk.stopped, tk.sig = running, 0
+	tk.stopped, tk.sig, tk.req = running, 0, req
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		t.emitErr(tk.pid, "resume", fmt.Errorf("resume %d (request %#x): %w", tk.tid, req, err))
 	}

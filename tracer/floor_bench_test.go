@@ -1,9 +1,13 @@
 package tracer
 
 import (
+	"bufio"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,4 +91,116 @@ func BenchmarkEventCost(b *testing.B) {
 			b.ReportMetric(crashtuiAdded/floorAdded, "crashtui/floor")
 		})
 	}
+}
+
+// BenchmarkAttachDetach1000 attaches to a job of 1000 processes and detaches from it, and
+// reports the attach time per process and the longest time any of the job's 8 probe
+// processes was kept from running while crashtui attached and while it detached (goals:
+// 0.1 ms per process, 5 ms). A probe sleeps 1 ms at a time and reports its largest
+// overshoot (tracer/testdata/floor/hiccup.c): a ptrace stop shows there as it would to the
+// job, with the scheduling noise of this machine included.
+func BenchmarkAttachDetach1000(b *testing.B) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		b.Skip("gcc is not installed (make test installs it)")
+	}
+	const n, probes = 1000, 8
+	hiccup := filepath.Join(b.TempDir(), "hiccup")
+	if out, err := exec.Command("gcc", "-O2", "-o", hiccup, "testdata/floor/hiccup.c").CombinedOutput(); err != nil {
+		b.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(hiccup, strconv.Itoa(n), strconv.Itoa(probes))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	var pids []int
+	b.Cleanup(func() {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		cmd.Wait()
+	})
+	lines := make(chan string, n+64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for len(pids) < n {
+		select {
+		case l := <-lines:
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "ready" {
+				p, _ := strconv.Atoi(f[1])
+				pids = append(pids, p)
+			}
+		case <-time.After(60 * time.Second):
+			b.Fatalf("%d of %d processes ready", len(pids), n)
+		}
+	}
+	pgid := cmd.Process.Pid
+	// worst asks every probe for its largest overshoot since it was last asked: the first
+	// time through the whole job (which probes are is learnt from who answers), then only
+	// the probes, so that the question itself stops no one else while the job is traced.
+	var probed []int
+	worst := func() time.Duration {
+		if probed == nil {
+			syscall.Kill(-pgid, syscall.SIGUSR1)
+		}
+		for _, p := range probed {
+			syscall.Kill(p, syscall.SIGUSR1)
+		}
+		learn := probed == nil
+		var w time.Duration
+		for got := 0; got < probes; {
+			select {
+			case l := <-lines:
+				var pid, us int
+				if _, err := fmt.Sscanf(l, "max %d %d", &pid, &us); err == nil {
+					got++
+					w = max(w, time.Duration(us)*time.Microsecond)
+					if learn {
+						probed = append(probed, pid)
+					}
+				}
+			case <-time.After(10 * time.Second):
+				b.Fatalf("%d of %d probes answered", got, probes)
+			}
+		}
+		return w
+	}
+	job := Job{Kind: JobPGID, ID: pgid, Spec: "pgid:" + strconv.Itoa(pgid)}
+	var attach, attachStop, detachStop, noise time.Duration
+	worst()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// The floor: what the probes see over the same time with nothing attached.
+		time.Sleep(300 * time.Millisecond)
+		noise = max(noise, worst())
+		tr := New(Options{})
+		start := time.Now()
+		res, err := tr.Attach(job)
+		attach += time.Since(start)
+		if err != nil || res.Processes != n {
+			b.Fatalf("attach: %+v %v", res, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		attachStop = max(attachStop, worst())
+		time.Sleep(100 * time.Millisecond)
+		worst()
+		if err := tr.Close(); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		detachStop = max(detachStop, worst())
+	}
+	b.ReportMetric(float64(attach.Microseconds())/float64(b.N)/n, "attach-us/process")
+	b.ReportMetric(float64(attachStop.Microseconds())/1000, "attach-longest-stop-ms")
+	b.ReportMetric(float64(detachStop.Microseconds())/1000, "detach-longest-stop-ms")
+	b.ReportMetric(float64(noise.Microseconds())/1000, "untraced-longest-ms")
 }

@@ -142,7 +142,10 @@ func readStat(pid int) (procStat, error) {
 }
 
 // scanStat returns the pids of all processes whose stat matches.
-func scanStat(match func(procStat) bool) ([]int, error) {
+func scanStat(match func(procStat) bool) ([]int, error) { return scanStatExcept(nil, match) }
+
+// scanStatExcept is scanStat without reading the stat of the pids skip names.
+func scanStatExcept(skip func(pid int) bool, match func(procStat) bool) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -150,7 +153,7 @@ func scanStat(match func(procStat) bool) ([]int, error) {
 	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || (skip != nil && skip(pid)) {
 			continue
 		}
 		s, err := readStat(pid)
@@ -183,7 +186,7 @@ func excluded() map[int]bool {
 // Resolve returns the pids the job names now, without kernel threads, crashtui and its
 // ancestors, and the processes of crashtui's own pipeline, sorted.
 func (j Job) Resolve() ([]int, error) {
-	pids, _, err := j.resolve(nil)
+	pids, _, _, err := j.resolve(nil)
 	return pids, err
 }
 
@@ -191,13 +194,23 @@ func (j Job) Resolve() ([]int, error) {
 // end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with tail in
 // the job: tracing it would stop the reader crashtui writes to). Pids for which known is true
 // (already traced, or refused) are not looked at again.
-func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, err error) {
+func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, stats map[int]procStat, err error) {
 	ex := excluded()
+	// The stat lines a scan of /proc read already: each process's is read once per round.
+	stats = map[int]procStat{}
+	keep := func(ok bool, s procStat) bool {
+		if ok {
+			stats[s.pid] = s
+		}
+		return ok
+	}
+	// A process seen in an earlier round is not read again: its threads were all seized, and
+	// what it forks or clones since is attached by the kernel (TRACEFORK, TRACECLONE).
 	switch j.Kind {
 	case JobPGID:
-		pids, err = scanStat(func(s procStat) bool { return s.pgrp == j.ID && !s.kernelThread() })
+		pids, err = scanStatExcept(known, func(s procStat) bool { return keep(s.pgrp == j.ID && !s.kernelThread(), s) })
 	case JobSID:
-		pids, err = scanStat(func(s procStat) bool { return s.session == j.ID && !s.kernelThread() })
+		pids, err = scanStatExcept(known, func(s procStat) bool { return keep(s.session == j.ID && !s.kernelThread(), s) })
 	case JobPID:
 		pids, err = descendants(j.ID)
 	case JobCgroup:
@@ -205,13 +218,13 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	case JobSlurm:
 		pids, err = slurmPIDs(j.ID, j.Step, known)
 	default:
-		return nil, nil, fmt.Errorf("job %q: unknown kind", j.Spec)
+		return nil, nil, nil, fmt.Errorf("job %q: unknown kind", j.Spec)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("job %s: %w", j.Spec, err)
+		return nil, nil, nil, fmt.Errorf("job %s: %w", j.Spec, err)
 	}
 	if !j.WholeNamespace && slices.Contains(pids, 1) {
-		return nil, nil, wholeNamespaceErr(j, pids)
+		return nil, nil, nil, wholeNamespaceErr(j, pids)
 	}
 	pipes := ownPipes()
 	out := pids[:0]
@@ -225,8 +238,14 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 			out = append(out, p) // looked at in an earlier round: no more /proc reads
 			continue
 		}
-		s, err := readStat(p)
-		if err != nil || s.kernelThread() {
+		s, ok := stats[p]
+		if !ok {
+			if s, err = readStat(p); err != nil {
+				continue
+			}
+			stats[p] = s
+		}
+		if s.kernelThread() {
 			continue
 		}
 		// A zombie leader is a dead process, unless it called pthread_exit and other threads
@@ -244,7 +263,7 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 		out = append(out, p)
 	}
 	sort.Ints(out)
-	return out, pipeline, nil
+	return out, pipeline, stats, nil
 }
 
 // wholeNamespaceErr says what a job that contains init would have attached.

@@ -410,3 +410,60 @@ func tracedVforkParent(t *testing.T) (*Tracer, int, lineReader) {
 	})
 	return tr, pid, lines
 }
+
+// TestDetachReleasesEveryThreadAtOnce: Close leaves running threads running (the kernel
+// detaches them as the loop's thread ends) and returns only once it has: right after it,
+// no thread of a 12-process job, threads included, names crashtui as its tracer or is in a
+// tracing stop, and a process stopped by SIGSTOP before the attach is still stopped.
+func TestDetachReleasesEveryThreadAtOnce(t *testing.T) {
+	pgid, pids := startJobN(t, 12)
+	stopped := pids[len(pids)-1]
+	if err := unix.Kill(stopped, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, stopped, 'T')
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job := Job{Kind: JobPGID, ID: pgid, Spec: "pgid:" + strconv.Itoa(pgid)}
+	res, err := tr.Attach(job)
+	if err != nil || res.Processes != len(pids) {
+		t.Fatalf("attach: %+v %v", res, err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	threads := 0
+	for _, pid := range pids {
+		for _, tid := range listTasks(pid) {
+			threads++
+			if tp := taskStatusField(pid, tid, "TracerPid"); tp != "0" {
+				t.Errorf("thread %d of %d: TracerPid %s right after Close", tid, pid, tp)
+			}
+			st, err := readStat(tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.state == 't' {
+				t.Errorf("thread %d of %d is in a tracing stop after Close", tid, pid)
+			}
+			if want := pid == stopped; (st.state == 'T') != want {
+				t.Errorf("thread %d of %d: state %c after Close; stopped before the attach: %v", tid, pid, st.state, want)
+			}
+		}
+	}
+	if threads <= len(pids) {
+		t.Fatalf("%d threads in %d processes: the job should have threads", threads, len(pids))
+	}
+	unix.Kill(stopped, unix.SIGCONT)
+}
+
+// waitState waits until pid's state letter is want.
+func waitState(t *testing.T, pid int, want byte) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if st, err := readStat(pid); err == nil && st.state == want {
+			return
+		}
+	}
+	t.Fatalf("pid %d never reached state %c", pid, want)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -62,6 +63,8 @@ type task struct {
 	abandoned *injectSession
 	// early: its first stop came before its parent's fork or clone event (handle).
 	early bool
+	// req is the request that last resumed it (PTRACE_CONT, PTRACE_LISTEN, PTRACE_SYSCALL).
+	req int
 }
 
 type proc struct {
@@ -82,6 +85,9 @@ type proc struct {
 	inherited bool
 	// stale: it has exec'd and its image fields are read after it runs again (freshen).
 	stale bool
+	// preStat is its stat line as the attach's scan of /proc read it: refreshProc takes ppid
+	// and comm from it instead of reading them again.
+	preStat *procStat
 	// leader is true when crashtui traces the thread-group leader; a leader that was already
 	// a zombie (pthread_exit) at attach cannot be seized, and the process then ends with its
 	// last traced thread.
@@ -141,6 +147,10 @@ type Tracer struct {
 	idle     atomic.Bool
 	waiting  atomic.Uint64 // the generation of the current wait4, 0 when none
 	waitGen  uint64
+	// loopThread is the loop's thread (written before the loop starts, read after done);
+	// onMain says it is the process's main thread, which never ends (detachAll).
+	loopThread int
+	onMain     bool
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
@@ -163,7 +173,20 @@ func New(opts Options) *Tracer {
 	if !t.blocking {
 		signal.Notify(t.sigch, unix.SIGCHLD)
 	}
-	go t.loop()
+	// The loop must not run on the process's main thread: a goroutine locked to it that
+	// ends does not end the thread (the runtime parks it), and detaching relies on the loop's
+	// thread ending (detachAll). Holding the main thread while the loop starts keeps it off.
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			t.loop()
+			return // ends this thread
+		}
+		started := make(chan struct{})
+		go t.loop(started)
+		<-started
+		runtime.UnlockOSThread()
+	}()
 	return t
 }
 
@@ -185,6 +208,14 @@ func (t *Tracer) Close() error {
 	case <-time.After(10 * time.Second):
 		return errors.New("tracer: loop did not stop")
 	}
+	// The threads left running are detached by the kernel as the loop's thread ends
+	// (detachAll): Close returns once it has.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		var st unix.Stat_t
+		if unix.Stat("/proc/self/task/"+strconv.Itoa(t.loopThread), &st) != nil {
+			break
+		}
+	}
 	if errors.Is(err, errStopped) {
 		return nil // closed before
 	}
@@ -199,10 +230,15 @@ func (t *Tracer) emitErr(pid int, op string, err error) {
 	t.emit(sessions.Error{PID: pid, Op: op, Message: err.Error()})
 }
 
-func (t *Tracer) loop() {
+func (t *Tracer) loop(started ...chan struct{}) {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
 	// /proc's TracerPid names the tracing *thread*: this one.
 	t.self = unix.Gettid()
+	t.loopThread = t.self
+	t.onMain = t.self == unix.Getpid()
+	for _, c := range started {
+		close(c)
+	}
 	t.loopTid.Store(int32(t.self))
 	defer t.loopTid.Store(0)
 	defer close(t.done)
@@ -314,10 +350,16 @@ func (t *Tracer) announce(p *proc) {
 }
 
 func (t *Tracer) refreshProc(p *proc) {
-	if s, err := readStat(p.pid); err == nil {
-		p.ppid = s.ppid
+	if st := p.preStat; st != nil {
+		p.preStat = nil
+		p.ppid, p.comm = st.ppid, st.comm
+	} else {
+		if s, err := readStat(p.pid); err == nil {
+			p.ppid = s.ppid
+		}
+		p.comm = readComm(p.pid)
 	}
-	p.exe, p.comm, p.argv = readExe(p.pid), readComm(p.pid), readArgv(p.pid)
+	p.exe, p.argv = readExe(p.pid), readArgv(p.pid)
 	p.uid = readUID(p.pid)
 	if r := readRank(p.pid); r != sessions.NoRank {
 		p.rank = r
@@ -364,6 +406,7 @@ func (t *Tracer) resume(tk *task) error {
 		tk.exited = true
 	}
 	tk.stopped, tk.sig, tk.want, tk.cause = running, 0, false, 0
+	tk.req = unix.PTRACE_CONT
 	if errors.Is(err, unix.ESRCH) {
 		return nil // it died while stopped (SIGKILL): its exit status follows
 	}
