@@ -21,7 +21,7 @@ const coreStopTimeout = 500 * time.Millisecond
 // writeCore writes the core of tk's process, which sits in the signal-delivery-stop of its
 // fatal signal, as CoresDir/core.<group>.<pid>: every thread's registers (the others are
 // stopped with PTRACE_INTERRUPT and let go afterwards; the process is about to die anyway),
-// siginfo, auxv, NT_FILE and every dumpable mapping, read through /proc/PID/mem.
+// siginfo, auxv, NT_FILE and every dumpable mapping, read through traceeMem.
 func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, regs arch.Regs) (string, error) {
 	c := t.crash
 	p := t.procs[tk.pid]
@@ -77,29 +77,17 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 	if err != nil {
 		anon = nil // unreadable: every writable private mapping is taken to hold anonymous pages
 	}
-	mem, err := os.Open(procPath(tk.pid, "mem"))
-	if err != nil {
+	// Every mapping is read in large chunks; the pages process_vm_readv cannot read through
+	// /proc/PID/mem (FOLL_FORCE, like the kernel's own dumper), opened here once.
+	mem := &traceeMem{pid: tk.pid, force: true}
+	if err := mem.open(); err != nil {
 		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
 	}
-	defer mem.Close()
+	defer mem.close()
 	in := elfinfo.CoreInput{Arch: string(c.arch), PID: tk.pid, PPID: p.ppid, UID: readUID(tk.pid),
 		GID: readGID(tk.pid), Comm: readComm(tk.pid), Args: strings.Join(p.argv, " "), Signal: sig,
 		SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
-		Filter: elfinfo.ReadCoreFilter(tk.pid), Anon: anon,
-		Mem: func(addr uint64, buf []byte) error {
-			// /proc/PID/mem reads with FOLL_FORCE, like the kernel's own dumper.
-			if addr > 1<<63-1 {
-				return fmt.Errorf("address %#x out of range", addr)
-			}
-			n, err := mem.ReadAt(buf, int64(addr))
-			if n == len(buf) {
-				return nil
-			}
-			if err == nil {
-				err = fmt.Errorf("short read %d of %d", n, len(buf))
-			}
-			return err
-		}}
+		Filter: elfinfo.ReadCoreFilter(tk.pid), Anon: anon, Mem: mem.readFull}
 	path := filepath.Join(c.opts.CoresDir, "core."+strconv.Itoa(cr.Group)+"."+strconv.Itoa(tk.pid))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

@@ -3,11 +3,8 @@ package tracer
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/elfinfo"
@@ -31,26 +28,6 @@ func unwindRegsOf(r arch.Regs) unwindRegs {
 		u.lr, _ = r.Reg("link")
 	}
 	return u
-}
-
-// vmReader reads tracee memory with process_vm_readv (no file descriptor, one syscall).
-func vmReader(pid int) elfinfo.MemReader {
-	return func(addr uint64, buf []byte) error {
-		if len(buf) == 0 {
-			return nil
-		}
-		local := []unix.Iovec{{Base: &buf[0]}}
-		local[0].SetLen(len(buf))
-		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
-		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-		if err != nil {
-			return fmt.Errorf("process_vm_readv %d at %#x: %w", pid, addr, err)
-		}
-		if n != len(buf) {
-			return fmt.Errorf("process_vm_readv %d at %#x: short read %d of %d", pid, addr, n, len(buf))
-		}
-		return nil
-	}
 }
 
 // libcPath returns the path of the C library mapped in maps ("" if none).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
+	"github.com/crashtui/crashtui/elfinfo"
 )
 
 // TestMemHelpers reads and writes the memory of a real stopped thread with every helper and
@@ -32,20 +33,25 @@ func TestMemHelpers(t *testing.T) {
 		pc := regs.PC()
 		want := []byte{0x0f, 0x05} // syscall: the thread is stopped right after it
 
-		var viaVM, viaProc, viaMem, viaPeek [2]byte
+		var viaVM, viaProc, viaMem, viaReader, viaPeek [2]byte
 		if n, err := vmRead(p.PID, pc-2, viaVM[:]); err != nil || n != 2 {
 			t.Errorf("process_vm_readv: %d, %v", n, err)
 		}
-		if n, err := procMemRead(p.PID, pc-2, viaProc[:]); err != nil || n != 2 {
+		forced := &traceeMem{pid: p.PID, force: true}
+		defer forced.close()
+		if n, err := forced.procRead(pc-2, viaProc[:]); err != nil || n != 2 {
 			t.Errorf("/proc/PID/mem: %d, %v", n, err)
 		}
 		if err := readMem(p.PID, pc-2, viaMem[:]); err != nil {
 			t.Errorf("readMem: %v", err)
 		}
+		if err := vmReader(p.PID)(pc-2, viaReader[:]); err != nil {
+			t.Errorf("vmReader: %v", err)
+		}
 		if err := peekBytes(tid, pc-2, viaPeek[:]); err != nil {
 			t.Errorf("peekBytes: %v", err)
 		}
-		for name, got := range map[string][2]byte{"process_vm_readv": viaVM, "/proc/PID/mem": viaProc, "readMem": viaMem, "peekBytes": viaPeek} {
+		for name, got := range map[string][2]byte{"process_vm_readv": viaVM, "/proc/PID/mem": viaProc, "readMem": viaMem, "vmReader": viaReader, "peekBytes": viaPeek} {
 			if !bytes.Equal(got[:], want) {
 				t.Errorf("%s at rip-2: % x, want % x", name, got, want)
 			}
@@ -77,6 +83,41 @@ func TestMemHelpers(t *testing.T) {
 		// Nothing is mapped at page 0: both ways fail and the error names both.
 		if err := readMem(p.PID, 0, b[:]); err == nil || !strings.Contains(err.Error(), "process_vm_readv") || !strings.Contains(err.Error(), "/proc/") {
 			t.Errorf("readMem at 0: %v, want an error naming both ways", err)
+		}
+		if err := vmReader(p.PID)(0, b[:]); err == nil || !strings.Contains(err.Error(), "process_vm_readv") {
+			t.Errorf("vmReader at 0: %v, want a process_vm_readv error", err)
+		}
+
+		// A PROT_NONE page (a thread stack's guard): process_vm_readv cannot read it, the
+		// fallback can (FOLL_FORCE), and a read that starts in readable memory just before
+		// it is completed there.
+		maps, err := elfinfo.ReadMaps(p.PID)
+		if err != nil {
+			return err
+		}
+		var guard *elfinfo.Mapping
+		for i, m := range maps {
+			if m.Perms == "---p" && i > 0 && maps[i-1].End == m.Start && strings.HasPrefix(maps[i-1].Perms, "r") {
+				guard = &maps[i]
+				break
+			}
+		}
+		if guard == nil {
+			t.Logf("no PROT_NONE mapping after a readable one in %d", p.PID)
+			return nil
+		}
+		if n, err := vmRead(p.PID, guard.Start, b[:]); err == nil {
+			t.Errorf("process_vm_readv read %d bytes of PROT_NONE %#x", n, guard.Start)
+		}
+		if err := vmReader(p.PID)(guard.Start, b[:]); err == nil {
+			t.Errorf("vmReader read PROT_NONE %#x", guard.Start)
+		}
+		var across [16]byte
+		if n, err := forced.read(guard.Start-8, across[:]); err != nil || n != len(across) {
+			t.Errorf("forced read across %#x into PROT_NONE: %d, %v", guard.Start, n, err)
+		}
+		if err := readMem(p.PID, guard.Start, b[:]); err != nil {
+			t.Errorf("readMem of PROT_NONE %#x: %v", guard.Start, err)
 		}
 		if _, err := peekWord(tid, 0); err == nil {
 			t.Error("peekWord at 0 succeeded")

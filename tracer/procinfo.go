@@ -170,7 +170,7 @@ func inVfork(pid, tid int) bool {
 	}
 	if n, ok := arch.SyscallNumber(a, "clone3"); ok && nr == n {
 		var flags [8]byte // struct clone_args starts with the flags
-		if _, err := vmRead(pid, arg, flags[:]); err == nil {
+		if vmReader(pid)(arg, flags[:]) == nil {
 			return binary.LittleEndian.Uint64(flags[:])&cloneVFork != 0
 		}
 	}

@@ -55,7 +55,7 @@ func setRegs(tid int, r arch.Regs) error {
 func restartInsn(tid int, r arch.Regs) []byte {
 	addr, n := arch.RestartInsnAt(r.Arch, r.PC())
 	buf := make([]byte, n)
-	if got, err := unix.PtracePeekData(tid, uintptr(addr), buf); err != nil || got != n {
+	if err := peekBytes(tid, addr, buf); err != nil {
 		return nil
 	}
 	return buf

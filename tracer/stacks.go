@@ -367,8 +367,10 @@ func (t *Tracer) snapshotStack(pid int, sp uint64, i int) []byte {
 		t.stackBufs = append(t.stackBufs, make([]byte, stackSnapshot))
 	}
 	buf := t.stackBufs[i]
+	mem := traceeMem{pid: pid}
 	for n := len(buf); n >= 512; n /= 2 {
-		if got, err := vmRead(pid, sp, buf[:n]); err == nil && got > 0 {
+		// A short read is the stack mapping's end: keep what was read.
+		if got, _ := mem.read(sp, buf[:n]); got > 0 {
 			return buf[:got]
 		}
 	}
