@@ -224,7 +224,7 @@ func (t *Tracer) freezeAll(timeout time.Duration) (map[int]*task, error) {
 			// PTRACE_INTERRUPT makes a thread blocked in a syscall leave it with its restart
 			// code in the return register and report PTRACE_EVENT_STOP (kernel.md B.2); a
 			// group-stopped (listening) thread re-reports its group-stop.
-			if err := ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			if err := ptraceInterrupt(tid); err != nil && !errors.Is(err, unix.ESRCH) {
 				errs = append(errs, fmt.Errorf("interrupt %d: %w", tid, err))
 			}
 		}
@@ -265,9 +265,7 @@ func (t *Tracer) thaw(ours map[int]*task) {
 			tk.want = false
 			continue
 		}
-		if err := t.resume(tk); err != nil {
-			t.emitErr(tk.pid, "checkpoint resume", err)
-		}
+		t.resumeReported(tk, "checkpoint resume")
 	}
 }
 

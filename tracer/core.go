@@ -35,7 +35,7 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 		delete(c.coring, tk.pid)
 		for _, o := range held {
 			if t.tasks[o.tid] == o {
-				t.resume(o)
+				t.resumeReported(o, "core resume")
 			}
 		}
 	}()

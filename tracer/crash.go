@@ -155,14 +155,6 @@ type siginfo struct {
 	PID, UID           int32  // sender for si_code <= 0
 }
 
-func getSiginfo(tid int) (siginfo, error) {
-	var buf [128]byte
-	if err := ptrace(unix.PTRACE_GETSIGINFO, tid, 0, uintptr(unsafePointer(&buf))); err != nil {
-		return siginfo{}, fmt.Errorf("getsiginfo %d: %w", tid, err)
-	}
-	return decodeSiginfo(buf[:]), nil
-}
-
 // decodeSiginfo reads the 128-byte siginfo_t of a 64-bit arch.
 func decodeSiginfo(buf []byte) siginfo {
 	le := binary.LittleEndian
@@ -510,14 +502,14 @@ func (t *Tracer) runDeferred() {
 		}
 		if tk.stopped != stopSignal {
 			if tk.stopped != running {
-				t.resume(tk) // no longer a signal to decide: do not leave it held
+				t.resumeReported(tk, "crash resume") // no longer a signal to decide: do not leave it held
 			}
 			continue
 		}
 		tk.want = false
 		t.onSignal(tk, tk.sig)
 		if !tk.want && tk.stopped != running {
-			t.resume(tk)
+			t.resumeReported(tk, "crash resume")
 		}
 	}
 }

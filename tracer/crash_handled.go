@@ -57,16 +57,6 @@ type syscallInfo struct {
 	nr     uint64 // entry only
 }
 
-func getSyscallInfo(tid int) (syscallInfo, error) {
-	var buf [88]byte
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GET_SYSCALL_INFO, uintptr(tid), uintptr(len(buf)),
-		uintptr(unsafePointer(&buf)), 0, 0)
-	if e != 0 {
-		return syscallInfo{}, fmt.Errorf("get syscall info %d: %w", tid, e)
-	}
-	return decodeSyscallInfo(buf[:]), nil
-}
-
 func decodeSyscallInfo(b []byte) syscallInfo {
 	if len(b) < 32 {
 		return syscallInfo{}
@@ -86,7 +76,7 @@ func (t *Tracer) resumeWatched(tk *task, req, sig int) bool {
 		}
 		return false
 	}
-	err := ptrace(req, tk.tid, 0, uintptr(sig))
+	err := ptraceResume(req, tk.tid, sig)
 	tk.stopped, tk.sig, tk.req = running, 0, req
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		t.emitErr(tk.pid, "resume", fmt.Errorf("resume %d (request %#x): %w", tk.tid, req, err))
@@ -138,7 +128,7 @@ func (t *Tracer) deliverCaught(tk *task, sig int, si siginfo) {
 	if !c.sysgood[tk.tid] {
 		// Syscall-stops must be told from SIGTRAPs, and PTRACE_GET_SYSCALL_INFO only says
 		// entry/exit when they come as SIGTRAP|0x80 (kernel/ptrace.c ptrace_get_syscall_info_op).
-		if err := ptrace(unix.PTRACE_SETOPTIONS, tk.tid, 0, uintptr(seizeOptions|unix.PTRACE_O_TRACESYSGOOD)); err != nil {
+		if err := ptraceSetOptions(tk.tid, seizeOptions|unix.PTRACE_O_TRACESYSGOOD); err != nil {
 			f.depth, f.returned = 0, true // judged lazily; the caller re-injects the signal
 			return
 		}

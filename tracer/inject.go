@@ -129,8 +129,8 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 		return nil, err
 	}
 	s := &injectSession{t: t, tk: tk, orig: orig}
-	if err := ptrace(unix.PTRACE_GETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask))); err != nil {
-		return nil, fmt.Errorf("getsigmask %d: %w", tk.tid, err)
+	if s.mask, err = getSigmask(tk.tid); err != nil {
+		return nil, err
 	}
 	s.safe = arch.ResumeRegs(orig, restartInsn(tk.tid, orig))
 	if s.base, err = t.guardSite(tk.pid, tk.tid, orig.Arch, s.safe.PC()); err != nil {
@@ -149,7 +149,7 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 	}
 	// Syscall-stops must be told from SIGTRAPs.
 	if !t.crash.sysgood[tk.tid] {
-		if err := ptrace(unix.PTRACE_SETOPTIONS, tk.tid, 0, uintptr(seizeOptions|unix.PTRACE_O_TRACESYSGOOD)); err != nil {
+		if err := ptraceSetOptions(tk.tid, seizeOptions|unix.PTRACE_O_TRACESYSGOOD); err != nil {
 			pokeBytes(tk.tid, s.base, s.saved)
 			return nil, fmt.Errorf("setoptions %d: %w", tk.tid, err)
 		}
@@ -178,9 +178,8 @@ func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err 
 		return 0, 0, s.broken
 	}
 	if !s.masked {
-		all := ^uint64(0)
-		if err := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&all))); err != nil {
-			s.broken = fmt.Errorf("setsigmask %d: %w", tk.tid, err)
+		if err := setSigmask(tk.tid, ^uint64(0)); err != nil {
+			s.broken = err
 			return 0, 0, s.broken
 		}
 		s.masked = true
@@ -223,7 +222,7 @@ func (s *injectSession) resume(req int) (unix.WaitStatus, error) {
 	inj := &injection{}
 	tk.inject = inj
 	defer func() { tk.inject = nil }()
-	if err := ptrace(req, tk.tid, 0, 0); err != nil {
+	if err := ptraceResume(req, tk.tid, 0); err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			s.gone = true
 		}
@@ -233,8 +232,9 @@ func (s *injectSession) resume(req int) (unix.WaitStatus, error) {
 	t.reapStep(tk, inj)
 	if err := t.pump(func() bool { return inj.gone || inj.ws != 0 }, 5*time.Second,
 		fmt.Sprintf("injected syscall in %d did not return", tk.tid)); err != nil {
-		// The call blocks (it should not for kcmp or a 1-byte read): interrupt it.
-		ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0)
+		// The call blocks (it should not for kcmp or a 1-byte read): interrupt it. A failure
+		// (ESRCH: it died) shows as its death below.
+		ptraceInterrupt(tk.tid)
 		t.pump(func() bool { return inj.gone || inj.ws != 0 }, 2*time.Second, "")
 		if !inj.gone && inj.ws == 0 {
 			// Still inside (an uninterruptible sleep): its guard restores it whenever it
@@ -289,7 +289,7 @@ func (s *injectSession) end() error {
 		// At the exit stop of the last call: have it stop again before it reaches user space
 		// (the interrupt is taken on the way out, every signal being blocked).
 		tk := s.tk
-		if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil {
+		if err := ptraceInterrupt(tk.tid); err != nil {
 			return fmt.Errorf("interrupt injected %d: %w", tk.tid, err)
 		}
 		ws, err := s.resume(unix.PTRACE_CONT)
@@ -318,7 +318,7 @@ func (s *injectSession) restore() error {
 	tk := s.tk
 	var e1, e2 error
 	if s.masked {
-		e1 = ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask)))
+		e1 = setSigmask(tk.tid, s.mask)
 		if e1 == nil {
 			s.masked = false
 		}
@@ -356,7 +356,7 @@ func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
 		// registers with the kernel's restart applied, as at a syscall exit the kernel applies
 		// none) and let it go, so no code of the guard runs after the guard's bytes are
 		// put back.
-		e1 := ptrace(unix.PTRACE_SETSIGMASK, tk.tid, 8, uintptr(unsafePointer(&s.mask)))
+		e1 := setSigmask(tk.tid, s.mask)
 		e2 := setRegs(tk.tid, s.safe)
 		if e1 == nil && e2 == nil {
 			s.inGuard, s.masked = false, false
@@ -365,8 +365,8 @@ func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
 				s.saved = nil
 			}
 		}
-		if err := ptrace(unix.PTRACE_CONT, tk.tid, 0, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-			t.emitErr(tk.pid, "inject restore", err)
+		if err := ptraceResume(unix.PTRACE_CONT, tk.tid, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			t.emitErr(tk.pid, "inject restore", fmt.Errorf("resume %d: %w", tk.tid, err))
 		}
 		tk.stopped = running
 		return true
@@ -457,7 +457,7 @@ func (s *injectSession) cut(point string) bool {
 	if s.t.injectCut == "" || s.t.injectCut != point {
 		return false
 	}
-	ptrace(unix.PTRACE_DETACH, s.tk.tid, 0, 0)
+	ptraceDetach(s.tk.tid, 0)
 	s.t.forgetDetached(s.tk)
 	s.gone, s.broken = true, errInjectCut
 	return true

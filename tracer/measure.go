@@ -86,22 +86,13 @@ func readProcs(pids []int) []access.Proc {
 	return procs
 }
 
-// ptraceSeccompGetFilter is PTRACE_SECCOMP_GET_FILTER (include/uapi/linux/ptrace.h).
-const ptraceSeccompGetFilter = 0x420c
-
 // seccompFilters reads the held task's filters, newest first (needs CAP_SYS_ADMIN).
 func seccompFilters(tid, n int) ([][]byte, error) {
 	var out [][]byte
 	for i := 0; i < n; i++ {
-		cnt, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(tid), uintptr(i), 0, 0, 0)
-		if e != 0 {
-			return nil, fmt.Errorf("seccomp filter %d of %d: %w", i, tid, e)
-		}
-		buf := make([]byte, cnt*8)
-		if cnt > 0 {
-			if _, _, e := unix.Syscall6(unix.SYS_PTRACE, ptraceSeccompGetFilter, uintptr(tid), uintptr(i), uintptr(unsafePointer(&buf[0])), 0, 0); e != 0 {
-				return nil, fmt.Errorf("seccomp filter %d of %d: %w", i, tid, e)
-			}
+		buf, err := seccompFilter(tid, i)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, buf)
 	}
@@ -140,7 +131,7 @@ func (t *Tracer) measureFrom(sys access.System, procs []access.Proc, i int, meas
 	}
 	defer func() {
 		if t.tasks[tk.tid] != nil {
-			t.resume(tk)
+			t.resumeReported(tk, "measure resume")
 		}
 		if d := time.Since(held); d > st.LongestStop {
 			st.LongestStop = d

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +11,7 @@ import (
 
 // Register glue: unix.PtraceRegs is the kernel's register struct for this GOARCH, word by
 // word (regs_<arch>.go says which and how many words); everything else works on arch.Regs.
+// getRegs and setRegs, which read and write it, are in ptrace.go.
 
 // Compile-time check: unix.PtraceRegs is exactly regsWords 64-bit words (the index is out of
 // range, a compile error, if the size differs).
@@ -25,29 +25,6 @@ func init() {
 
 func ptraceRegsWords(pr *unix.PtraceRegs) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(pr)), regsWords)
-}
-
-// getRegs reads tid's registers. tid must be in a ptrace-stop of this thread's tracee.
-func getRegs(tid int) (arch.Regs, error) {
-	var pr unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &pr); err != nil {
-		return arch.Regs{}, fmt.Errorf("getregs %d: %w", tid, err)
-	}
-	return arch.Regs{Arch: regsArch, Words: slices.Clone(ptraceRegsWords(&pr))}, nil
-}
-
-// setRegs writes r to tid, which must be in a ptrace-stop. r must be a full snapshot of this
-// architecture, as returned by getRegs (possibly edited by arch.ApplyPolicy/SetupSyscall).
-func setRegs(tid int, r arch.Regs) error {
-	if r.Arch != regsArch || len(r.Words) != regsWords {
-		return fmt.Errorf("setregs %d: have %s registers with %d words, want %s with %d", tid, r.Arch, len(r.Words), regsArch, regsWords)
-	}
-	var pr unix.PtraceRegs
-	copy(ptraceRegsWords(&pr), r.Words)
-	if err := unix.PtraceSetRegs(tid, &pr); err != nil {
-		return fmt.Errorf("setregs %d: %w", tid, err)
-	}
-	return nil
 }
 
 // restartInsn reads the instruction bytes arch.Decode wants for r (arch.RestartInsnAt). It

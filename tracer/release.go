@@ -29,7 +29,7 @@ func (t *Tracer) Release(pid int) error {
 			}
 			tk.want = true
 			if tk.stopped == running {
-				if err := ptrace(unix.PTRACE_INTERRUPT, tk.tid, 0, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+				if err := ptraceInterrupt(tk.tid); err != nil && !errors.Is(err, unix.ESRCH) {
 					return fmt.Errorf("release %d: interrupt %d: %w", pid, tk.tid, err)
 				}
 			}
@@ -60,7 +60,7 @@ func (t *Tracer) Release(pid int) error {
 			if tk.stopped == stopSignal {
 				sig = tk.sig
 			}
-			if err := ptrace(unix.PTRACE_DETACH, tk.tid, 0, uintptr(sig)); err != nil && !errors.Is(err, unix.ESRCH) {
+			if err := ptraceDetach(tk.tid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 				errs = append(errs, fmt.Errorf("detach %d: %w", tk.tid, err))
 			}
 			delete(t.tasks, tk.tid)

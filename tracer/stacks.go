@@ -220,7 +220,7 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 			continue // read from /proc, or already held (by another operation, or a signal)
 		}
 		x.tk.want, x.ours = true, true
-		if err := ptrace(unix.PTRACE_INTERRUPT, x.tk.tid, 0, 0); err != nil {
+		if err := ptraceInterrupt(x.tk.tid); err != nil {
 			x.tk.want, x.ours = false, false
 			x.proc = true
 			continue
@@ -312,9 +312,7 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 			x.tk.want = false
 			continue
 		}
-		if err := t.resume(x.tk); err != nil {
-			t.emitErr(p.pid, "stacks resume", err)
-		}
+		t.resumeReported(x.tk, "stacks resume")
 	}
 	held := time.Duration(0)
 	if len(wait) > 0 {

@@ -279,29 +279,7 @@ func (t *Tracer) loop(started ...chan struct{}) {
 	}
 }
 
-// ---- ptrace primitives (ESRCH means the task is gone: normal, not an error) ----
-
-func ptraceSeize(tid int) error {
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(seizeOptions), 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-func ptrace(req, tid int, addr, data uintptr) error {
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-func geteventmsg(tid int) (uint64, error) {
-	var msg uint64
-	err := ptrace(unix.PTRACE_GETEVENTMSG, tid, 0, uintptr(unsafePointer(&msg)))
-	return msg, err
-}
+// The ptrace primitives are in ptrace.go.
 
 // ---- tasks and processes ----
 
