@@ -212,7 +212,7 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 			return
 		}
 	}
-	if sig == int(unix.SIGTRAP)|0x80 {
+	if sig == sigSyscallStop {
 		// A syscall-stop (PTRACE_O_TRACESYSGOOD) of a thread no longer followed: not a
 		// signal; resume it without one.
 		tk.sig, tk.stopped = 0, stopEvent

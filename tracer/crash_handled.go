@@ -268,7 +268,7 @@ func (t *Tracer) emitHandled(f *fault) {
 // PTRACE_DETACH: a syscall-stop of a thread whose fault was being followed is not a signal,
 // and re-injecting it would fail (0x85: EIO, the thread stays stopped). It clears tk.sig.
 func (t *Tracer) crashBeforeDetach(tk *task, sig int) {
-	if sig == int(unix.SIGTRAP)|0x80 {
+	if sig == sigSyscallStop {
 		tk.sig = 0
 	}
 }

@@ -13,6 +13,11 @@ const (
 	classEvent                      // any other PTRACE_EVENT_* (fork, vfork, clone, exec, exit)
 )
 
+// sigSyscallStop is the stop signal of a syscall-stop (PTRACE_O_TRACESYSGOOD). The loop hands
+// it to signal handling as the stop's sig (crash_handled.go follows faults through
+// syscall-stops), where it must be told from a signal.
+const sigSyscallStop = int(unix.SIGTRAP) | 0x80
+
 // stopInfo is a classified stop.
 type stopInfo struct {
 	class stopClass
@@ -33,7 +38,7 @@ func classify(ws unix.WaitStatus) stopInfo {
 		si.class = classEvent
 	case si.event == unix.PTRACE_EVENT_STOP:
 		si.class = classGroup
-	case si.sig == int(unix.SIGTRAP)|0x80:
+	case si.sig == sigSyscallStop:
 		si.class = classSyscall
 	default:
 		si.class, si.event = classSignal, 0
