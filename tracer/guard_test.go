@@ -128,6 +128,28 @@ func holdAtInterrupt(tr *Tracer, tk *task) error {
 	return fmt.Errorf("thread %d stopped at a signal 20 times in a row, never at an interrupt stop", tk.tid)
 }
 
+// holdThread holds the traced thread tid at an interrupt stop (holdAtInterrupt). Runs on the
+// tracer thread.
+func holdThread(tr *Tracer, tid int) (*task, error) {
+	tk := tr.tasks[tid]
+	if tk == nil {
+		return nil, fmt.Errorf("thread %d not traced", tid)
+	}
+	return tk, holdAtInterrupt(tr, tk)
+}
+
+// attachPID attaches a new Tracer to the process pid; it is closed at cleanup.
+func attachPID(t *testing.T, pid int) *Tracer {
+	t.Helper()
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	job, _ := ParseJob("pid:" + strconv.Itoa(pid))
+	if _, err := tr.Attach(job); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestInjectionDeathAtEveryPoint lets the injected thread go, as the kernel does when
 // crashtui dies, at every point of an injection: after its registers point into the guard,
 // after every signal is blocked, at the call's entry and exit stops, at the end's interrupt
@@ -150,20 +172,12 @@ func TestInjectionDeathAtEveryPoint(t *testing.T) {
 				t.Fatalf("victim before: %s", v)
 			}
 			blocked, caught := settledMask(pid, tid), taskStatusField(pid, tid, "SigCgt")
-			tr := New(Options{})
-			t.Cleanup(func() { tr.Close() })
-			job, _ := ParseJob("pid:" + strconv.Itoa(pid))
-			if _, err := tr.Attach(job); err != nil {
-				t.Fatal(err)
-			}
+			tr := attachPID(t, pid)
 			getpid, _ := arch.SyscallNumber(arch.Host(), "getpid")
 			var ret int64
 			err := tr.do(func() error {
-				tk := tr.tasks[tid]
-				if tk == nil {
-					return fmt.Errorf("thread %d not traced", tid)
-				}
-				if err := holdAtInterrupt(tr, tk); err != nil {
+				tk, err := holdThread(tr, tid)
+				if err != nil {
 					return err
 				}
 				tr.injectCut = point

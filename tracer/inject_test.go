@@ -32,19 +32,11 @@ func TestInjectSyscallKeepsRestart(t *testing.T) {
 	if nr := waitSyscallNr(t, pid, tid, sleepNrs); nr < 0 {
 		t.Fatalf("thread %d never blocked in its sleep", tid)
 	}
-	tr := New(Options{})
-	t.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(pid))
-	if _, err := tr.Attach(job); err != nil {
-		t.Fatal(err)
-	}
+	tr := attachPID(t, pid)
 	getpid, _ := arch.SyscallNumber(arch.Host(), "getpid")
 	err := tr.do(func() error {
-		tk := tr.tasks[tid]
-		if tk == nil {
-			return fmt.Errorf("thread %d not traced", tid)
-		}
-		if err := holdAtInterrupt(tr, tk); err != nil {
+		tk, err := holdThread(tr, tid)
+		if err != nil {
 			return err
 		}
 		saved, err := getRegs(tid)
