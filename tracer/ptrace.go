@@ -62,6 +62,10 @@ func ptraceResume(req, tid, sig int) error {
 	return fmt.Errorf("resume %d: request %#x is not PTRACE_CONT or PTRACE_SYSCALL", tid, req)
 }
 
+// ptraceListen is PTRACE_LISTEN: a group-stopped tracee stays stopped (job control unchanged)
+// while the tracer is told of SIGCONT and new events.
+func ptraceListen(tid int) error { return ptrace(unix.PTRACE_LISTEN, tid, 0, 0) }
+
 // ptraceDetach is PTRACE_DETACH delivering sig (0: none), the signal of a held
 // signal-delivery-stop (unix.PtraceDetach delivers none).
 func ptraceDetach(tid, sig int) error {

@@ -373,12 +373,12 @@ func (t *Tracer) resume(tk *task) error {
 	case stopGroup:
 		// PTRACE_LISTEN keeps the group-stop (job control unchanged) but lets the tracer be
 		// told of SIGCONT and new events.
-		err = ptrace(unix.PTRACE_LISTEN, tk.tid, 0, 0)
+		err = ptraceListen(tk.tid)
 		tk.listening = err == nil
 	case stopSignal:
-		err = ptrace(unix.PTRACE_CONT, tk.tid, 0, uintptr(tk.sig))
+		err = ptraceResume(unix.PTRACE_CONT, tk.tid, tk.sig)
 	default:
-		err = ptrace(unix.PTRACE_CONT, tk.tid, 0, 0)
+		err = ptraceResume(unix.PTRACE_CONT, tk.tid, 0)
 	}
 	if tk.stopped == stopExit && err == nil {
 		tk.exited = true
@@ -447,7 +447,7 @@ func (t *Tracer) handle(w waitResult) {
 	case classGroup:
 		tk.stopped, tk.cause = stopGroup, si.event
 		if !tk.want {
-			t.resume(tk)
+			t.resumeReported(tk, "resume")
 		}
 		return
 	}
@@ -462,7 +462,7 @@ func (t *Tracer) handle(w waitResult) {
 	}
 	t.onSignal(tk, sig)
 	if !tk.want && tk.stopped != running {
-		t.resume(tk)
+		t.resumeReported(tk, "resume")
 	}
 }
 
@@ -519,7 +519,7 @@ func (t *Tracer) handleEvent(tk *task, cause int) {
 		}
 	}
 	if !tk.want {
-		t.resume(tk)
+		t.resumeReported(tk, "resume")
 	}
 }
 

@@ -1,0 +1,132 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+
+	"github.com/crashtui/crashtui/sessions"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoCommand means the command to run does not exist or is not executable (bad usage,
+// unlike a failure to trace what was started).
+var ErrNoCommand = errors.New("no such command")
+
+// LaunchSpec describes `crashtui run`.
+type LaunchSpec struct {
+	N      int
+	Argv   []string
+	Env    []string // extra environment for every rank
+	Stdout *os.File // ranks' stdout and stderr (nil: /dev/null)
+	Stderr *os.File
+}
+
+// Launch starts N ranks of Argv in their own process group, traced from their first
+// instruction: each rank is a /bin/sh that waits on a pipe, is seized, then execs the command,
+// so the exec itself is a traced event and a rank that crashes at once is still caught.
+// It returns the process group id.
+// gateName is the gate shell's $0: a process whose argv[3] it is has not reached its command.
+const gateName = "crashtui-rank"
+
+func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
+	if spec.N <= 0 {
+		spec.N = 1
+	}
+	if len(spec.Argv) == 0 {
+		return 0, errors.New("run: no command")
+	}
+	if _, err := exec.LookPath(spec.Argv[0]); err != nil {
+		return 0, fmt.Errorf("run: %w: %w", ErrNoCommand, err)
+	}
+	pgid := 0
+	var started []int
+	err := t.do(func() error {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return err
+		}
+		defer null.Close()
+		out, errw := spec.Stdout, spec.Stderr
+		if out == nil {
+			out = null
+		}
+		if errw == nil {
+			errw = null
+		}
+		var gates []*os.File
+		defer func() {
+			for _, g := range gates {
+				g.Close()
+			}
+		}()
+		for i := 0; i < spec.N; i++ {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return err
+			}
+			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, gateName}, spec.Argv...)
+			env := append(os.Environ(), spec.Env...)
+			env = append(env, "CRASHTUI_RANK="+strconv.Itoa(i), "CRASHTUI_SIZE="+strconv.Itoa(spec.N))
+			attr := &os.ProcAttr{Env: env, Files: []*os.File{null, out, errw, r},
+				Sys: &unix.SysProcAttr{Setpgid: true, Pgid: pgid}}
+			p, err := os.StartProcess("/bin/sh", argv, attr)
+			r.Close()
+			if err != nil {
+				w.Close()
+				return fmt.Errorf("run rank %d: %w", i, err)
+			}
+			gates = append(gates, w)
+			started = append(started, p.Pid)
+			if pgid == 0 {
+				pgid = p.Pid
+			}
+			if err := ptraceSeize(p.Pid); err != nil {
+				// Never let a rank run untraced: end every rank started so far while they are
+				// still waiting at their gates.
+				for _, pid := range started {
+					unix.Kill(pid, unix.SIGKILL)
+				}
+				return fmt.Errorf("run rank %d: seize %d: %w", i, p.Pid, err)
+			}
+			t.addTask(p.Pid, p.Pid)
+			pr := t.procs[p.Pid]
+			pr.launched, pr.rank = true, sessions.Rank(i)
+		}
+		return nil // closing the gates lets every rank exec
+	})
+	return pgid, err
+}
+
+// SignalJob sends sig to every traced process, by pid. run and demo use it to end the ranks
+// they started; attach never does.
+func (t *Tracer) SignalJob(sig unix.Signal) error {
+	return t.do(func() error {
+		for pid := range t.procs {
+			if err := unix.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("signal %d: %w", pid, err)
+			}
+		}
+		return nil
+	})
+}
+
+// SignalProcess sends sig to one traced process by pid, with kill(2) as kill -SIG PID does:
+// the TUI's K. A pid the tracer does not hold (it ended, was let go, or was never in the job)
+// is refused: a traced process that exits is not reaped by its parent before the tracer has
+// waited for it, so while it is in t.procs its pid cannot belong to anyone else. The signal
+// reaches the process as any other does: crashtui re-injects it at its signal-delivery-stop,
+// and a SIGSTOP's group-stop is kept with PTRACE_LISTEN.
+func (t *Tracer) SignalProcess(pid int, sig unix.Signal) error {
+	return t.do(func() error {
+		if t.procs[pid] == nil {
+			return fmt.Errorf("signal %d: not a traced process (it ended or was let go)", pid)
+		}
+		if err := unix.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signal %d: %w", pid, err)
+		}
+		return nil
+	})
+}
