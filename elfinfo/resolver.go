@@ -335,6 +335,12 @@ func (r *Resolver) Locate(pid int, maps []Mapping, pc uint64) Location {
 		return loc
 	}
 	loc.Offset = v
+	r.symbolizeInto(&loc, mod, v)
+	return loc
+}
+
+// symbolizeInto fills loc's names and line from link-time address v of mod.
+func (r *Resolver) symbolizeInto(loc *Location, mod *module, v uint64) {
 	fl, pending := mod.symbolize(v, r.deferLines)
 	if pending {
 		r.pending[mod] = true
@@ -345,7 +351,6 @@ func (r *Resolver) Locate(pid int, maps []Mapping, pc uint64) Location {
 		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
 		loc.InlinedInto = fl.inlined
 	}
-	return loc
 }
 
 // Lookup locates a link-time offset of a module already opened through Locate (by its path
@@ -367,18 +372,9 @@ func (r *Resolver) Lookup(path string, offset uint64, caller bool) (Location, bo
 		v--
 	}
 	loc := Location{Module: path, Offset: offset, BuildID: mod.d.buildID}
-	fl, pending := mod.symbolize(v, r.deferLines)
-	if pending {
-		r.pending[mod] = true
-		loc.LinesPending = true
-	}
-	loc.Symbol = fl.symbol
-	if fl.known {
-		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
-		loc.InlinedInto = fl.inlined
-		if caller {
-			loc.FuncOff++
-		}
+	r.symbolizeInto(&loc, mod, v)
+	if caller && loc.Function != "" {
+		loc.FuncOff++
 	}
 	return loc, true
 }
