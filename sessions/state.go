@@ -97,9 +97,7 @@ type State struct {
 	Last        time.Time
 	Closed      *Summary // the summary event, once seen
 	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
-	// SampleSeq is the newest sample's seq per host.
 	Samples      map[ProcKey][]StampedSample
-	SampleSeq    map[string]int
 	SampleEvents int // how many Sample events were applied (a cheap change counter)
 }
 
@@ -110,7 +108,7 @@ func NewState() *State {
 		groupOf: map[string]*Group{},
 		Matrix:  map[string]*Matrix{}, Measuring: map[string]*MatrixProgress{},
 		Threads: map[TaskKey]*Thread{},
-		Samples: map[ProcKey][]StampedSample{}, SampleSeq: map[string]int{},
+		Samples: map[ProcKey][]StampedSample{},
 	}
 }
 
@@ -278,9 +276,6 @@ func (s *State) Apply(e Event) {
 			l = append(l[:0:0], l[len(l)-MaxSamples:]...)
 		}
 		s.Samples[k] = l
-		if b.Seq > s.SampleSeq[h] {
-			s.SampleSeq[h] = b.Seq
-		}
 		if p := s.Procs[k]; p != nil && b.Rank == NoRank {
 			l[len(l)-1].Rank = p.Rank
 		}

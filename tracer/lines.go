@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -79,17 +80,5 @@ func (c *crashState) relines(cr sessions.Crash) (sessions.CrashLines, bool) {
 			break
 		}
 	}
-	return a, !sameFrames(stack, cr.Stack) || a.Function != cr.Function || a.File != cr.File || a.Line != cr.Line
-}
-
-func sameFrames(a, b []sessions.Frame) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return a, !slices.Equal(stack, cr.Stack) || a.Function != cr.Function || a.File != cr.File || a.Line != cr.Line
 }

@@ -179,7 +179,7 @@ func New(opts Options) *Tracer {
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
-			t.loop()
+			t.loop(nil)
 			return // ends this thread
 		}
 		started := make(chan struct{})
@@ -230,14 +230,15 @@ func (t *Tracer) emitErr(pid int, op string, err error) {
 	t.emit(sessions.Error{PID: pid, Op: op, Message: err.Error()})
 }
 
-func (t *Tracer) loop(started ...chan struct{}) {
+// started, when not nil, is closed once the loop holds its thread.
+func (t *Tracer) loop(started chan struct{}) {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
 	// /proc's TracerPid names the tracing *thread*: this one.
 	t.self = unix.Gettid()
 	t.loopThread = t.self
 	t.onMain = t.self == unix.Getpid()
-	for _, c := range started {
-		close(c)
+	if started != nil {
+		close(started)
 	}
 	t.loopTid.Store(int32(t.self))
 	defer t.loopTid.Store(0)
@@ -410,7 +411,7 @@ func (t *Tracer) handle(w waitResult) {
 			return
 		}
 	}
-	if tk != nil {
+	if tk != nil && len(t.stale) > 0 {
 		if p := t.procs[tk.pid]; p != nil && p.stale {
 			t.freshen(p) // held, or gone: its exec is told before anything that follows it
 		}

@@ -150,20 +150,17 @@ func (t *Tracer) burst() bool {
 // nothing to wait for, it waits on SIGCHLD or d instead.
 func (t *Tracer) await(d time.Duration, idle bool) bool {
 	if !t.blocking || len(t.tasks) == 0 {
+		var reqs chan request // nil unless idle: never ready
+		if idle {
+			reqs = t.reqs
+		}
 		timer := time.NewTimer(d)
 		defer timer.Stop()
-		if idle {
-			select {
-			case r := <-t.reqs:
-				t.serve(r)
-			case <-t.sigch:
-			case <-timer.C:
-			}
-		} else {
-			select {
-			case <-t.sigch:
-			case <-timer.C:
-			}
+		select {
+		case r := <-reqs:
+			t.serve(r)
+		case <-t.sigch:
+		case <-timer.C:
 		}
 		return false
 	}

@@ -154,30 +154,16 @@ func hardWrap(prefix, s string, w, maxLines int) []string {
 func RankList(rs []sessions.Rank) string {
 	var ns []int
 	none := 0
-	seen := map[sessions.Rank]bool{}
 	for _, r := range rs {
 		if r < 0 {
 			none++
 			continue
 		}
-		if !seen[r] {
-			seen[r] = true
-			ns = append(ns, int(r))
-		}
+		ns = append(ns, int(r))
 	}
-	sort.Ints(ns)
 	var parts []string
-	for i := 0; i < len(ns); {
-		j := i
-		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, fmt.Sprint(ns[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", ns[i], ns[j]))
-		}
-		i = j + 1
+	if len(ns) > 0 {
+		parts = append(parts, sessions.CompressInts(ns))
 	}
 	if none > 0 {
 		parts = append(parts, fmt.Sprintf("+%d unranked", none))
