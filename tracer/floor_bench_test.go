@@ -119,9 +119,7 @@ func BenchmarkAttachDetach1000(b *testing.B) {
 	}
 	var pids []int
 	b.Cleanup(func() {
-		for _, p := range pids {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // its own process group: every rank, ready or not
 		cmd.Wait()
 	})
 	lines := make(chan string, n+64)

@@ -104,20 +104,20 @@ func TestMemHelpers(t *testing.T) {
 		}
 		if guard == nil {
 			t.Logf("no PROT_NONE mapping after a readable one in %d", p.PID)
-			return nil
-		}
-		if n, err := vmRead(p.PID, guard.Start, b[:]); err == nil {
-			t.Errorf("process_vm_readv read %d bytes of PROT_NONE %#x", n, guard.Start)
-		}
-		if err := vmReader(p.PID)(guard.Start, b[:]); err == nil {
-			t.Errorf("vmReader read PROT_NONE %#x", guard.Start)
-		}
-		var across [16]byte
-		if n, err := forced.read(guard.Start-8, across[:]); err != nil || n != len(across) {
-			t.Errorf("forced read across %#x into PROT_NONE: %d, %v", guard.Start, n, err)
-		}
-		if err := readMem(p.PID, guard.Start, b[:]); err != nil {
-			t.Errorf("readMem of PROT_NONE %#x: %v", guard.Start, err)
+		} else {
+			if n, err := vmRead(p.PID, guard.Start, b[:]); err == nil {
+				t.Errorf("process_vm_readv read %d bytes of PROT_NONE %#x", n, guard.Start)
+			}
+			if err := vmReader(p.PID)(guard.Start, b[:]); err == nil {
+				t.Errorf("vmReader read PROT_NONE %#x", guard.Start)
+			}
+			var across [16]byte
+			if n, err := forced.read(guard.Start-8, across[:]); err != nil || n != len(across) {
+				t.Errorf("forced read across %#x into PROT_NONE: %d, %v", guard.Start, n, err)
+			}
+			if err := readMem(p.PID, guard.Start, b[:]); err != nil {
+				t.Errorf("readMem of PROT_NONE %#x: %v", guard.Start, err)
+			}
 		}
 		if _, err := peekWord(tid, 0); err == nil {
 			t.Error("peekWord at 0 succeeded")

@@ -531,7 +531,9 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 			b.pgid = pid
 		}
 		b.pids = append(b.pids, pid)
-		bufio.NewReader(out).ReadString('\n')
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatalf("rank %d never said it was ready: %v", pid, err)
+		}
 	}
 	for _, pid := range b.pids[:2] {
 		waitState(t, pid, "S")
@@ -542,7 +544,9 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(fa, out, 0o644)
+	if err := os.WriteFile(fa, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	agentOut, err := os.Create(fb)
 	if err != nil {
 		t.Fatal(err)
@@ -550,13 +554,14 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 	agent := exec.Command(crashtuiBin, "agent", "--host", "b", "--matrix", "off", "--sample-every", "200ms", "pgid:"+strconv.Itoa(b.pgid))
 	agent.Stdout = agentOut
 	w := startWaited(t, agent, syscall.SIGINT)
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) { // until the agent has streamed three samples
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) { // until the agent has streamed three samples
 		b, _ := os.ReadFile(fb)
 		if strings.Count(string(b), `"event":"sample"`) >= 9 {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent streamed %d sample events in 15 s, want 9", strings.Count(string(b), `"event":"sample"`))
+		}
 	}
 	agent.Process.Signal(syscall.SIGINT)
 	<-w.exited

@@ -30,7 +30,7 @@ func TestThreadsTabAt80x24(t *testing.T) {
 	scr.WaitFor(t, 20*time.Second, "checkpoint #1 (correct)", "read", "changed")
 	scr.Key(t, "c")
 	scr.Type("jjj") // none
-	time.Sleep(100 * time.Millisecond)
+	scr.WaitFor(t, 5*time.Second, "> none")
 	scr.Key(t, "\r")
 	scr.WaitFor(t, 20*time.Second, "checkpoint #2 (none)", "2 of 2")
 	scr.Key(t, "<")

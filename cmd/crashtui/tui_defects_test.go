@@ -38,7 +38,7 @@ func TestTUIDefectsOnAPty(t *testing.T) {
 	scr.WaitFor(t, 5*time.Second, "group 1", "siginfo")
 	scr.Key(t, "\x1b[D") // ← back to the list
 	scr.Type("j")
-	time.Sleep(100 * time.Millisecond)
+	scr.WaitFor(t, 5*time.Second, ">  2 ")
 	scr.Key(t, "\r")
 	scr.WaitFor(t, 5*time.Second, "group 2", "SIGABRT")
 	scr.Key(t, "?")
