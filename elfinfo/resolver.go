@@ -116,6 +116,23 @@ func (j *LinesJob) Path() string { return j.mod.path }
 // Load reads the module's DWARF (the slow part: hundreds of milliseconds for a libc).
 func (j *LinesJob) Load() { j.sym, j.err = newDelveSymbolizer(j.mod.path, j.mod.d) }
 
+// WantLines marks for PendingLines the modules mapped executable in maps whose DWARF is not
+// loaded yet, so that it can be loaded off the caller's goroutine before they are looked up.
+func (r *Resolver) WantLines(pid int, maps []Mapping) {
+	for _, m := range maps {
+		if !m.IsFile() || len(m.Perms) < 3 || m.Perms[2] != 'x' {
+			continue
+		}
+		mod, err := r.module(pid, m)
+		if err != nil || mod.symLoaded || mod.linesLoading {
+			continue
+		}
+		if mod.hasLines() {
+			r.pending[mod] = true
+		}
+	}
+}
+
 // PendingLines returns a job for every module a Deferred resolver left without lines, once.
 func (r *Resolver) PendingLines() []*LinesJob {
 	var jobs []*LinesJob
@@ -130,6 +147,14 @@ func (r *Resolver) PendingLines() []*LinesJob {
 	return jobs
 }
 
+// Close releases what a job loaded that was never installed (its resolver is gone).
+func (j *LinesJob) Close() {
+	if j.sym != nil {
+		j.sym.Close()
+		j.sym = nil
+	}
+}
+
 // Install puts a loaded job's lines in place (on the resolver's goroutine) and says whether
 // they changed anything: locations of the module are then worth asking again.
 func (r *Resolver) Install(j *LinesJob) bool {
@@ -141,8 +166,7 @@ func (r *Resolver) Install(j *LinesJob) bool {
 		}
 		return false
 	}
-	mod.symLoaded, mod.sym = true, j.sym
-	clear(mod.lines) // the memo holds symbol-table answers
+	mod.symLoaded, mod.sym = true, j.sym // nothing was memoized while lines were pending
 	return j.sym != nil
 }
 
@@ -259,6 +283,17 @@ func (r *Resolver) load(pid int, m Mapping) (*module, error) {
 	return mod, nil
 }
 
+// hasLines says whether the module has DWARF (in the file or a debug file), asked once.
+func (mod *module) hasLines() bool {
+	if mod.linesAvail == 0 {
+		mod.linesAvail = 2
+		if mod.d.dwarfAvailable(mod.path) {
+			mod.linesAvail = 1
+		}
+	}
+	return mod.linesAvail == 1
+}
+
 // symbolize returns function and line of a link-time address, memoized per module. With
 // deferLines it does not load DWARF: it answers from the symbol table, unmemoized, and says
 // whether lines are pending.
@@ -267,13 +302,7 @@ func (mod *module) symbolize(v uint64, deferLines bool) (funcLine, bool) {
 		return fl, false
 	}
 	if !mod.symLoaded {
-		if mod.linesAvail == 0 {
-			mod.linesAvail = 2
-			if mod.d.dwarfAvailable(mod.path) {
-				mod.linesAvail = 1
-			}
-		}
-		if mod.linesAvail == 1 && deferLines {
+		if mod.hasLines() && deferLines {
 			var fl funcLine
 			if s, ok := mod.d.funcForVaddr(v); ok {
 				fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, known: true}
@@ -281,7 +310,7 @@ func (mod *module) symbolize(v uint64, deferLines bool) (funcLine, bool) {
 			return fl, true
 		}
 		mod.symLoaded = true
-		if mod.linesAvail == 1 {
+		if mod.hasLines() {
 			mod.sym, _ = newDelveSymbolizer(mod.path, mod.d)
 		}
 	}
@@ -351,32 +380,6 @@ func (r *Resolver) symbolizeInto(loc *Location, mod *module, v uint64) {
 		loc.Function, loc.FuncOff, loc.File, loc.Line = fl.name, fl.off, fl.file, fl.line
 		loc.InlinedInto = fl.inlined
 	}
-}
-
-// Lookup locates a link-time offset of a module already opened through Locate (by its path
-// in maps), without a process: caller says offset is a return address, looked up at the call
-// before it as Unwind does. It is how a crash told before its lines is told again after.
-func (r *Resolver) Lookup(path string, offset uint64, caller bool) (Location, bool) {
-	var mod *module
-	for k, m := range r.byFile {
-		if k.path == path {
-			mod = m
-			break
-		}
-	}
-	if mod == nil {
-		return Location{}, false
-	}
-	v := offset
-	if caller {
-		v--
-	}
-	loc := Location{Module: path, Offset: offset, BuildID: mod.d.buildID}
-	r.symbolizeInto(&loc, mod, v)
-	if caller && loc.Function != "" {
-		loc.FuncOff++
-	}
-	return loc, true
 }
 
 // matchModule reports whether a mapping's path names module: the exact path, or its base name

@@ -271,6 +271,21 @@ func (r *Resolver) callerLocation(pid int, maps []Mapping, ra uint64) Location {
 	return loc
 }
 
+// Relocate looks the frames of an earlier Unwind up again, keeping their pcs: after
+// Install, a Deferred resolver's frames get their lines and inlined functions. Only the
+// resolver's caches are used, so the process may be gone.
+func (r *Resolver) Relocate(pid int, maps []Mapping, frames []Frame) []Frame {
+	out := make([]Frame, len(frames))
+	for i, f := range frames {
+		if i == 0 {
+			out[i] = Frame{PC: f.PC, Location: r.Locate(pid, maps, f.PC)}
+		} else {
+			out[i] = Frame{PC: f.PC, Location: r.callerLocation(pid, maps, f.PC)}
+		}
+	}
+	return out
+}
+
 var garbageModule = map[string]bool{"[anon]": true, "[heap]": true, "[stack]": true}
 
 // outermost are the functions every thread starts in (glibc's _start and clone, Go's

@@ -87,7 +87,7 @@ type crashState struct {
 	// and amended (CrashLines) when the line tables, loaded off the loop, arrive (lines.go).
 	quick    *elfinfo.Resolver
 	loading  int              // line-table loads under way
-	awaiting []sessions.Crash // crashes told while loads were under way, to be amended
+	awaiting []*awaitingCrash // crashes told while loads were under way, to be amended
 	groups   map[string]*crashGroup
 	ngroups  int
 	crashed  map[int]bool    // pid: its crash is decided (the first faulting thread wins)
@@ -257,10 +257,11 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 		return
 	}
 	var cr sessions.Crash
+	var u *unwound
 	if f := c.faults[tk.tid]; f != nil && (f.same(sig, si, regs.PC()) || (si.userSent() && int(si.PID) == tk.pid)) {
 		// The handler re-raised, or the fault came back with the default action: the crash
 		// belongs to the original site (kernel.md §C).
-		cr = f.crash
+		cr, u = f.crash, f.unwound
 		cr.Signal, cr.Code, cr.UserSent = signalName(sig), sigCodeName(sig, si.Code), si.userSent()
 		cr.PC = sessions.Hex(regs.PC())
 		cr.Regs = namedRegs(regs)
@@ -268,15 +269,24 @@ func (t *Tracer) onSignal(tk *task, sig int) {
 		if f != nil && f.returned {
 			t.emitHandled(f) // the thread went on past its old fault: that one was repaired
 		}
-		cr = t.describe(tk, sig, si, regs)
+		cr, u = t.describe(tk, sig, si, regs)
 	}
 	delete(c.faults, tk.tid)
-	t.decide(tk, &cr, sig, si, regs, start)
+	t.decide(tk, &cr, u, sig, si, regs, start)
+}
+
+// unwound is what a crash was described from, kept while its modules' lines are pending so
+// that the crash can be told again with them (lines.go).
+type unwound struct {
+	maps   []elfinfo.Mapping
+	frames []elfinfo.Frame
+	site   int // the frame the site is
 }
 
 // describe builds the crash record of a fatal or caught signal at tk's current state: the
 // site (module + link-time offset, or the abort message), the stack, the registers and the key.
-func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) sessions.Crash {
+// The unwound frames come back too when some of their lines are still to be loaded.
+func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) (sessions.Crash, *unwound) {
 	c := t.crash
 	p := t.procs[tk.pid]
 	pc := regs.PC()
@@ -294,7 +304,7 @@ func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) session
 		t.emitErr(tk.pid, "crash maps", err)
 		cr.Module, cr.Offset = "", sessions.Hex(pc)
 		cr.Key = sessions.SiteKey(cr)
-		return cr
+		return cr, nil
 	}
 	u := unwindRegsOf(regs)
 	frames := c.quick.Unwind(tk.pid, maps, pc, u.sp, u.fp, u.lr, string(c.arch), vmReader(tk.pid), c.opts.MaxFrames)
@@ -302,25 +312,31 @@ func (t *Tracer) describe(tk *task, sig int, si siginfo, regs arch.Regs) session
 		frames = []elfinfo.Frame{{PC: pc, Location: c.quick.Locate(tk.pid, maps, pc)}}
 	}
 	cr.Stack = stackFrames(frames)
-	site := frames[0].Location
+	siteAt := 0
 	if sig == int(unix.SIGABRT) {
 		libc := libcPath(maps)
 		cr.AbortMessage = t.abortMessage(tk.pid, maps, libc)
 		if cr.AbortMessage == "" {
 			// No message: every abort would share raise's pc inside libc; key by the first
 			// frame outside libc (its caller).
-			for _, f := range frames[1:] {
+			for i, f := range frames[1:] {
 				if f.Module != "" && f.Module != libc {
-					site = f.Location
+					siteAt = i + 1
 					break
 				}
 			}
 		}
 	}
+	site := frames[siteAt].Location
 	cr.Module, cr.Offset, cr.Function, cr.File, cr.Line = site.Module, sessions.Hex(site.Offset), site.Function, site.File, site.Line
 	cr.Key = crashKey(cr, c.opts.GroupBy, stackHash(frames, c.opts.StackKeyFrames))
 	cr.Disasm = disasmAround(tk.pid, c.arch, pc, frames[0].Function != "", frames[0].FuncOff)
-	return cr
+	for _, f := range frames {
+		if f.LinesPending {
+			return cr, &unwound{maps: maps, frames: frames, site: siteAt}
+		}
+	}
+	return cr, nil
 }
 
 // disasmAround decodes the code around pc: from the start of its function when the symbol is
@@ -431,7 +447,7 @@ func namedRegs(r arch.Regs) map[string]sessions.Hex {
 
 // decide groups a fatal crash, applies Spindle's core policy and emits the crash event, all
 // before the caller re-injects the signal (by PTRACE_EVENT_EXIT the kernel has already dumped).
-func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs arch.Regs, start time.Time) {
+func (t *Tracer) decide(tk *task, cr *sessions.Crash, u *unwound, sig int, si siginfo, regs arch.Regs, start time.Time) {
 	c := t.crash
 	c.crashed[tk.pid] = true
 	if c.stats.First.IsZero() {
@@ -487,7 +503,7 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, sig int, si siginfo, regs 
 	c.stats.Groups = c.ngroups
 	c.stats.Last = time.Now()
 	t.emit(*cr)
-	t.loadLines(*cr)
+	t.loadLines(*cr, u)
 	c.busy = false
 }
 

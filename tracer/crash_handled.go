@@ -31,6 +31,7 @@ type fault struct {
 	sig       int
 	pc, addr  uint64
 	crash     sessions.Crash // the record at the original site, used if it turns into a crash
+	unwound   *unwound       // what crash was described from, while its lines are pending
 	depth     int            // handler frames not yet returned through rt_sigreturn
 	sigret    bool           // the balancing rt_sigreturn was entered: its exit stop is next
 	stepping  bool           // running on after the handler returned: does the same fault come back?
@@ -120,8 +121,8 @@ func (t *Tracer) deliverCaught(tk *task, sig int, si siginfo) {
 		if f != nil && f.returned {
 			t.emitHandled(f) // the thread went on past the old fault to a new one
 		}
-		f = &fault{pid: tk.pid, tid: tk.tid, sig: sig, pc: pc, addr: si.Addr, depth: 1,
-			crash: t.describe(tk, sig, si, regs)}
+		f = &fault{pid: tk.pid, tid: tk.tid, sig: sig, pc: pc, addr: si.Addr, depth: 1}
+		f.crash, f.unwound = t.describe(tk, sig, si, regs)
 		c.faults[tk.tid] = f
 	}
 	f.sigret, f.stepping = false, false
@@ -233,7 +234,7 @@ const maxHandlerTries = 3
 func (t *Tracer) crashLooping(tk *task, f *fault, sig int, si siginfo, regs arch.Regs) {
 	cr := f.crash
 	cr.HandlerTries = f.tries
-	t.decide(tk, &cr, sig, si, regs, time.Now())
+	t.decide(tk, &cr, f.unwound, sig, si, regs, time.Now())
 }
 
 // stepVerdict is how long a thread let run on after its handler returned may go without

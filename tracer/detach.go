@@ -21,17 +21,15 @@ import (
 // cleared; a job-control stop is re-armed). So detaching a job of any size stops none of its
 // running threads, and an epoll_wait is never interrupted. Only held threads (a signal to
 // re-inject with PTRACE_DETACH's data), threads crashtui resumed with PTRACE_SYSCALL (a fault
-// handler followed, an injection not yet back) and, when the loop runs on the main thread
-// (which never ends), every thread are stopped and detached one by one.
+// handler followed, an injection not yet back) are stopped and detached one by one. This
+// relies on the loop's thread ending, which New sees to (never the main thread).
 func (t *Tracer) detachAll() error {
 	t.closing = true
 	var firstErr error
 	t.drain()
-	if !t.onMain {
-		for _, tk := range t.tasks {
-			if tk.stopped == running && !tk.exited && !tk.want && tk.req != unix.PTRACE_SYSCALL && tk.inject == nil && tk.abandoned == nil {
-				t.forgetDetached(tk)
-			}
+	for _, tk := range t.tasks {
+		if tk.stopped == running && !tk.exited && !tk.want && tk.req != unix.PTRACE_SYSCALL && tk.inject == nil && tk.abandoned == nil {
+			t.forgetDetached(tk)
 		}
 	}
 	// New children of held threads keep appearing for a round or two; a thread that does not

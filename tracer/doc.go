@@ -66,7 +66,7 @@
 // guard's frame. crashtui never single-steps (the step flag outlives the tracer): a caught
 // fault whose handler returned is followed with syscall-stops (crash_handled.go).
 //
-// The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread, woken by SIGCHLD: it
+// The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread (see above): it
 // sees its tracees and the ranks it launched, never the other children of the program that
 // embeds it. A tracee that is also the embedding program's own child and exits while traced is
 // reaped here (its parent's wait then reports ECHILD). The kernel treats a tracee whose tracer

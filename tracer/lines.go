@@ -19,9 +19,15 @@ import (
 // rest keep the symbol-table names (their sites and groups are the same).
 const maxAwaiting = 512
 
-// loadLines starts loading the line tables the last crash's description left pending and,
-// while any load is under way, keeps cr to be amended.
-func (t *Tracer) loadLines(cr sessions.Crash) {
+// awaitingCrash is a crash told before its lines: as last told, and what it was unwound from.
+type awaitingCrash struct {
+	cr sessions.Crash
+	u  *unwound
+}
+
+// loadLines starts loading the line tables the last crash's description left pending and
+// keeps cr (unwound from u) to be amended when they come.
+func (t *Tracer) loadLines(cr sessions.Crash, u *unwound) {
 	c := t.crash
 	for _, j := range c.resolver.PendingLines() {
 		c.loading++
@@ -32,12 +38,22 @@ func (t *Tracer) loadLines(cr sessions.Crash) {
 			unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 			j.Load()
 			if t.do(func() error { t.installLines(j); return nil }) != nil {
-				c.resolver.Install(j) // the tracer has stopped: nothing reads it; close it
+				j.Close() // the tracer has stopped: nothing will read it
 			}
 		}(j)
 	}
-	if c.loading > 0 && len(c.awaiting) < maxAwaiting {
-		c.awaiting = append(c.awaiting, cr)
+	switch {
+	case u == nil:
+	case c.loading > 0:
+		if len(c.awaiting) < maxAwaiting {
+			c.awaiting = append(c.awaiting, &awaitingCrash{cr: cr, u: u})
+		}
+	default:
+		// Its lines came meanwhile (a handled fault described earlier, the lines loaded for a
+		// stack sample since): tell them now.
+		if l, ok := c.relines(&awaitingCrash{cr: cr, u: u}); ok {
+			t.emit(l)
+		}
 	}
 }
 
@@ -45,11 +61,10 @@ func (t *Tracer) loadLines(cr sessions.Crash) {
 func (t *Tracer) installLines(j *elfinfo.LinesJob) {
 	c := t.crash
 	c.loading--
-	changed := c.resolver.Install(j)
-	if changed && !t.closing {
-		for _, cr := range c.awaiting {
-			if a, ok := c.relines(cr); ok {
-				t.emit(a)
+	if c.resolver.Install(j) && !t.closing {
+		for _, a := range c.awaiting {
+			if l, ok := c.relines(a); ok {
+				t.emit(l)
 			}
 		}
 	}
@@ -58,27 +73,14 @@ func (t *Tracer) installLines(j *elfinfo.LinesJob) {
 	}
 }
 
-// relines looks a told crash's frames up again; it says whether anything about them changed.
-func (c *crashState) relines(cr sessions.Crash) (sessions.CrashLines, bool) {
-	// The physical frames: the first, and each after the last of an inlined run.
-	var frames []elfinfo.Frame
-	for i, f := range cr.Stack {
-		if i > 0 && cr.Stack[i-1].Inlined {
-			continue
-		}
-		loc, ok := c.quick.Lookup(f.Module, uint64(f.Offset), len(frames) > 0)
-		if !ok {
-			loc = elfinfo.Location{Module: f.Module, Offset: uint64(f.Offset), Function: f.Function, FuncOff: uint64(f.FuncOff)}
-		}
-		frames = append(frames, elfinfo.Frame{PC: uint64(f.PC), Location: loc})
-	}
-	stack := stackFrames(frames)
-	a := sessions.CrashLines{PID: cr.PID, TID: cr.TID, Key: cr.Key, Function: cr.Function, File: cr.File, Line: cr.Line, Stack: stack}
-	for _, f := range frames {
-		if f.Module == cr.Module && f.Offset == uint64(cr.Offset) {
-			a.Function, a.File, a.Line = f.Function, f.File, f.Line
-			break
-		}
-	}
-	return a, !slices.Equal(stack, cr.Stack) || a.Function != cr.Function || a.File != cr.File || a.Line != cr.Line
+// relines looks a told crash's frames up again and says whether anything about them changed
+// since it was last told; what it tells becomes the crash as last told.
+func (c *crashState) relines(a *awaitingCrash) (sessions.CrashLines, bool) {
+	frames := c.quick.Relocate(a.cr.PID, a.u.maps, a.u.frames)
+	site := frames[a.u.site]
+	l := sessions.CrashLines{PID: a.cr.PID, TID: a.cr.TID, Key: a.cr.Key, Function: site.Function,
+		File: site.File, Line: site.Line, Stack: stackFrames(frames)}
+	changed := !slices.Equal(l.Stack, a.cr.Stack) || l.Function != a.cr.Function || l.File != a.cr.File || l.Line != a.cr.Line
+	a.cr.Function, a.cr.File, a.cr.Line, a.cr.Stack = l.Function, l.File, l.Line, l.Stack
+	return l, changed
 }

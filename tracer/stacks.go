@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,7 @@ type SampleStats struct {
 func (t *Tracer) SampleStacks(o SampleOptions) ([]sessions.Sample, SampleStats, error) {
 	var out []sessions.Sample
 	var st SampleStats
+	t.loadJobLines()
 	err := t.do(func() error {
 		if t.closing {
 			return errors.New("stacks: the tracer is detaching")
@@ -84,6 +86,41 @@ func (t *Tracer) SampleStacks(o SampleOptions) ([]sessions.Sample, SampleStats, 
 		return nil
 	})
 	return out, st, err
+}
+
+// loadJobLines loads, off the loop, the line tables of the modules the job maps executable
+// that are not loaded yet: unwinding a sample on the loop would otherwise load them there the
+// first time (hundreds of milliseconds for a libc), with every tracee and request waiting.
+func (t *Tracer) loadJobLines() {
+	var jobs []*elfinfo.LinesJob
+	if t.do(func() error {
+		for pid, p := range t.procs {
+			if p.announced {
+				maps, _ := t.stackMaps(pid, false)
+				t.crash.resolver.WantLines(pid, maps)
+			}
+		}
+		jobs = t.crash.resolver.PendingLines()
+		return nil
+	}) != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() { defer wg.Done(); j.Load() }()
+	}
+	wg.Wait()
+	if len(jobs) > 0 && t.do(func() error {
+		for _, j := range jobs {
+			t.crash.resolver.Install(j)
+		}
+		return nil
+	}) != nil {
+		for _, j := range jobs {
+			j.Close()
+		}
+	}
 }
 
 // taskSys is /proc/PID/task/TID/syscall: the call a blocked thread is in, and its sp and pc.
@@ -228,10 +265,12 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 		wait = append(wait, x)
 	}
 	// Almost every thread stops within microseconds: reap each one's status directly, then
-	// fall back to the loop's pump for the slow ones.
+	// fall back to the loop's pump for the slow ones. The spinning as a whole stays within the
+	// hold timeout, whatever a yield costs on a busy machine.
+	spinUntil := start.Add(o.HoldTimeout)
 	for _, x := range wait {
 		tk := x.tk
-		for spin := 0; spin < 5000 && tk.stopped == running && t.tasks[tk.tid] == tk; spin++ {
+		for spin := 0; tk.stopped == running && t.tasks[tk.tid] == tk && (spin < 20 || time.Now().Before(spinUntil)); spin++ {
 			var ws unix.WaitStatus
 			pid, err := unix.Wait4(tk.tid, &ws, unix.WALL|unix.WNOTHREAD|unix.WNOHANG, nil)
 			if err == nil && pid == tk.tid {

@@ -63,7 +63,8 @@ type task struct {
 	abandoned *injectSession
 	// early: its first stop came before its parent's fork or clone event (handle).
 	early bool
-	// req is the request that last resumed it (PTRACE_CONT, PTRACE_LISTEN, PTRACE_SYSCALL).
+	// req is how it was last resumed: PTRACE_SYSCALL (a fault handler followed), else
+	// PTRACE_CONT (also after a PTRACE_LISTEN).
 	req int
 }
 
@@ -147,10 +148,6 @@ type Tracer struct {
 	idle     atomic.Bool
 	waiting  atomic.Uint64 // the generation of the current wait4, 0 when none
 	waitGen  uint64
-	// loopThread is the loop's thread (written before the loop starts, read after done);
-	// onMain says it is the process's main thread, which never ends (detachAll).
-	loopThread int
-	onMain     bool
 }
 
 // New starts the tracer's goroutine (locked to one OS thread) and its waiter.
@@ -212,7 +209,7 @@ func (t *Tracer) Close() error {
 	// (detachAll): Close returns once it has.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
 		var st unix.Stat_t
-		if unix.Stat("/proc/self/task/"+strconv.Itoa(t.loopThread), &st) != nil {
+		if unix.Stat("/proc/self/task/"+strconv.Itoa(t.self), &st) != nil {
 			break
 		}
 	}
@@ -235,8 +232,6 @@ func (t *Tracer) loop(started chan struct{}) {
 	runtime.LockOSThread() // ptrace requests must come from the attaching thread; never unlocked
 	// /proc's TracerPid names the tracing *thread*: this one.
 	t.self = unix.Gettid()
-	t.loopThread = t.self
-	t.onMain = t.self == unix.Getpid()
 	if started != nil {
 		close(started)
 	}
@@ -547,8 +542,7 @@ func (t *Tracer) onExec(tk *task) {
 		if len(p.argv) > 3 && p.argv[3] == gateName {
 			return
 		}
-		p.execed = true
-		p.stale = true
+		p.execed, p.inherited, p.stale = true, true, true // read just now: freshen tells it
 		t.freshen(p)
 		return
 	}
