@@ -236,11 +236,14 @@ func (m *Model) apply(evs []sessions.Event) {
 	}
 }
 
-// normalize lets every tab fit its cursor to the State after a message: View only draws.
+// normalize lets the active tab fit its cursor to the State after a message: View only
+// draws. A hidden tab is fitted when it is shown (the message that switches to it); Update
+// holds the State's lock, which the tracer's events wait for, so hidden tabs cost nothing.
 func (m *Model) normalize() {
-	for _, c := range m.tabs() {
-		c.normalize(m)
+	if m.tab != tabProcs {
+		m.proc.sig = nil // the signal dialog belongs to the Processes tab
 	}
+	m.active().normalize(m)
 }
 
 func (m *Model) ctrlCmd(op string, f func() error) tea.Cmd {

@@ -146,8 +146,8 @@ func (p *procsTab) dialogKey(m *Model, msg tea.KeyMsg) tea.Cmd {
 }
 
 func (p *procsTab) normalize(m *Model) {
-	if p.sig != nil && (m.tab != tabProcs || !m.live()) {
-		p.sig = nil // the dialog belongs to this tab and a running tracer
+	if p.sig != nil && !m.live() {
+		p.sig = nil // the dialog needs a running tracer
 	}
 	p.resolveUsers(m)
 	n := len(p.rows(m))
