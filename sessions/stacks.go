@@ -158,6 +158,9 @@ type StackOptions struct {
 // call a rank is in are the MPI library's own progress engine.
 const DefaultCut = `^P?MPI_`
 
+// DefaultCutRE is DefaultCut compiled.
+var DefaultCutRE = regexp.MustCompile(DefaultCut)
+
 // StampedSample is a Sample with where and when it was taken.
 type StampedSample struct {
 	Host string

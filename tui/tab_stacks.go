@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +25,6 @@ var stackFrames = []string{"function", "line", "offset"}
 // stackWindow is how many of each process's latest samples decide stuck or moving in the
 // TUI: with auto-sampling every 5 s, the last 15 seconds.
 const stackWindow = 3
-
-var defaultCut = regexp.MustCompile(sessions.DefaultCut)
 
 // stacksTab is Stacks: the merged call-path tree of the samples, its classes, one frame's
 // detail.
@@ -59,7 +56,7 @@ func (s *stacksTab) refresh(m *Model) {
 		return
 	}
 	s.mergedAt = m.state.SampleEvents
-	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: defaultCut, Window: stackWindow})
+	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: sessions.DefaultCutRE, Window: stackWindow})
 }
 
 func (s *stacksTab) lines() []views.StackLine { return views.StackLines(s.merged.Tree, s.collapsed) }

@@ -441,11 +441,7 @@ func CrashDetailLines(st *Styles, s *sessions.State, g *sessions.Group, width in
 		}
 		out = append(out, "")
 		out = append(out, st.Bold.Render("site"))
-		fn := sessions.Sanitize(c.Function)
-		if fn == "" {
-			fn = "??"
-		}
-		out = append(out, cut("  "+fn, width))
+		out = append(out, cut("  "+orUnknown(sessions.Sanitize(c.Function)), width))
 		if c.File != "" {
 			out = append(out, "  at "+midEllipsis(fmt.Sprintf("%s:%d", sessions.Sanitize(c.File), c.Line), max(width-5, 8)))
 		}
@@ -543,10 +539,7 @@ func stackLines(st *Styles, stack []sessions.Frame, width int) []string {
 	type row struct{ fn, loc, mod, pc string }
 	rows := make([]row, len(stack))
 	for i, f := range stack {
-		r := row{fn: sessions.Sanitize(f.Function), mod: sessions.Sanitize(sessions.ModuleBase(f.Module)) + "+" + f.Offset.String(), pc: f.PC.String()}
-		if r.fn == "" {
-			r.fn = "??"
-		}
+		r := row{fn: orUnknown(sessions.Sanitize(f.Function)), mod: sessions.Sanitize(sessions.ModuleBase(f.Module)) + "+" + f.Offset.String(), pc: f.PC.String()}
 		if f.Inlined {
 			r.fn += " (inlined)"
 		}
@@ -635,11 +628,7 @@ func HandledDetailLines(st *Styles, h *HandledSite, width int) []string {
 		out = append(out, "  "+st.Info.Render(l))
 	}
 	out = append(out, "", st.Bold.Render("site"))
-	fn := sessions.Sanitize(h.Function)
-	if fn == "" {
-		fn = "??"
-	}
-	out = append(out, cut("  "+fn, width), "  in "+midEllipsis(sessions.Sanitize(h.Module)+"+"+h.Offset.String(), max(width-5, 8)))
+	out = append(out, cut("  "+orUnknown(sessions.Sanitize(h.Function)), width), "  in "+midEllipsis(sessions.Sanitize(h.Module)+"+"+h.Offset.String(), max(width-5, 8)))
 	out = append(out, "", st.Bold.Render("why it is not a crash"))
 	for _, l := range strings.Split(wrap("crashtui delivered the signal to the program's handler and followed the thread to the rt_sigreturn "+
 		"that ends it; the thread then ran on without the same fault coming back, so the handler repaired it (a safepoint page made "+

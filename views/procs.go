@@ -90,15 +90,7 @@ func ProcState(p *sessions.Proc) string {
 // (the title says when; the TUI samples every 5 s by default, S samples now).
 func ProcStat(s *sessions.State, p *sessions.Proc) (state string, at time.Time) {
 	if p.Exit != nil {
-		switch {
-		case p.Exit.Detached:
-			return "detached", time.Time{}
-		case p.Exit.Signal != "":
-			return "killed " + sessions.Sanitize(p.Exit.Signal), time.Time{}
-		case p.Exit.Code != nil:
-			return "exit " + strconv.Itoa(*p.Exit.Code), time.Time{}
-		}
-		return "exited", time.Time{}
+		return strings.TrimSuffix(ProcState(p), " (core)"), time.Time{} // the column has no room for it
 	}
 	if l := s.Samples[sessions.ProcKey{Host: p.Host, PID: p.PID}]; len(l) > 0 && !l[len(l)-1].Time.Before(p.Joined) {
 		last := l[len(l)-1]

@@ -226,7 +226,7 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 
 // StacksText is crashtui stacks' text report: the tree, the classes and the summary
 // sentences. width 0 means no limit.
-func StacksText(st sessions.Stacks, s *sessions.State, width int) string {
+func StacksText(st sessions.Stacks, width int) string {
 	var b strings.Builder
 	procs := len(st.Ranks)
 	nthreads := 0

@@ -32,7 +32,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !oneOf(*restore, "correct", "naive", "sc-only", "none") {
+	if !oneOf(*restore, views.Policies...) {
 		return usageErr("--restore=%s: want correct, naive, sc-only or none", *restore)
 	}
 	policy := arch.Policy(strings.ToLower(*restore))

@@ -14,6 +14,7 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 	"github.com/crashtui/crashtui/tui"
+	"github.com/crashtui/crashtui/views"
 )
 
 // demo --guest: the restart-state story on a real kernel of another architecture, on any
@@ -307,7 +308,7 @@ func (g *guest) Measure() error { return g.send("measure") }
 func (g *guest) Sample() error  { return g.send("sample") }
 
 func (g *guest) Checkpoint(policy string) error {
-	if !oneOf(policy, "correct", "naive", "sc-only", "none") {
+	if !oneOf(policy, views.Policies...) {
 		return fmt.Errorf("checkpoint: unknown policy %q", policy)
 	}
 	return g.send("checkpoint " + strings.ToLower(policy))

@@ -98,7 +98,7 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		},
-		func(st *sessions.State) { fmt.Fprint(stdout, views.StacksText(merged, st, 0)) },
+		func(*sessions.State) { fmt.Fprint(stdout, views.StacksText(merged, 0)) },
 		func(st *sessions.State) sessions.Body {
 			merged = st.Stacks(opts)
 			return merged

@@ -13,6 +13,7 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tui"
+	"github.com/crashtui/crashtui/views"
 )
 
 // controller carries the TUI's requests down to the tracer.
@@ -55,7 +56,7 @@ type checkpointer interface {
 }
 
 func (c controller) Checkpoint(policy string) error {
-	if !oneOf(policy, "correct", "naive", "sc-only", "none") {
+	if !oneOf(policy, views.Policies...) {
 		return fmt.Errorf("checkpoint: unknown policy %q", policy)
 	}
 	cp, ok := any(c.t).(checkpointer)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -170,15 +169,18 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 		}()
 		err = viewTUI(ctx, &c, s, tty)
 	}
-	s.mu.Lock()
-	sampled := s.state.SampleEvents > 0
-	s.mu.Unlock()
-	if c.json && sampled {
+	if c.json {
 		// The agents' stack samples merged across hosts: one tree, rank sets over every host.
 		s.mu.Lock()
-		merged := s.state.Stacks(sessions.StackOptions{Cut: regexp.MustCompile(sessions.DefaultCut)})
+		var merged *sessions.Stacks
+		if s.state.SampleEvents > 0 {
+			st := s.state.Stacks(sessions.StackOptions{Cut: sessions.DefaultCutRE})
+			merged = &st
+		}
 		s.mu.Unlock()
-		s.emit(sessions.Event{Time: time.Now(), Body: merged})
+		if merged != nil {
+			s.emit(sessions.Event{Time: time.Now(), Body: *merged})
+		}
 	}
 	s.finish("")
 	return err
