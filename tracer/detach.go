@@ -26,7 +26,9 @@ import (
 func (t *Tracer) detachAll() error {
 	t.closing = true
 	var firstErr error
-	t.drain()
+	// Every stop that has come is handled first, so that a thread that looks running is.
+	for t.drain() == drainMax {
+	}
 	for _, tk := range t.tasks {
 		if tk.stopped == running && !tk.exited && !tk.want && tk.req != unix.PTRACE_SYSCALL && tk.inject == nil && tk.abandoned == nil {
 			t.forgetDetached(tk)

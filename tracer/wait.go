@@ -99,11 +99,14 @@ func (t *Tracer) serve(r request) {
 	r.done <- r.fn()
 }
 
-// drain handles every wait status that is ready, without blocking. It must run on the loop
-// thread (the tracer thread of every tracee).
+// drainMax bounds one drain: in a storm of stops, requests are served between drains (burst).
+const drainMax = 256
+
+// drain handles the wait statuses that are ready (at most drainMax), without blocking. It
+// must run on the loop thread (the tracer thread of every tracee).
 func (t *Tracer) drain() int {
 	n := 0
-	for {
+	for n < drainMax {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, waitFlags, nil)
 		if err == unix.EINTR {
@@ -115,6 +118,7 @@ func (t *Tracer) drain() int {
 		t.handle(waitResult{pid: pid, ws: ws})
 		n++
 	}
+	return n
 }
 
 // burstWindow is how long the loop keeps polling for the next stop after handling one
