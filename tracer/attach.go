@@ -78,6 +78,19 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 			t.emitErr(pid, "attach", err)
 		}
 	}
+	// What announcing reads of each new process (exe, cmdline, status, environ), read in
+	// parallel first: nothing else runs on the loop meanwhile, and each read fills in only
+	// its own process.
+	var fresh []*proc
+	for _, p := range t.procs {
+		if len(p.tasks) > 0 && !p.announced && !p.inherited && (!p.launched || p.execed) {
+			fresh = append(fresh, p)
+		}
+	}
+	inParallel(len(fresh), func(i int) { fresh[i].readImage() })
+	for _, p := range fresh {
+		p.inherited = true
+	}
 	for _, p := range t.procs {
 		if len(p.tasks) == 0 {
 			continue

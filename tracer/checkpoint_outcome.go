@@ -1,9 +1,6 @@
 package tracer
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crashtui/crashtui/arch"
@@ -23,8 +20,8 @@ var (
 	outcomeWait   = 2 * time.Second
 )
 
-// procSyscall is /proc/PID/task/TID/syscall (fs/proc/base.c proc_pid_syscall): "running", or
-// "-1 sp pc" outside a syscall, or "nr a0..a5 sp pc" while blocked in one.
+// procSyscall is where a thread is after a restore: its /proc syscall file (taskSys) and
+// whether it is job-control stopped.
 type procSyscall struct {
 	gone, running, in bool
 	stopped           bool // job-control stopped: it has not run since the restore
@@ -32,27 +29,15 @@ type procSyscall struct {
 }
 
 func readProcSyscall(pid, tid int) procSyscall {
-	b, err := os.ReadFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"))
-	if err != nil {
-		return procSyscall{gone: true}
-	}
-	ps := parseProcSyscall(b)
+	ps := procSyscallOf(readTaskSyscall(pid, tid))
 	if st, err := readStat(tid); err == nil && (st.state == 'T' || st.state == 't') {
 		ps.stopped = true
 	}
 	return ps
 }
 
-func parseProcSyscall(b []byte) procSyscall {
-	f := strings.Fields(string(b))
-	if len(f) == 0 || f[0] == "running" {
-		return procSyscall{running: true}
-	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil || nr < 0 {
-		return procSyscall{}
-	}
-	return procSyscall{in: true, nr: nr}
+func procSyscallOf(s taskSys) procSyscall {
+	return procSyscall{gone: s.gone, running: s.nr == -2 && !s.gone, in: s.inSyscall(), nr: s.nr}
 }
 
 // outcome completes th with what it did after the policy was applied: what the policy makes

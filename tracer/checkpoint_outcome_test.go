@@ -62,7 +62,32 @@ func FuzzReadProcSyscallLine(f *testing.F) {
 	f.Add("running")
 	f.Add("0 0x3 0x7ffd 0x1 0x0 0x0 0x0 0x7ffd0 0x7f00")
 	f.Add("-1 0x7ffd 0x7f00")
-	f.Fuzz(func(t *testing.T, s string) { parseProcSyscall([]byte(s)) })
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := parseTaskSyscall([]byte(s)); got.inSyscall() && got.nr > 1<<60 {
+			t.Fatalf("%q: nr %d", s, got.nr)
+		}
+	})
+}
+
+// TestParseTaskSyscall reads the three shapes of fs/proc/base.c proc_pid_syscall.
+func TestParseTaskSyscall(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want taskSys
+	}{
+		{"running\n", taskSys{nr: -2}},
+		{"-1 0x7ffd1000 0x7f0000001234\n", taskSys{nr: -1, sp: 0x7ffd1000, pc: 0x7f0000001234}},
+		{"202 0x4000 0x80 0x0 0x0 0x0 0x0 0x7ffd2000 0x7f0000005678\n", taskSys{nr: 202, arg0: 0x4000, sp: 0x7ffd2000, pc: 0x7f0000005678}},
+		{"garbage 1 2", taskSys{nr: -2}},
+		{"", taskSys{nr: -2}},
+	} {
+		if got := parseTaskSyscall([]byte(tc.line)); got != tc.want {
+			t.Errorf("%q: %+v, want %+v", tc.line, got, tc.want)
+		}
+	}
+	if got := procSyscallOf(taskSys{gone: true, nr: -2}); !got.gone || got.running || got.in {
+		t.Errorf("a gone thread reads as %+v", got)
+	}
 }
 
 // awaitOutcomes polls, rather than sleeping once: a thread the kernel puts back into its

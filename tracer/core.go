@@ -103,12 +103,3 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 	}
 	return path, nil
 }
-
-func readGID(pid int) int {
-	f := strings.Fields(statusField(procPath(pid, "status"), "Gid"))
-	if len(f) < 2 {
-		return -1
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
-}

@@ -94,79 +94,6 @@ func ParseJob(spec string) (Job, error) {
 	return j, nil
 }
 
-// procStat is the part of /proc/PID/stat the job resolver needs.
-type procStat struct {
-	pid, ppid, pgrp, session int
-	state                    byte
-	flags                    uint64
-	comm                     string
-}
-
-const pfKthread = 0x00200000 // PF_KTHREAD, include/linux/sched.h
-
-// kernelThread is PF_KTHREAD alone: in a pid namespace of its own, pid 2 and its children are
-// ordinary processes.
-func (s procStat) kernelThread() bool { return s.flags&pfKthread != 0 }
-
-// parseStat parses /proc/PID/stat. comm may contain spaces and parentheses: it runs from the
-// first '(' to the last ')'.
-func parseStat(b []byte) (procStat, error) {
-	var s procStat
-	open, close := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || close < open {
-		return s, fmt.Errorf("stat: no comm")
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil {
-		return s, fmt.Errorf("stat: pid: %w", err)
-	}
-	s.pid, s.comm = pid, string(b[open+1:close])
-	f := strings.Fields(string(b[close+1:]))
-	if len(f) < 7 {
-		return s, fmt.Errorf("stat: %d fields", len(f))
-	}
-	s.state = f[0][0]
-	s.ppid, _ = strconv.Atoi(f[1])
-	s.pgrp, _ = strconv.Atoi(f[2])
-	s.session, _ = strconv.Atoi(f[3])
-	s.flags, _ = strconv.ParseUint(f[6], 10, 64)
-	return s, nil
-}
-
-func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseStat(b)
-}
-
-// scanStat returns the pids of all processes whose stat matches.
-func scanStat(match func(procStat) bool) ([]int, error) { return scanStatExcept(nil, match) }
-
-// scanStatExcept is scanStat without reading the stat of the pids skip names.
-func scanStatExcept(skip func(pid int) bool, match func(procStat) bool) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || (skip != nil && skip(pid)) {
-			continue
-		}
-		s, err := readStat(pid)
-		if err != nil {
-			continue
-		}
-		if match(s) {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
-}
-
 // excluded are crashtui itself and its ancestors: attaching to them would deadlock or stop the
 // terminal crashtui runs in.
 func excluded() map[int]bool {
@@ -227,40 +154,54 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 		return nil, nil, nil, wholeNamespaceErr(j, pids)
 	}
 	pipes := ownPipes()
-	out := pids[:0]
+	var cand []int
 	seen := map[int]bool{}
 	for _, p := range pids {
 		if ex[p] || seen[p] {
 			continue
 		}
 		seen[p] = true
-		if known != nil && known(p) {
-			out = append(out, p) // looked at in an earlier round: no more /proc reads
-			continue
-		}
-		s, ok := stats[p]
-		if !ok {
-			if s, err = readStat(p); err != nil {
+		if _, ok := stats[p]; !ok && (known == nil || !known(p)) {
+			s, err := readStat(p)
+			if err != nil {
 				continue
 			}
 			stats[p] = s
 		}
-		if s.kernelThread() {
-			continue
+		cand = append(cand, p)
+	}
+	// The checks below read /proc/PID/task and fd of each new process: in parallel, each
+	// answer in its own slot.
+	why := make([]string, len(cand))
+	inParallel(len(cand), func(i int) {
+		p := cand[i]
+		if known != nil && known(p) {
+			return // looked at in an earlier round: no more /proc reads
 		}
-		// A zombie leader is a dead process, unless it called pthread_exit and other threads
-		// of it still run.
-		if (s.state == 'Z' || s.state == 'X') && len(listTasks(p)) <= 1 {
-			continue
+		s := stats[p]
+		switch {
+		case s.kernelThread():
+			why[i] = "-"
+		case (s.state == 'Z' || s.state == 'X') && len(listTasks(p)) <= 1:
+			// A zombie leader is a dead process, unless it called pthread_exit and other
+			// threads of it still run.
+			why[i] = "-"
+		default:
+			why[i] = holdsPipe(p, pipes)
 		}
-		if why := holdsPipe(p, pipes); why != "" {
+	})
+	out := pids[:0]
+	for i, p := range cand {
+		switch why[i] {
+		case "":
+			out = append(out, p)
+		case "-":
+		default:
 			if pipeline == nil {
 				pipeline = map[int]string{}
 			}
-			pipeline[p] = why
-			continue
+			pipeline[p] = why[i]
 		}
-		out = append(out, p)
 	}
 	sort.Ints(out)
 	return out, pipeline, stats, nil
@@ -317,26 +258,29 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 		return ""
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
-	ents, err := os.ReadDir(dir + "/fd")
-	if err != nil {
-		return ""
-	}
-	for _, e := range ents {
-		l, err := os.Readlink(dir + "/fd/" + e.Name())
-		if err != nil || !strings.HasPrefix(l, "pipe:[") {
-			continue
+	why := ""
+	readDirNumbers(dir+"/fd", func(fd int) {
+		if why != "" {
+			return
 		}
-		ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "pipe:["), "]"), 10, 64)
+		var buf [64]byte
+		name := strconv.Itoa(fd)
+		n, err := unix.Readlink(dir+"/fd/"+name, buf[:])
+		l := buf[:max(n, 0)]
+		if err != nil || !bytes.HasPrefix(l, []byte("pipe:[")) || !bytes.HasSuffix(l, []byte("]")) {
+			return
+		}
+		ino, err := strconv.ParseUint(string(l[len("pipe:["):len(l)-1]), 10, 64)
 		sp, ok := pipes[ino]
 		if err != nil || !ok {
-			continue
+			return
 		}
-		flags := statusField(dir+"/fdinfo/"+e.Name(), "flags")
+		flags := statusField(dir+"/fdinfo/"+name, "flags")
 		if mode, err := strconv.ParseUint(flags, 8, 64); err == nil && int(mode)&unix.O_ACCMODE == sp.other {
-			return "holds the other end of crashtui's " + sp.name + " pipe"
+			why = "holds the other end of crashtui's " + sp.name + " pipe"
 		}
-	}
-	return ""
+	})
+	return why
 }
 
 func descendants(root int) ([]int, error) {

@@ -188,8 +188,9 @@ func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
 			continue
 		}
 		if known == nil || !known(pid) {
-			env, err := os.ReadFile(procPath(pid, "environ"))
-			if err != nil || !slurmEnvMatch(env, id, step) {
+			match := false
+			readProc(procPath(pid, "environ"), func(env []byte) { match = slurmEnvMatch(env, id, step) })
+			if !match {
 				continue
 			}
 		}

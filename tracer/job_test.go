@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -169,6 +170,77 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, err := parseStat([]byte("garbage")); err == nil {
 		t.Error("garbage parsed")
+	}
+	// A real line: every field parseStat takes agrees with the fields counted out by hand.
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = parseStat(b)
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	if err != nil || s.pid != os.Getpid() || s.ppid != os.Getppid() || string(s.state) != f[0] ||
+		strconv.Itoa(s.pgrp) != f[2] || strconv.Itoa(s.session) != f[3] || strconv.FormatUint(s.flags, 10) != f[6] || s.cpu != ut+st {
+		t.Errorf("parseStat(%q) = %+v, %v", b, s, err)
+	}
+}
+
+// TestProcReaders checks the tracer's /proc readers against the os package's answers for
+// this process and its threads, and for a child with a rank in its environment.
+func TestProcReaders(t *testing.T) {
+	self := os.Getpid()
+	var want []int
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		want = append(want, n)
+	}
+	got := listTasks(self)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("listTasks = %v, os.ReadDir = %v", got, want)
+	}
+	all, err := scanStat(func(procStat) bool { return true })
+	if err != nil || !slices.Contains(all, self) || !slices.Contains(all, 1) {
+		t.Errorf("scanStat: %d pids, self or 1 missing (%v)", len(all), err)
+	}
+	if exe, _ := os.Executable(); readExe(self) != exe {
+		t.Errorf("readExe = %q, want %q", readExe(self), exe)
+	}
+	if !slices.Equal(readArgv(self), os.Args) {
+		t.Errorf("readArgv = %q, want %q", readArgv(self), os.Args)
+	}
+	if readUID(self) != os.Geteuid() || readGID(self) != os.Getegid() {
+		t.Errorf("uid %d gid %d, want %d %d", readUID(self), readGID(self), os.Geteuid(), os.Getegid())
+	}
+	if c := readComm(self); c == "" || !strings.HasPrefix(filepath.Base(os.Args[0]), c) {
+		t.Errorf("readComm = %q for %s", c, os.Args[0])
+	}
+	// A large environment, read whole: the rank is its last variable.
+	child := exec.Command("sleep", "30")
+	child.Env = []string{"PAD=" + strings.Repeat("x", 100<<10), "PMI_RANK=3", "SLURM_PROCID=9", "OMPI_COMM_WORLD_RANK=7"}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	// Until exec has set up the new stack the environment reads empty (env_start is 0).
+	r := readRank(child.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); r == sessions.NoRank && time.Now().Before(deadline); r = readRank(child.Process.Pid) {
+		time.Sleep(time.Millisecond)
+	}
+	if r != 7 {
+		t.Errorf("readRank = %d, want 7 (OMPI_COMM_WORLD_RANK comes before PMI_RANK and SLURM_PROCID)", r)
+	}
+	if sys := readTaskSyscall(child.Process.Pid, child.Process.Pid); sys.gone {
+		t.Errorf("readTaskSyscall of a live child: %+v", sys)
+	}
+	if sys := readTaskSyscall(1<<22+1, 1<<22+1); !sys.gone || sys.inSyscall() {
+		t.Errorf("readTaskSyscall of no process: %+v", sys)
 	}
 }
 

@@ -1,11 +1,9 @@
 package tracer
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -123,60 +121,6 @@ func (t *Tracer) loadJobLines() {
 	}
 }
 
-// taskSys is /proc/PID/task/TID/syscall: the call a blocked thread is in, and its sp and pc.
-type taskSys struct {
-	nr     int // -1: blocked outside a syscall; -2: running or unreadable
-	arg0   uint64
-	sp, pc uint64
-}
-
-// readSmall reads a small /proc file into buf with three syscalls (os.ReadFile adds an
-// fstat and allocations: sampling reads two of these per thread).
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
-
-func readTaskSyscall(pid, tid int) taskSys {
-	var buf [256]byte
-	b, err := readSmall(procPath(pid, "task/"+strconv.Itoa(tid)+"/syscall"), buf[:])
-	if err != nil {
-		return taskSys{nr: -2}
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return taskSys{nr: -2} // "running"
-	}
-	nr, err := strconv.Atoi(f[0])
-	if err != nil {
-		return taskSys{nr: -2}
-	}
-	hex := func(s string) uint64 { v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64); return v }
-	ts := taskSys{nr: nr, sp: hex(f[len(f)-2]), pc: hex(f[len(f)-1])}
-	if nr >= 0 && len(f) > 3 {
-		ts.arg0 = hex(f[1])
-	}
-	return ts
-}
-
 // noInterrupt are the calls that a PTRACE_INTERRUPT ends with EINTR whatever the handler
 // (signal(7), "interfaces that are never restarted" and "can fail with EINTR after a stop"),
 // measured for epoll_wait on this kernel: sampling must not stop a thread blocked in one.
@@ -185,26 +129,6 @@ var noInterrupt = map[string]bool{
 	"io_getevents": true, "io_pgetevents": true,
 	"semop": true, "semtimedop": true,
 	"rt_sigtimedwait": true,
-}
-
-// taskStat is the state letter and CPU time (utime+stime, clock ticks) of one thread.
-func readTaskStat(pid, tid int) (state byte, cpu uint64) {
-	var buf [1024]byte
-	b, err := readSmall(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"), buf[:])
-	if err != nil {
-		return 0, 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return 0, 0
-	}
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	stt, _ := strconv.ParseUint(f[12], 10, 64)
-	return f[0][0], ut + stt
 }
 
 // sampleProc holds p's threads, unwinds them and lets go. It returns the sample and how long
@@ -233,7 +157,9 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 			continue // past PTRACE_EVENT_EXIT: never stops again
 		}
 		x := &th{tk: tk}
-		x.state, x.cpu = readTaskStat(p.pid, tid)
+		if st, err := readTaskStat(p.pid, tid); err == nil {
+			x.state, x.cpu = st.state, st.cpu
+		}
 		if x.state == 'Z' || x.state == 'X' {
 			continue
 		}
@@ -243,7 +169,7 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 			switch {
 			case noInterrupt[name]:
 				x.proc, x.note = true, name+" would return EINTR if interrupted"
-			case inVforkCall(a, p.pid, tid, x.sys):
+			case inVforkCall(a, p.pid, x.sys):
 				x.proc, x.note = true, "a vfork parent cannot stop"
 			}
 		}
@@ -376,20 +302,6 @@ func (t *Tracer) sampleProc(p *proc, o SampleOptions) (sessions.Sample, time.Dur
 	}
 	s.HeldUS = int(held / time.Microsecond)
 	return s, held
-}
-
-// inVforkCall says whether a thread blocked in sys is a vfork parent (see inVfork).
-func inVforkCall(a arch.Arch, pid, tid int, sys taskSys) bool {
-	if n, ok := arch.SyscallNumber(a, "vfork"); ok && sys.nr == n {
-		return true
-	}
-	if n, ok := arch.SyscallNumber(a, "clone"); ok && sys.nr == n {
-		return sys.arg0&cloneVFork != 0
-	}
-	if n, ok := arch.SyscallNumber(a, "clone3"); ok && sys.nr == n {
-		return inVfork(pid, tid) // reads struct clone_args
-	}
-	return false
 }
 
 // stackSnapshot is how much of a stack is copied while its thread is held: enough for the

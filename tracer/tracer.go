@@ -86,7 +86,7 @@ type proc struct {
 	inherited bool
 	// stale: it has exec'd and its image fields are read after it runs again (freshen).
 	stale bool
-	// preStat is its stat line as the attach's scan of /proc read it: refreshProc takes ppid
+	// preStat is its stat line as the attach's scan of /proc read it: readImage takes ppid
 	// and comm from it instead of reading them again.
 	preStat *procStat
 	// leader is true when crashtui traces the thread-group leader; a leader that was already
@@ -311,7 +311,7 @@ func (t *Tracer) announce(p *proc) {
 	}
 	p.announced = true
 	if !p.inherited {
-		t.refreshProc(p)
+		p.readImage()
 		p.inherited = true
 	}
 	t.emit(sessions.Process{PID: p.pid, PPID: p.ppid, Rank: p.rank, Exe: p.exe, Comm: p.comm,
@@ -323,7 +323,9 @@ func (t *Tracer) announce(p *proc) {
 	}
 }
 
-func (t *Tracer) refreshProc(p *proc) {
+// readImage reads what /proc says of p's program: its parent and comm (from the attach
+// scan's stat line when there is one), exe, argv, uid and rank. It touches nothing but p.
+func (p *proc) readImage() {
 	if st := p.preStat; st != nil {
 		p.preStat = nil
 		p.ppid, p.comm = st.ppid, st.comm
@@ -538,7 +540,7 @@ func (t *Tracer) onExec(tk *task) {
 	if p.launched && !p.execed {
 		// The seize may come before the exec of the gate shell itself: its exec is not the
 		// rank's.
-		t.refreshProc(p)
+		p.readImage()
 		if len(p.argv) > 3 && p.argv[3] == gateName {
 			return
 		}
@@ -560,7 +562,7 @@ func (t *Tracer) freshen(p *proc) {
 	}
 	p.stale = false
 	if !p.inherited {
-		t.refreshProc(p)
+		p.readImage()
 		p.inherited = true
 	}
 	if !p.announced {
