@@ -98,7 +98,9 @@ func BenchmarkEventCost(b *testing.B) {
 // processes was kept from running while crashtui attached and while it detached (goals:
 // 0.1 ms per process, 5 ms). A probe sleeps 1 ms at a time and reports its largest
 // overshoot (tracer/testdata/floor/hiccup.c): a ptrace stop shows there as it would to the
-// job, with the scheduling noise of this machine included.
+// job, with the scheduling noise of this machine included. The probes run SCHED_FIFO (the
+// benchmark runs as root), so crashtui's reads of /proc on both CPUs are not counted as
+// stops.
 func BenchmarkAttachDetach1000(b *testing.B) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		b.Skip("gcc is not installed (make test installs it)")
