@@ -21,9 +21,17 @@ import (
 // the request and the tid.
 
 // ptrace is one request as it is, for those with no named primitive here (PTRACE_LISTEN,
-// PTRACE_POKEDATA).
+// PTRACE_POKEDATA). The requests that only change a task's run state (resume, listen,
+// detach, interrupt) never block, so they are raw syscalls: the loop's hot path skips the Go
+// scheduler's entersyscall and exitsyscall. The others can wait on a lock of the tracee (SEIZE on cred_guard_mutex during an exec, PEEKDATA and POKEDATA on
+// its mmap lock), and a raw syscall that blocks would hold up a stop-the-world GC.
 func ptrace(req, tid int, addr, data uintptr) error {
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	call := unix.Syscall6
+	switch req {
+	case unix.PTRACE_CONT, unix.PTRACE_SYSCALL, unix.PTRACE_LISTEN, unix.PTRACE_DETACH, unix.PTRACE_INTERRUPT:
+		call = unix.RawSyscall6 // never block
+	}
+	_, _, e := call(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
 	if e != 0 {
 		return e
 	}
@@ -48,16 +56,14 @@ func ptraceSeize(tid int) error {
 
 // ptraceInterrupt is PTRACE_INTERRUPT: tid stops at PTRACE_EVENT_STOP (a blocking syscall is
 // left with its restart code).
-func ptraceInterrupt(tid int) error { return unix.PtraceInterrupt(tid) }
+func ptraceInterrupt(tid int) error { return ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0) }
 
 // ptraceResume resumes tid with req, PTRACE_CONT or PTRACE_SYSCALL (stop again at the next
 // syscall entry or exit), delivering sig (0: none).
 func ptraceResume(req, tid, sig int) error {
 	switch req {
-	case unix.PTRACE_CONT:
-		return unix.PtraceCont(tid, sig)
-	case unix.PTRACE_SYSCALL:
-		return unix.PtraceSyscall(tid, sig)
+	case unix.PTRACE_CONT, unix.PTRACE_SYSCALL:
+		return ptrace(req, tid, 0, uintptr(sig))
 	}
 	return fmt.Errorf("resume %d: request %#x is not PTRACE_CONT or PTRACE_SYSCALL", tid, req)
 }

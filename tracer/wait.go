@@ -107,15 +107,16 @@ const drainMax = 256
 func (t *Tracer) drain() int {
 	n := 0
 	for n < drainMax {
+		// WNOHANG never blocks: a raw syscall, the scheduler not told (as ptrace's).
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, waitFlags, nil)
-		if err == unix.EINTR {
+		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&ws)), waitFlags, 0, 0, 0)
+		if e == unix.EINTR {
 			continue
 		}
-		if err != nil || pid <= 0 {
+		if e != 0 || int(r) <= 0 {
 			return n
 		}
-		t.handle(waitResult{pid: pid, ws: ws})
+		t.handle(waitResult{pid: int(r), ws: ws})
 		n++
 	}
 	return n
@@ -124,8 +125,11 @@ func (t *Tracer) drain() int {
 // burstWindow is how long the loop keeps polling for the next stop after handling one
 // before it blocks again: events come in bursts (a signal storm, a fork storm, a thread pool
 // starting), and the next stop of a burst is cheaper to find polling than to be woken for.
-// Requests are served between polls.
-const burstWindow = 40 * time.Microsecond
+// Requests are served between polls. It costs at most this much CPU after an event that
+// ends a burst, and each poll yields the CPU to whatever else is runnable; measured against
+// the floor (BenchmarkEventCost), 40 µs left a signal storm's ratio at 1.1-1.35, 100 µs at
+// 0.99-1.12: a tracee kept off its CPU a little longer than the window costs a blocking wake.
+const burstWindow = 100 * time.Microsecond
 
 // burst polls for stops for up to burstWindow after the last one; it says whether any came.
 func (t *Tracer) burst() bool {
