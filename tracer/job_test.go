@@ -239,6 +239,21 @@ func TestProcReaders(t *testing.T) {
 	if sys := readTaskSyscall(child.Process.Pid, child.Process.Pid); sys.gone {
 		t.Errorf("readTaskSyscall of a live child: %+v", sys)
 	}
+	// Another user's process: its euid and egid, not the reader's.
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Fatal("setpriv (util-linux) is missing")
+	}
+	other := exec.Command("setpriv", "--reuid", "1000", "--regid", "1001", "--clear-groups", "sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); readComm(other.Process.Pid) != "sleep" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if u, g := readUID(other.Process.Pid), readGID(other.Process.Pid); u != 1000 || g != 1001 {
+		t.Errorf("setpriv'd child: uid %d gid %d, want 1000 1001", u, g)
+	}
 	if sys := readTaskSyscall(1<<22+1, 1<<22+1); !sys.gone || sys.inSyscall() {
 		t.Errorf("readTaskSyscall of no process: %+v", sys)
 	}

@@ -410,19 +410,27 @@ func statusFields(path string, names ...string) []string {
 // statusField is one value of a status file.
 func statusField(path, name string) string { return statusFields(path, name)[0] }
 
-// statusID is the second of the four ids of a status line (Uid or Gid: real, effective,
-// saved, filesystem), -1 if unknown.
-func statusID(pid int, name string) int {
-	_, v, _ := bytes.Cut([]byte(statusField(procPath(pid, "status"), name)), []byte{'\t'})
-	f, _ := nextField(bytes.ReplaceAll(v, []byte{'\t'}, []byte{' '}))
-	if n, ok := atoiBytes(f); ok {
-		return n
-	}
-	return -1
+// readUID and readGID are pid's effective uid and gid, as ps shows them: the owner of its
+// /proc/PID directory, one stat instead of a read of status (ten times the cost). The kernel
+// owns a process's files by root when it is not dumpable, but never its directory
+// (fs/proc/base.c task_dump_owner: procps has always read the euid that way). -1 if gone.
+func readUID(pid int) int {
+	uid, _ := procOwner(pid)
+	return uid
 }
 
-func readUID(pid int) int { return statusID(pid, "Uid") } // effective, as ps shows
-func readGID(pid int) int { return statusID(pid, "Gid") }
+func readGID(pid int) int {
+	_, gid := procOwner(pid)
+	return gid
+}
+
+func procOwner(pid int) (uid, gid int) {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(pid), &st) != nil {
+		return -1, -1
+	}
+	return int(st.Uid), int(st.Gid)
+}
 
 // taskStatus reads a task's thread group and tracer (the tracing thread's tid) from one read
 // of /proc/TID/status; zeros when the task is gone.

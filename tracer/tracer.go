@@ -331,9 +331,8 @@ func (p *proc) readImage() {
 		p.ppid, p.comm = st.ppid, st.comm
 	} else {
 		if s, err := readStat(p.pid); err == nil {
-			p.ppid = s.ppid
+			p.ppid, p.comm = s.ppid, s.comm
 		}
-		p.comm = readComm(p.pid)
 	}
 	p.exe, p.argv = readExe(p.pid), readArgv(p.pid)
 	p.uid = readUID(p.pid)
