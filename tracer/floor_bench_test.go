@@ -108,7 +108,8 @@ func BenchmarkEventCost(b *testing.B) {
 }
 
 // BenchmarkAttachDetach1000 attaches to a job of 1000 processes and detaches from it, and
-// reports the attach time per process and the longest time any of the job's 8 probe
+// reports the attach time per process (and the floor tracer's, floor.c -attach, in the same
+// run) and the longest time any of the job's 8 probe
 // processes was kept from running while crashtui attached and while it detached (goals:
 // 0.1 ms per process, 5 ms). A probe sleeps 1 ms at a time and reports its largest
 // overshoot (tracer/testdata/floor/hiccup.c): a ptrace stop shows there as it would to the
@@ -120,6 +121,7 @@ func BenchmarkAttachDetach1000(b *testing.B) {
 		b.Skip("gcc is not installed (make test installs it)")
 	}
 	const n, probes = 1000, 8
+	floor, _ := buildFloor(b)
 	hiccup := filepath.Join(b.TempDir(), "hiccup")
 	if out, err := exec.Command("gcc", "-O2", "-o", hiccup, "testdata/floor/hiccup.c").CombinedOutput(); err != nil {
 		b.Fatalf("gcc: %v\n%s", err, out)
@@ -189,13 +191,23 @@ func BenchmarkAttachDetach1000(b *testing.B) {
 		return w
 	}
 	job := Job{Kind: JobPGID, ID: pgid, Spec: "pgid:" + strconv.Itoa(pgid)}
-	var attach, attachStop, detachStop, noise time.Duration
+	var attach, floorAttach, attachStop, detachStop, noise time.Duration
 	worst()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// The floor: what the probes see over the same time with nothing attached.
 		time.Sleep(300 * time.Millisecond)
 		noise = max(noise, worst())
+		// The floor tracer's attach to the same job (its own clock, from its first read of
+		// /proc to its last seize); it detaches as it exits.
+		fo, err := exec.Command(floor, "-attach", strconv.Itoa(pgid)).Output()
+		var fp, ft, fus int
+		if _, serr := fmt.Sscanf(string(fo), "attached %d %d %d", &fp, &ft, &fus); err != nil || serr != nil || fp != n {
+			b.Fatalf("floor -attach: %q %v %v", fo, err, serr)
+		}
+		floorAttach += time.Duration(fus) * time.Microsecond
+		time.Sleep(100 * time.Millisecond)
+		worst()
 		tr := New(Options{})
 		start := time.Now()
 		res, err := tr.Attach(job)
@@ -214,6 +226,8 @@ func BenchmarkAttachDetach1000(b *testing.B) {
 		detachStop = max(detachStop, worst())
 	}
 	b.ReportMetric(float64(attach.Microseconds())/float64(b.N)/n, "attach-us/process")
+	b.ReportMetric(float64(floorAttach.Microseconds())/float64(b.N)/n, "floor-attach-us/process")
+	b.ReportMetric(float64(attach)/float64(floorAttach), "attach/floor")
 	b.ReportMetric(float64(attachStop.Microseconds())/1000, "attach-longest-stop-ms")
 	b.ReportMetric(float64(detachStop.Microseconds())/1000, "detach-longest-stop-ms")
 	b.ReportMetric(float64(noise.Microseconds())/1000, "untraced-longest-ms")

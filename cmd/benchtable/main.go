@@ -1,0 +1,260 @@
+// Command benchtable turns `go test -bench` on its stdin into the table `make bench` prints:
+// each of crashtui's costs beside the floor measured in the same run (a minimal C tracer, or
+// the job's own noise with nothing attached), their ratio and the goal, then one line for
+// every other benchmark. Everything go test said goes to the -log file; a failing or skipped
+// benchmark is printed with its reason. It exits 1 when a benchmark failed; a goal not met
+// is shown (✗) but is not a failure: this is a measurement, not a test.
+//
+//	go test -run '^$' -bench . ./... 2>&1 | go run ./cmd/benchtable -log build/bench.log
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// row is one line of the table: metric of bench, beside floor (a metric of the same bench,
+// "" for none), against goal: the ratio must be at most ratioGoal, or the value at most
+// valueGoal (0: no such goal).
+type row struct {
+	bench, label        string
+	metric, floor, unit string
+	scale               float64 // metric × scale is shown in unit
+	ratio               string  // the benchmark's own ratio metric ("" : metric/floor)
+	ratioGoal           float64
+	valueGoal           float64
+	strict              bool // the value must be below valueGoal, not at most
+}
+
+type section struct {
+	title string
+	rows  []row
+}
+
+// table is what the issue asks of the hot path (tracer/floor_bench_test.go, crash_test.go).
+var table = []section{
+	{"added per event: crashtui against the floor tracer (floor.c)", []row{
+		{bench: "BenchmarkEventCost/signal", label: "one signal delivered", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
+		{bench: "BenchmarkEventCost/thread", label: "one thread created", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
+		{bench: "BenchmarkEventCost/fork", label: "one fork+exec", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
+	}},
+	{"attach and detach, 1000 processes (floor: floor.c -attach; stops: untraced noise)", []row{
+		{bench: "BenchmarkAttachDetach1000", label: "attach, per process", metric: "attach-us/process", floor: "floor-attach-us/process", unit: "µs", scale: 1, ratio: "attach/floor", valueGoal: 100},
+		{bench: "BenchmarkAttachDetach1000", label: "longest stop, attaching", metric: "attach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", scale: 1, valueGoal: 5},
+		{bench: "BenchmarkAttachDetach1000", label: "longest stop, detaching", metric: "detach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", scale: 1, valueGoal: 5},
+	}},
+	{"crashes: signal-delivery-stop to crash event, 64 ranks at 4 sites", []row{
+		{bench: "BenchmarkCrashStorm", label: "first crash (cold)", metric: "ms/cold-crash", unit: "ms", scale: 1, valueGoal: 20},
+		{bench: "BenchmarkCrashStorm", label: "each later crash (warm)", metric: "ms/warm-crash", unit: "ms", scale: 1, valueGoal: 0.5, strict: true},
+		{bench: "BenchmarkCrashStorm", label: "first to last", metric: "ms/first-to-last", unit: "ms", scale: 1},
+	}},
+}
+
+// result is one benchmark line: its metrics by unit.
+type result struct {
+	name    string
+	metrics map[string]float64
+	order   []string
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// parseLine parses "BenchmarkX-2   3   123 ns/op   4.5 unit ..." (ok false for other lines).
+func parseLine(line string) (result, bool) {
+	f := strings.Fields(line)
+	if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		return result{}, false
+	}
+	if _, err := strconv.Atoi(f[1]); err != nil {
+		return result{}, false
+	}
+	r := result{name: procSuffix.ReplaceAllString(f[0], ""), metrics: map[string]float64{}}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return result{}, false
+		}
+		if _, dup := r.metrics[f[i+1]]; !dup {
+			r.order = append(r.order, f[i+1])
+		}
+		r.metrics[f[i+1]] = v
+	}
+	return r, true
+}
+
+// report is what one run of go test -bench said.
+type report struct {
+	results  map[string]result
+	order    []string
+	failed   []string // the lines of failing benchmarks and packages, and their output
+	skipped  []string
+	packages int
+}
+
+func read(in io.Reader, log io.Writer) (*report, error) {
+	rep := &report{results: map[string]result{}}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var pending []string // output since the last benchmark line: a failure's reason
+	reason := false      // the next indented line is the reason of the last skip
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(log, line)
+		trim := strings.TrimSpace(line)
+		if reason && strings.HasPrefix(line, "    ") {
+			rep.skipped[len(rep.skipped)-1] += ": " + trim
+			reason = false
+			continue
+		}
+		reason = false
+		switch {
+		case strings.HasPrefix(trim, "--- FAIL"), strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "panic:"):
+			rep.failed = append(rep.failed, append(pending, line)...)
+			pending = nil
+		case strings.HasPrefix(trim, "--- SKIP"):
+			rep.skipped = append(rep.skipped, trim)
+			pending, reason = nil, true
+		case strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "ok\t"):
+			rep.packages++
+			pending = nil
+		default:
+			if r, ok := parseLine(line); ok {
+				if _, seen := rep.results[r.name]; !seen {
+					rep.order = append(rep.order, r.name)
+				}
+				rep.results[r.name] = r
+				pending = nil
+			} else if len(pending) < 40 {
+				pending = append(pending, line)
+			}
+		}
+	}
+	return rep, sc.Err()
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// g is a goal as written in the issue.
+func g(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// write prints the table, then the other benchmarks; it returns how many goals were not met.
+func write(w io.Writer, rep *report) int {
+	missed := 0
+	shown := map[string]bool{}
+	fmt.Fprintf(w, "%-28s %12s %12s %7s   %s\n", "", "crashtui", "floor", "ratio", "goal")
+	for _, sec := range table {
+		fmt.Fprintln(w, sec.title)
+		for _, r := range sec.rows {
+			res, ok := rep.results[r.bench]
+			v, has := res.metrics[r.metric]
+			if !ok || !has {
+				fmt.Fprintf(w, "  %-26s %12s\n", r.label, "no result")
+				continue
+			}
+			shown[r.bench] = true
+			v *= r.scale
+			floor, ratio := "", ""
+			var q float64
+			if fv, ok := res.metrics[r.floor]; ok && r.floor != "" {
+				floor = num(fv*r.scale) + " " + r.unit
+				if rv, ok := res.metrics[r.ratio]; ok && r.ratio != "" {
+					q = rv
+				} else if fv > 0 {
+					q = v / (fv * r.scale)
+				}
+				ratio = num(q)
+			}
+			goal, met := "", true
+			switch {
+			case r.ratioGoal > 0:
+				goal, met = "ratio ≤ "+g(r.ratioGoal), q <= r.ratioGoal
+			case r.valueGoal > 0 && r.strict:
+				goal, met = "< "+g(r.valueGoal)+" "+r.unit, v < r.valueGoal
+			case r.valueGoal > 0:
+				goal, met = "≤ "+g(r.valueGoal)+" "+r.unit, v <= r.valueGoal
+			}
+			mark := ""
+			if goal != "" {
+				mark = "✓"
+				if !met {
+					mark = "✗"
+					missed++
+				}
+			}
+			fmt.Fprintf(w, "  %-26s %12s %12s %7s   %s %s\n", r.label, num(v)+" "+r.unit, floor, ratio, goal, mark)
+		}
+	}
+	var others []string
+	for _, name := range rep.order {
+		if shown[name] {
+			continue
+		}
+		res := rep.results[name]
+		var parts []string
+		for _, unit := range res.order {
+			if unit == "ns/op" && len(res.order) > 1 {
+				continue // the loop's own time, when the benchmark reports what it measured
+			}
+			parts = append(parts, num(res.metrics[unit])+" "+unit)
+		}
+		others = append(others, fmt.Sprintf("  %-34s %s", strings.TrimPrefix(name, "Benchmark"), strings.Join(parts, ", ")))
+	}
+	if len(others) > 0 {
+		fmt.Fprintln(w, "other benchmarks (goals in each one's doc comment)")
+		for _, o := range others {
+			fmt.Fprintln(w, o)
+		}
+	}
+	for _, s := range rep.skipped {
+		fmt.Fprintln(w, "  "+s)
+	}
+	return missed
+}
+
+func main() {
+	logPath := flag.String("log", "", "write everything go test said to `FILE`")
+	flag.Parse()
+	var log io.Writer = io.Discard
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		log = f
+	}
+	rep, err := read(os.Stdin, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(2)
+	}
+	missed := write(os.Stdout, rep)
+	switch {
+	case len(rep.failed) > 0:
+		fmt.Println("FAIL: a benchmark failed:")
+		for _, l := range rep.failed {
+			fmt.Println(l)
+		}
+		os.Exit(1)
+	case missed > 0:
+		fmt.Printf("%d goal(s) not met (✗); this machine's noise moves each figure: run again to tell noise from a regression\n", missed)
+	default:
+		fmt.Println("every goal met")
+	}
+}

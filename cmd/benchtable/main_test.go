@@ -1,0 +1,80 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A run as go test -bench prints it (lines from a real run of make bench on this machine).
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/crashtui/crashtui/tracer
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkEventCost/signal-2         	       3	 199802968 ns/op	        12.41 crashtui-us/event	         1.063 crashtui/floor	        11.45 floor-us/event
+BenchmarkEventCost/thread-2         	       3	 444788280 ns/op	        31.31 crashtui-us/event	         1.454 crashtui/floor	        27.80 floor-us/event
+BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event	         0.8169 crashtui/floor	       136.9 floor-us/event
+BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
+BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
+--- SKIP: BenchmarkMatrixMeasure64
+    measure_bench_test.go:20: gcc is not installed (make test installs it)
+--- FAIL: BenchmarkCrashStorm
+    crash_test.go:330: 60 crashes, want 64
+FAIL
+exit status 1
+FAIL	github.com/crashtui/crashtui/tracer	40.1s
+ok  	github.com/crashtui/crashtui/views	1.2s
+`
+
+func TestTable(t *testing.T) {
+	var log strings.Builder
+	rep, err := read(strings.NewReader(sample), &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.String() != sample {
+		t.Error("the log is not everything go test said")
+	}
+	var out strings.Builder
+	missed := write(&out, rep)
+	got := out.String()
+	for _, want := range []string{
+		"one signal delivered",
+		"12.4 µs", // crashtui
+		"11.4 µs", // floor (11.45, to 3 figures)
+		"1.06",    // the benchmark's own round-by-round ratio, not 12.41/11.45
+		"ratio ≤ 1.3 ✓",
+		"1.45   ratio ≤ 1.3 ✗", // thread over its goal
+		"75.8 µs",
+		"≤ 100 µs ✓",
+		"≤ 5 ms ✓",
+		"Stacks1000",
+		"101 ms/sample, 600 first-sample-ms",
+		"--- SKIP: BenchmarkMatrixMeasure64: measure_bench_test.go:20: gcc is not installed",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+	if !regexp.MustCompile(`first crash \(cold\) +no result`).MatchString(got) {
+		t.Errorf("a failed benchmark's row should say it has no result:\n%s", got)
+	}
+	if missed != 1 {
+		t.Errorf("%d goals missed, want 1 (thread)", missed)
+	}
+	if len(rep.failed) == 0 || !strings.Contains(strings.Join(rep.failed, "\n"), "60 crashes, want 64") {
+		t.Errorf("the failure and its reason were not kept: %q", rep.failed)
+	}
+}
+
+func TestParseLine(t *testing.T) {
+	r, ok := parseLine("BenchmarkX/y-16   5   100 ns/op   2.5 widgets")
+	if !ok || r.name != "BenchmarkX/y" || r.metrics["widgets"] != 2.5 || r.metrics["ns/op"] != 100 {
+		t.Errorf("%+v %v", r, ok)
+	}
+	for _, bad := range []string{"BenchmarkX", "BenchmarkX-2 notanumber 1 ns/op", "ok pkg 1s", "BenchmarkX-2 3 x ns/op"} {
+		if _, ok := parseLine(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
