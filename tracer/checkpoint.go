@@ -208,50 +208,26 @@ func (t *Tracer) checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thr
 // during the freeze are frozen too (a few rounds).
 func (t *Tracer) freezeAll(timeout time.Duration) (map[int]*task, error) {
 	ours := map[int]*task{}
-	var errs []error
 	for round := 0; round < 10; round++ {
-		n := 0
+		var fresh []*task
 		for tid, tk := range t.tasks {
 			if ours[tid] != nil || tk.want || (tk.exited && tk.stopped == running) {
 				continue // an exited thread (past PTRACE_EVENT_EXIT) never stops again
 			}
 			ours[tid] = tk
-			tk.want = true
-			n++
-			if tk.stopped != running {
-				continue
-			}
-			// PTRACE_INTERRUPT makes a thread blocked in a syscall leave it with its restart
-			// code in the return register and report PTRACE_EVENT_STOP (kernel.md B.2); a
-			// group-stopped (listening) thread re-reports its group-stop.
-			if err := ptraceInterrupt(tid); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("interrupt %d: %w", tid, err))
-			}
+			fresh = append(fresh, tk)
 		}
-		if n == 0 {
+		if len(fresh) == 0 {
 			break
 		}
-		allHeld := func() bool {
-			for _, tk := range t.tasks {
-				if tk.want && tk.stopped == running {
-					return false
-				}
-			}
-			return true
-		}
-		if err := t.pump(allHeld, timeout, "checkpoint: some threads did not stop"); err != nil {
-			var late []string
-			for _, tk := range t.tasks {
-				if tk.want && tk.stopped == running {
-					late = append(late, itoa(tk.tid))
-				}
-			}
-			sort.Strings(late)
-			errs = append(errs, fmt.Errorf("%w (uninterruptible sleep?): %s", err, strings.Join(late, " ")))
-			break
+		// PTRACE_INTERRUPT makes a thread blocked in a syscall leave it with its restart
+		// code in the return register and report PTRACE_EVENT_STOP (kernel.md B.2); a
+		// group-stopped (listening) thread re-reports its group-stop.
+		if _, err := t.holdTasks(fresh, timeout, 0, "checkpoint"); err != nil {
+			return ours, err
 		}
 	}
-	return ours, errors.Join(errs...)
+	return ours, nil
 }
 
 // thaw resumes the tasks freezeAll held, and stops wanting the ones that never stopped (their

@@ -47,20 +47,24 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 		}
 	}
 	sort.Ints(tids)
+	// The running ones are stopped all at once; one that does not stop in time is dumped
+	// without its registers.
+	var stop []*task
+	for _, tid := range tids {
+		if o := t.tasks[tid]; o != nil && o.stopped == running && !o.exited {
+			stop = append(stop, o)
+		}
+	}
+	t.holdTasks(stop, coreStopTimeout, 0, "core")
+	for _, o := range stop {
+		if t.tasks[o.tid] == o && o.stopped != running {
+			held = append(held, o)
+		}
+	}
 	for _, tid := range tids {
 		o := t.tasks[tid]
-		if o == nil {
+		if o == nil || o.stopped == running {
 			continue
-		}
-		if o.stopped == running {
-			if err := t.stopTask(o, coreStopTimeout); err != nil {
-				o.want = false
-				continue
-			}
-			if t.tasks[tid] != o {
-				continue
-			}
-			held = append(held, o)
 		}
 		r, err := rawRegs(tid, c.arch)
 		if err != nil {

@@ -40,50 +40,28 @@ func (t *Tracer) detachAll() error {
 	// to the kernel's exit_ptrace when crashtui exits (it is not harmed: it detaches it).
 	deadline := time.Now().Add(8 * time.Second)
 	for round := 0; len(t.tasks) > 0 && time.Now().Before(deadline); round++ {
+		var hold []*task
 		for _, tk := range t.tasks {
-			tk.want = true
-			if tk.stopped == running && !tk.exited {
-				if round == 0 && !interruptible(tk) {
-					// An interrupt would make its epoll_wait (semop, sigtimedwait…) fail
-					// with EINTR: it is left to the kernel, which detaches it without a
-					// stop when the loop's thread exits (exit_ptrace).
-					t.forgetDetached(tk)
-					continue
-				}
-				if err := ptraceInterrupt(tk.tid); errors.Is(err, unix.ESRCH) {
-					continue
-				}
+			if round == 0 && tk.stopped == running && !tk.exited && !interruptible(tk) {
+				// An interrupt would make its epoll_wait (semop, sigtimedwait…) fail with
+				// EINTR: it is left to the kernel, which detaches it without a stop when
+				// the loop's thread exits (exit_ptrace).
+				t.forgetDetached(tk)
+				continue
 			}
-		}
-		allHeld := func() bool {
-			for _, tk := range t.tasks {
-				if tk.stopped == running && !tk.exited {
-					return false
-				}
-			}
-			return true
+			hold = append(hold, tk)
 		}
 		// A vfork parent cannot stop before its child execs or exits, which may be never:
-		// it is left to the kernel's exit_ptrace at once, not waited for.
-		if t.pump(allHeld, 100*time.Millisecond, "") != nil {
-			for _, tk := range t.tasks {
-				if tk.stopped == running && !tk.exited && inVfork(tk.pid, tk.tid) {
-					t.forgetDetached(tk)
-				}
+		// it is left to the kernel's exit_ptrace at once, as is a thread that is gone or no
+		// longer ours. Any other that did not stop is tried again next round.
+		late, err := t.holdTasks(hold, 2*time.Second, 0, "detach")
+		for _, tk := range late {
+			if t.tasks[tk.tid] == tk && (inVfork(tk.pid, tk.tid) || tracerOf(tk.tid) != t.self) {
+				t.forgetDetached(tk)
 			}
 		}
-		if err := t.pump(allHeld, 2*time.Second, "some threads did not stop for detach"); err != nil {
-			for _, tk := range t.tasks {
-				if tk.stopped != running || tk.exited {
-					continue
-				}
-				if _, tracer := taskStatus(tk.tid); tracer != t.self {
-					t.forgetDetached(tk) // gone, or never really ours: nothing to detach
-				}
-			}
-			if len(t.tasks) > 0 && time.Now().Add(2*time.Second).After(deadline) && firstErr == nil {
-				firstErr = fmt.Errorf("%w: %s", err, t.lateThreads())
-			}
+		if err != nil && len(t.tasks) > 0 && time.Now().Add(2*time.Second).After(deadline) && firstErr == nil {
+			firstErr = fmt.Errorf("%w; still running: %s", err, t.lateThreads())
 		}
 		dying := t.dyingProcs()
 		for _, tk := range t.tasks {
@@ -99,15 +77,9 @@ func (t *Tracer) detachAll() error {
 			if tk.stopped == running {
 				continue
 			}
-			sig := 0
-			if tk.stopped == stopSignal {
-				sig = tk.sig
+			if err := t.detachHeld(tk); err != nil && firstErr == nil {
+				firstErr = err
 			}
-			err := ptraceDetach(tk.tid, sig)
-			if err != nil && !errors.Is(err, unix.ESRCH) && firstErr == nil {
-				firstErr = fmt.Errorf("detach %d: %w", tk.tid, err)
-			}
-			t.forgetDetached(tk)
 		}
 		t.reapDying(dying)
 	}
@@ -181,6 +153,22 @@ func (t *Tracer) reapDying(dying map[int]bool) {
 			}
 		}
 	}
+}
+
+// detachHeld detaches tk, which is in a ptrace-stop, re-injecting the signal of a held
+// signal-delivery-stop (never a syscall-stop's SIGTRAP|0x80, which is crashtui's own), and
+// forgets it. A task that died meanwhile (ESRCH) is not an error.
+func (t *Tracer) detachHeld(tk *task) error {
+	sig := 0
+	if tk.stopped == stopSignal && tk.sig != sigSyscallStop {
+		sig = tk.sig
+	}
+	err := ptraceDetach(tk.tid, sig)
+	t.forgetDetached(tk)
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("detach %d: %w", tk.tid, err)
+	}
+	return nil
 }
 
 func (t *Tracer) forgetDetached(tk *task) {

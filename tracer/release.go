@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
+
+// releasePatience is how long Release waits for a thread to leave a call that an interrupt
+// would end with EINTR.
+const releasePatience = 200 * time.Millisecond
 
 // Release lets go of one process of the job (every thread detached, held signals
 // re-injected, as at the end of a session) so that another debugger can attach to it; the
@@ -23,51 +25,29 @@ func (t *Tracer) Release(pid int) error {
 				return fmt.Errorf("release %d: thread %d is held by another operation; try again", pid, tk.tid)
 			}
 		}
+		var tks []*task
 		for _, tk := range p.tasks {
-			if tk.exited && tk.stopped == running {
-				continue
-			}
-			tk.want = true
-			if tk.stopped == running {
-				if err := ptraceInterrupt(tk.tid); err != nil && !errors.Is(err, unix.ESRCH) {
-					return fmt.Errorf("release %d: interrupt %d: %w", pid, tk.tid, err)
-				}
+			if !tk.exited || tk.stopped != running {
+				tks = append(tks, tk)
 			}
 		}
-		held := func() bool {
-			for _, tk := range p.tasks {
-				if tk.stopped == running && !tk.exited {
-					return false
-				}
-			}
-			return true
-		}
-		err := t.pump(held, 2*time.Second, fmt.Sprintf("release %d: some threads did not stop", pid))
+		// A thread in epoll_wait (semop, sigtimedwait…) is given releasePatience to leave the
+		// call by itself: an interrupt would end it with EINTR. It is interrupted after that:
+		// the debugger it is handed to stops it anyway (its attach's SIGSTOP ends such a
+		// call the same way).
+		_, err := t.holdTasks(tks, 2*time.Second, releasePatience, fmt.Sprintf("release %d", pid))
 		if t.released == nil {
 			t.released = map[int]bool{}
 		}
 		t.released[pid] = true
-		var errs []error
-		if err != nil {
-			errs = append(errs, err)
+		errs := []error{err}
+		for _, tk := range tks {
+			if t.tasks[tk.tid] != tk || tk.stopped == running {
+				continue // gone, or never stopped: the kernel detaches it when crashtui exits
+			}
+			errs = append(errs, t.detachHeld(tk))
 		}
-		for _, tk := range p.tasks {
-			if tk.stopped == running {
-				tk.want = false // never stopped: it is detached by the kernel when crashtui exits
-				continue
-			}
-			sig := 0
-			if tk.stopped == stopSignal {
-				sig = tk.sig
-			}
-			if err := ptraceDetach(tk.tid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("detach %d: %w", tk.tid, err))
-			}
-			delete(t.tasks, tk.tid)
-			delete(p.tasks, tk.tid)
-		}
-		if len(p.tasks) == 0 {
-			delete(t.procs, pid)
+		if t.procs[pid] == nil {
 			delete(t.caves, pid)
 			delete(t.mapsCache, pid)
 		}

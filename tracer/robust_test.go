@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -472,4 +473,99 @@ func waitState(t *testing.T, pid int, want byte) {
 		}
 	}
 	t.Fatalf("pid %d never reached state %c", pid, want)
+}
+
+// TestReleaseAndReacquire: Release lets go of every thread of one process and of nothing
+// else, so that another tracer can take it; Reacquire takes every thread back.
+func TestReleaseAndReacquire(t *testing.T) {
+	pgid, pids := startJobN(t, 6)
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pgid, Spec: "pgid:" + strconv.Itoa(pgid)}); err != nil {
+		t.Fatal(err)
+	}
+	// The job's threaded processes are the ones to release: pick one with threads.
+	var victim int
+	for _, p := range pids {
+		if len(listTasks(p)) > 1 {
+			victim = p
+			break
+		}
+	}
+	if victim == 0 {
+		t.Fatal("the job has no threaded process")
+	}
+	tracers := func(pid int) (out []string) {
+		for _, tid := range listTasks(pid) {
+			out = append(out, taskStatusField(pid, tid, "TracerPid"))
+		}
+		return out
+	}
+	if err := tr.Release(victim); err != nil {
+		t.Fatal(err)
+	}
+	self := strconv.Itoa(tr.self)
+	for _, p := range pids {
+		want := self
+		if p == victim {
+			want = "0"
+		}
+		for i, tp := range tracers(p) {
+			if tp != want {
+				t.Errorf("process %d thread %d: TracerPid %s after releasing %d, want %s", p, i, tp, victim, want)
+			}
+		}
+	}
+	// Another tracer can seize it now: this test's own thread does, and lets go.
+	runtime.LockOSThread()
+	for _, tid := range listTasks(victim) {
+		if err := unix.PtraceSeize(tid); err != nil {
+			t.Errorf("seize released thread %d: %v", tid, err)
+		}
+	}
+	for _, tid := range listTasks(victim) {
+		unix.PtraceInterrupt(tid)
+		var ws unix.WaitStatus
+		unix.Wait4(tid, &ws, unix.WALL, nil)
+		unix.PtraceDetach(tid)
+	}
+	runtime.UnlockOSThread()
+	if err := tr.Reacquire(victim); err != nil {
+		t.Fatal(err)
+	}
+	for i, tp := range tracers(victim) {
+		if tp != self {
+			t.Errorf("thread %d of %d: TracerPid %s after Reacquire, want %s", i, victim, tp, self)
+		}
+	}
+	if err := tr.Release(pids[0] + 1<<22); err == nil {
+		t.Error("released a process that is not traced")
+	}
+}
+
+// TestReleaseWaitsForEpollWait: a thread in epoll_wait, which an interrupt ends with EINTR,
+// is given releasePatience to leave it; still in it, it is interrupted (the debugger it is
+// handed to stops it anyway), and released like the others.
+func TestReleaseWaitsForEpollWait(t *testing.T) {
+	cmd, _, lines := startProgram(t, "epollwait")
+	pid := cmd.Process.Pid
+	lines.expect(t, "ready", 10*time.Second)
+	tr := New(Options{})
+	t.Cleanup(func() { tr.Close() })
+	if _, err := tr.Attach(Job{Kind: JobPGID, ID: pid, Spec: "pgid"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := tr.Release(pid); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < releasePatience {
+		t.Errorf("Release took %v: the epoll_wait thread was not given %v to leave its call", d, releasePatience)
+	}
+	for _, tid := range listTasks(pid) {
+		if tp := taskStatusField(pid, tid, "TracerPid"); tp != "0" {
+			t.Errorf("thread %d: TracerPid %s after Release", tid, tp)
+		}
+	}
+	lines.expect(t, "epoll_wait returned -1 errno Interrupted", 5*time.Second)
 }
