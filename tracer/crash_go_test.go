@@ -76,7 +76,10 @@ func guestProgram(t *testing.T, env, name string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = "/usr/local/go/bin/go"
+	}
 	if _, err := os.Stat(gobin); err != nil {
 		t.Skipf("no %s and no go toolchain to build tracer/qemu/guest/%s", env, name)
 	}

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -489,7 +488,7 @@ func goBinary() (string, error) {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), filepath.Join(runtime.GOROOT(), "bin", "go"), "/usr/local/go/bin/go"} {
+	for _, p := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), "/usr/local/go/bin/go"} {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
@@ -951,7 +950,7 @@ func (a *Arch) cRuntime(ctx context.Context, progs map[string]string, built map[
 		queue = queue[1:]
 		f, err := elf.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("C runtime of %s: %w", path, err)
+			return nil, fmt.Errorf("the C runtime of %s: %w", path, err)
 		}
 		var interp string
 		for _, ph := range f.Progs {
@@ -959,7 +958,7 @@ func (a *Arch) cRuntime(ctx context.Context, progs map[string]string, built map[
 				b, err := io.ReadAll(ph.Open())
 				if err != nil {
 					f.Close()
-					return nil, fmt.Errorf("C runtime of %s: PT_INTERP: %w", path, err)
+					return nil, fmt.Errorf("the C runtime of %s: PT_INTERP: %w", path, err)
 				}
 				interp = strings.TrimRight(string(b), "\x00")
 			}
@@ -967,7 +966,7 @@ func (a *Arch) cRuntime(ctx context.Context, progs map[string]string, built map[
 		libs, err := f.ImportedLibraries()
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("C runtime of %s: DT_NEEDED: %w", path, err)
+			return nil, fmt.Errorf("the C runtime of %s: DT_NEEDED: %w", path, err)
 		}
 		if interp != "" && !seen[filepath.Base(interp)] {
 			seen[filepath.Base(interp)] = true

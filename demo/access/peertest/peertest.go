@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,7 +33,7 @@ func Dir(t testing.TB) string {
 func Build(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(Dir(t), "peer")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
+	cmd := exec.Command(goTool(), "build", "-o", bin, "github.com/crashtui/crashtui/demo/access/peer")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build peer: %v\n%s", err, out)
@@ -119,4 +118,12 @@ func (p *Peer) Probe(t testing.TB, pid int, addr uint64) string {
 		t.Fatalf("%s: read probe answer: %v", p.Name, err)
 	}
 	return strings.TrimSpace(line)
+}
+
+// goTool is the go command: on PATH, else the toolchain make installs.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
 }

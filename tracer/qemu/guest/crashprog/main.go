@@ -37,11 +37,13 @@ func defaultSEGV() {
 	}
 }
 
+//lint:ignore U1000 the crash writes it, so the load is not optimised away
 var sink int
 
 //go:noinline
 func crashHere(p *int) { sink = *p }
 
+//lint:ignore U1000 the spin loop writes it, so the loop is not optimised away
 var spun uint64
 
 //go:noinline
