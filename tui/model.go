@@ -138,7 +138,9 @@ type Model struct {
 	crash *crashesTab
 	thr   *threadsTab
 	stk   *stacksTab
-	log   *logTab
+	// deferred are the commands normalize started (Update returns them).
+	deferred []tea.Cmd
+	log      *logTab
 }
 
 // NewModel builds the program's model. Tests drive it with Update and read View.
@@ -263,8 +265,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	_, cmd := m.update(msg)
 	m.normalize()
+	if len(m.deferred) > 0 {
+		cmd = tea.Batch(append(m.deferred, cmd)...)
+		m.deferred = nil
+	}
 	return m, cmd
 }
+
+// later runs cmd after this Update returns (normalize has no command of its own to return).
+func (m *Model) later(cmd tea.Cmd) { m.deferred = append(m.deferred, cmd) }
 
 func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -290,6 +299,11 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tour
 		}
 		return m, tea.Batch(waitEvents(m.events), tour)
+	case sourceMsg:
+		if m.stk.sourceOf == msg.key {
+			m.stk.source = msg.lines
+		}
+		return m, nil
 	case tickMsg:
 		if m.player == nil || msg.seq != m.tickSeq {
 			return m, nil

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -512,5 +514,35 @@ func TestGdbCoreArgsAreAbsolute(t *testing.T) {
 	}
 	if _, _, err := gdbCoreArgs("", "/nonexistent/core"); err == nil || !strings.Contains(err.Error(), "not readable here") {
 		t.Errorf("a missing core: %v", err)
+	}
+}
+
+// TestStacksDetailSourceOffUpdate: the detail of a frame shows its source line, read by a
+// command after Update returns (a source file on a slow file system must not stall the
+// screen or the tracer's events, which wait on Update's lock).
+func TestStacksDetailSourceOffUpdate(t *testing.T) {
+	wd, _ := os.Getwd()
+	file := filepath.Join(wd, "procs_crashes_test.go")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = 3
+	text := strings.Split(string(b), "\n")[line-1]
+	evs := viewtest.Events()
+	at := evs[len(evs)-1].Time.Add(time.Second)
+	evs = append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 1, PID: 4101, Rank: 0, Threads: []sessions.ThreadSample{
+		{TID: 4101, State: "S", Held: true, Frames: []sessions.Frame{{PC: 0x401000, Module: "/nonexistent/solver", Offset: 0x1000,
+			Function: "solve", File: file, Line: line}}}}}})
+	m := fixtureModel(t, evs, nil, false, 120, 40, nil)
+	m.tab = tabStacks
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if v := m.View(); !strings.Contains(v, "reading source") || strings.Contains(v, text) {
+		t.Fatalf("before its command ran, the detail should say it is reading the source:\n%s", v)
+	}
+	run(t, m, cmd)
+	if v := m.View(); !regexp.MustCompile(`>\s+`+strconv.Itoa(line)+`\s+`+regexp.QuoteMeta(text)).MatchString(v) {
+		t.Errorf("the detail lacks source line %d %q:\n%s", line, text, v)
 	}
 }

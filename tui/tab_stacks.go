@@ -37,8 +37,10 @@ type stacksTab struct {
 	auto      bool
 	merged    sessions.Stacks
 	mergedAt  int // State.SampleEvents when merged was computed, -1: never
-	// source is the open detail's source lines and disassembly, read from files by
-	// normalize when the selected frame changes (never while drawing); sourceOf names it.
+	// source is the open detail's source lines and disassembly, read from files by a
+	// command (sourceCmd) that normalize starts when the selected frame changes: never
+	// while drawing or in Update, which holds the lock the tracer's events wait on, and a
+	// source file on a slow file system must not stall either. sourceOf names it.
 	source   []string
 	sourceOf sourceKey
 }
@@ -152,7 +154,8 @@ func (s *stacksTab) normalize(m *Model) {
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
 		if k := (sourceKey{n.Frame, len(n.Children) > 0, m.width}); k != s.sourceOf || s.source == nil {
-			s.source, s.sourceOf = append([]string{}, frameSource(m.st, n, m.width)...), k
+			s.source, s.sourceOf = []string{m.st.Dim.Render("  reading source and code…")}, k
+			m.later(sourceCmd(m.st, k))
 		}
 	}
 }
@@ -200,10 +203,21 @@ func (m *Model) lastSample() time.Time {
 	return t
 }
 
-// frameSource is a node's source line with context (when its file is readable here) and the
-// disassembly around its pc (from the module's file: no process is touched).
-func frameSource(st *views.Styles, n *sessions.StackNode, w int) []string {
-	f := n.Frame
+// sourceMsg is what sourceCmd read for the frame key names.
+type sourceMsg struct {
+	key   sourceKey
+	lines []string
+}
+
+// sourceCmd reads a frame's source and code off the Update path (frameSource).
+func sourceCmd(st *views.Styles, k sourceKey) tea.Cmd {
+	return func() tea.Msg { return sourceMsg{k, frameSource(st, k.frame, k.caller)} }
+}
+
+// frameSource is a frame's source line with context (when its file is readable here) and
+// the disassembly around its pc (from the module's file: no process is touched); caller
+// says the frame is a caller's, whose pc is the return address.
+func frameSource(st *views.Styles, f sessions.StackFrame, caller bool) []string {
 	var out []string
 	if f.File != "" && f.Line > 0 {
 		if src, err := readLines(f.File, f.Line-2, f.Line+2); err == nil {
@@ -219,7 +233,7 @@ func frameSource(st *views.Styles, n *sessions.StackNode, w int) []string {
 			out = append(out, st.Dim.Render(fmt.Sprintf("source %s:%d is not readable here", sessions.Sanitize(f.File), f.Line)))
 		}
 	}
-	out = append(out, frameDisasm(st, n)...)
+	out = append(out, frameDisasm(st, f, caller)...)
 	return out
 }
 
@@ -245,8 +259,7 @@ func readLines(path string, from, to int) ([]string, error) {
 // frameDisasm decodes the frame's function from its start (x86 instructions only line up
 // from a boundary) and shows the instructions around the pc: for a caller the call it is in
 // (the instruction that ends at the return address).
-func frameDisasm(st *views.Styles, n *sessions.StackNode) []string {
-	f := n.Frame
+func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string {
 	if !strings.HasPrefix(f.Module, "/") || f.Function == "" || f.FuncOff > 4096 {
 		return nil
 	}
@@ -259,7 +272,7 @@ func frameDisasm(st *views.Styles, n *sessions.StackNode) []string {
 	at := -1
 	for i, in := range insts {
 		end := in.PC + uint64(len(in.Bytes))
-		if len(n.Children) > 0 && end == uint64(f.Offset) {
+		if caller && end == uint64(f.Offset) {
 			at = i // the call this caller is in
 		}
 		if at < 0 && in.PC <= uint64(f.Offset) && uint64(f.Offset) < end {
