@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -542,7 +543,49 @@ func TestStacksDetailSourceOffUpdate(t *testing.T) {
 		t.Fatalf("before its command ran, the detail should say it is reading the source:\n%s", v)
 	}
 	run(t, m, cmd)
-	if v := m.View(); !regexp.MustCompile(`>\s+`+strconv.Itoa(line)+`\s+`+regexp.QuoteMeta(text)).MatchString(v) {
+	if v := m.View(); !regexp.MustCompile(`>\s+` + strconv.Itoa(line) + `\s+` + regexp.QuoteMeta(text)).MatchString(v) {
 		t.Errorf("the detail lacks source line %d %q:\n%s", line, text, v)
+	}
+}
+
+// TestDebuggerHandOff: g on a class lets go of its first process for gdb and takes it back
+// when gdb exits; with no debugger installed nothing is let go of, and the screen says why.
+func TestDebuggerHandOff(t *testing.T) {
+	evs := viewtest.Events()
+	at := evs[len(evs)-1].Time.Add(time.Second)
+	evs = append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 1, PID: 4101, Rank: 0, Threads: []sessions.ThreadSample{
+		{TID: 4101, State: "S", Held: true, Frames: []sessions.Frame{{PC: 0x401000, Module: "/nonexistent/solver", Offset: 0x1000, Function: "solve"}}}}}})
+	rec := &recorder{}
+	m := fixtureModel(t, evs, rec, true, 120, 40, nil)
+	m.tab = tabStacks
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+
+	t.Setenv("PATH", t.TempDir()) // no gdb, no dlv
+	press(t, m, "g")
+	if !strings.Contains(m.message, "no debugger") || len(rec.Calls()) != 0 {
+		t.Fatalf("without a debugger: message %q, calls %v", m.message, rec.Calls())
+	}
+
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "gdb"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	var release tea.Msg
+	for _, msg := range press(t, m, "g") {
+		if r, ok := msg.(releasedMsg); ok {
+			release = r
+		}
+	}
+	if r, ok := release.(releasedMsg); !ok || r.name != "gdb" || r.err != nil || !slices.Contains(r.argv, "4101") {
+		t.Fatalf("g: %+v", release)
+	}
+	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4101"}) {
+		t.Fatalf("g asked the tracer for %v", calls)
+	}
+	_, cmd := m.Update(debuggerDoneMsg{pid: 4101, name: "gdb"})
+	run(t, m, cmd)
+	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4101", "reacquire 4101"}) {
+		t.Errorf("after gdb exited the tracer was asked for %v", calls)
 	}
 }

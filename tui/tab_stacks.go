@@ -297,11 +297,12 @@ func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string 
 type (
 	// releasedMsg: the tracer let go of pid (or could not) for a debugger.
 	releasedMsg struct {
-		pid  int
-		exe  string
-		err  error
-		name string
-		argv []string
+		pid      int
+		exe      string
+		err      error
+		released bool // Release was asked (false: no debugger to hand it to)
+		name     string
+		argv     []string
 	}
 	// debuggerDoneMsg: the debugger the user ran on pid has exited.
 	debuggerDoneMsg struct {
@@ -351,19 +352,23 @@ func (m *Model) debugClass() tea.Cmd {
 	if p := m.state.Procs[sessions.ProcKey{PID: pid}]; p != nil {
 		exe = p.Exe
 	}
-	name, argv, err := debugger(pid, exe)
-	if err != nil {
-		m.message = err.Error()
-		return nil
-	}
-	m.message = fmt.Sprintf("letting go of pid %d for %s…", pid, name)
+	m.message = fmt.Sprintf("letting go of pid %d for a debugger…", pid)
 	ctrl := m.ctrl
+	// Which debugger reads the executable's build info: off Update, as the release is.
 	return func() tea.Msg {
-		return releasedMsg{pid: pid, exe: exe, err: ctrl.Release(pid), name: name, argv: argv}
+		name, argv, err := debugger(pid, exe)
+		if err != nil {
+			return releasedMsg{pid: pid, exe: exe, err: err}
+		}
+		return releasedMsg{pid: pid, exe: exe, err: ctrl.Release(pid), released: true, name: name, argv: argv}
 	}
 }
 
 func (m *Model) runDebugger(msg releasedMsg) tea.Cmd {
+	if msg.err != nil && !msg.released {
+		m.message = msg.err.Error() // no debugger: nothing was let go of
+		return nil
+	}
 	if msg.err != nil {
 		m.message = fmt.Sprintf("could not let go of pid %d: %v", msg.pid, msg.err)
 		pid := msg.pid
