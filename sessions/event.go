@@ -435,41 +435,33 @@ func (Error) Kind() Kind   { return KindError }
 
 func (CrashLines) Kind() Kind { return KindCrashLines }
 
-// newBody returns a pointer to a zero body of kind k.
-func newBody(k Kind) (Body, bool) {
-	switch k {
-	case KindSession:
-		return &Session{}, true
-	case KindProcess:
-		return &Process{Rank: NoRank}, true
-	case KindTask:
-		return &Task{}, true
-	case KindExec:
-		return &Exec{Rank: NoRank}, true
-	case KindExit:
-		return &Exit{}, true
-	case KindCrash:
-		return &Crash{Rank: NoRank}, true
-	case KindHandled:
-		return &Handled{Rank: NoRank}, true
-	case KindCrashLines:
-		return &CrashLines{}, true
-	case KindMatrix:
-		return &Matrix{}, true
-	case KindThread:
-		return &Thread{}, true
-	case KindSummary:
-		return &Summary{}, true
-	case KindError:
-		return &Error{}, true
-	case KindSample:
-		return &Sample{Rank: NoRank}, true
-	case KindMatrixProgress:
-		return &MatrixProgress{}, true
-	case KindStacks:
-		return &Stacks{}, true
+// decoders are every kind of body: each decodes the wire form into the value type the tracer
+// emits (so that a type switch on Body sees the same types live and in replay), starting
+// from its zero value (a rank not given is NoRank, not rank 0).
+var decoders = map[Kind]func(*json.Decoder) (Body, error){
+	KindSession:        decodeAs(Session{}),
+	KindProcess:        decodeAs(Process{Rank: NoRank}),
+	KindTask:           decodeAs(Task{}),
+	KindExec:           decodeAs(Exec{Rank: NoRank}),
+	KindExit:           decodeAs(Exit{}),
+	KindCrash:          decodeAs(Crash{Rank: NoRank}),
+	KindHandled:        decodeAs(Handled{Rank: NoRank}),
+	KindCrashLines:     decodeAs(CrashLines{}),
+	KindMatrix:         decodeAs(Matrix{}),
+	KindThread:         decodeAs(Thread{}),
+	KindSummary:        decodeAs(Summary{}),
+	KindError:          decodeAs(Error{}),
+	KindSample:         decodeAs(Sample{Rank: NoRank}),
+	KindMatrixProgress: decodeAs(MatrixProgress{}),
+	KindStacks:         decodeAs(Stacks{}),
+}
+
+func decodeAs[T Body](zero T) func(*json.Decoder) (Body, error) {
+	return func(dec *json.Decoder) (Body, error) {
+		v := zero
+		err := dec.Decode(&v)
+		return v, err
 	}
-	return nil, false
 }
 
 type envelope struct {
@@ -549,53 +541,14 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &env); err != nil {
 		return err
 	}
-	body, ok := newBody(env.Event)
+	decode, ok := decoders[env.Event]
 	if !ok {
 		return fmt.Errorf("unknown event kind %q", env.Event)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(body); err != nil {
+	body, err := decode(json.NewDecoder(bytes.NewReader(b)))
+	if err != nil {
 		return fmt.Errorf("%s event: %w", env.Event, err)
 	}
-	e.Time, e.Host = env.Time, env.Host
-	e.Body = deref(body)
+	e.Time, e.Host, e.Body = env.Time, env.Host, body
 	return nil
-}
-
-// deref turns the pointer newBody made back into the value type the tracer emits, so that a
-// type switch on Body sees the same types live and in replay.
-func deref(b Body) Body {
-	switch v := b.(type) {
-	case *Session:
-		return *v
-	case *Process:
-		return *v
-	case *Task:
-		return *v
-	case *Exec:
-		return *v
-	case *Exit:
-		return *v
-	case *Crash:
-		return *v
-	case *Handled:
-		return *v
-	case *CrashLines:
-		return *v
-	case *Matrix:
-		return *v
-	case *Thread:
-		return *v
-	case *Summary:
-		return *v
-	case *Error:
-		return *v
-	case *Sample:
-		return *v
-	case *MatrixProgress:
-		return *v
-	case *Stacks:
-		return *v
-	}
-	return b
 }

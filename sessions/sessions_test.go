@@ -43,6 +43,23 @@ func TestEventRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEveryKindDecodes: each kind decodes into the value type whose Kind it is, with an
+// absent rank NoRank, not 0.
+func TestEveryKindDecodes(t *testing.T) {
+	if len(decoders) != 15 {
+		t.Errorf("%d kinds decode; a new kind needs its decoder", len(decoders))
+	}
+	for k, decode := range decoders {
+		b, err := decode(json.NewDecoder(strings.NewReader(`{}`)))
+		if err != nil || b.Kind() != k || reflect.TypeOf(b).Kind() == reflect.Pointer {
+			t.Errorf("%s decodes to %T (%v)", k, b, err)
+		}
+		if r := reflect.ValueOf(b).FieldByName("Rank"); r.IsValid() && r.Interface() != NoRank {
+			t.Errorf("%s: an absent rank decodes as %v", k, r.Interface())
+		}
+	}
+}
+
 func TestWireNames(t *testing.T) {
 	raw, _ := json.Marshal(Event{Body: Crash{PID: 1, Rank: NoRank, PC: 0x10}})
 	for _, want := range []string{`"event":"crash"`, `"pid":1`, `"rank":null`, `"pc":"0x10"`, `"core":null`} {
