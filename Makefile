@@ -138,12 +138,12 @@ guest: qemu-deps-$(ARCH)
 	@$(BUILD)/guest -arch "$(ARCH)" $(if $(CPU),-cpu "$(CPU)") -run "$$CRASHTUI_GUEST_RUN" $(ADD)
 
 # Every benchmark, as a table: each cost beside the floor measured in the same run, the ratio
-# and the goal (cmd/benchtable); go test's own output goes to $(LOGS)/bench.log.
+# and the goal (cmd/testreport -bench); go test's own output goes to $(LOGS)/bench.log.
 bench: build
 	@mkdir -p $(LOGS)
 	@echo "go test -bench . ./... (log: $(LOGS)/bench.log)"
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./... 2>&1 | \
-	  $(GO) run ./cmd/benchtable -log $(LOGS)/bench.log
+	  $(GO) run ./cmd/testreport -bench -log $(LOGS)/bench.log
 
 # 200 SIGKILLs of crashtui at random moments of matrix, checkpoint and a measured attach,
 # against a 20-process job that checks its own registers, results and SIGTRAP handler; then

@@ -155,6 +155,14 @@ func atoiBytes(b []byte) (int, bool) {
 	return n, true
 }
 
+// nextRecord returns b up to the first sep (or all of it) and what follows the sep.
+func nextRecord(b []byte, sep byte) (rec, rest []byte) {
+	if i := bytes.IndexByte(b, sep); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
+}
+
 // nextField returns the first space-separated field of b and what follows it.
 func nextField(b []byte) (field, rest []byte) {
 	i := 0
@@ -321,12 +329,8 @@ var rankVars = []string{"CRASHTUI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "P
 func rankFromEnviron(env []byte) sessions.Rank {
 	best, rank := len(rankVars), sessions.NoRank
 	for len(env) > 0 {
-		kv := env
-		if i := bytes.IndexByte(env, 0); i >= 0 {
-			kv, env = env[:i], env[i+1:]
-		} else {
-			env = nil
-		}
+		var kv []byte
+		kv, env = nextRecord(env, 0)
 		k, v, ok := bytes.Cut(kv, []byte{'='})
 		if !ok {
 			continue
@@ -387,12 +391,8 @@ func statusFields(path string, names ...string) []string {
 	vals := make([]string, len(names))
 	readProc(path, func(b []byte) {
 		for len(b) > 0 {
-			line := b
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				line, b = b[:i], b[i+1:]
-			} else {
-				b = nil
-			}
+			var line []byte
+			line, b = nextRecord(b, '\n')
 			k, v, ok := bytes.Cut(line, []byte{':'})
 			if !ok {
 				continue

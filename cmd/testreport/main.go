@@ -5,6 +5,10 @@
 // anything failed.
 //
 //	go test -json ./... 2>&1 | go run ./cmd/testreport -log build/test-logs/go-test.log
+//
+// With -bench it reads `go test -bench` instead and prints `make bench`'s table (bench.go).
+//
+//	go test -run '^$' -bench . ./... 2>&1 | go run ./cmd/testreport -bench -log build/bench.log
 package main
 
 import (
@@ -30,6 +34,7 @@ type testEvent struct {
 
 func main() {
 	logPath := flag.String("log", "", "write everything go test said to `FILE`")
+	bench := flag.Bool("bench", false, "read go test -bench, not go test -json, and print the benchmark table")
 	flag.Parse()
 	var log io.Writer = io.Discard
 	if *logPath != "" {
@@ -40,6 +45,9 @@ func main() {
 		}
 		defer f.Close()
 		log = f
+	}
+	if *bench {
+		os.Exit(benchReport(os.Stdin, os.Stdout, log))
 	}
 	os.Exit(report(os.Stdin, os.Stdout, log, *logPath))
 }

@@ -1,16 +1,14 @@
-// Command benchtable turns `go test -bench` on its stdin into the table `make bench` prints:
-// each of crashtui's costs beside the floor measured in the same run (a minimal C tracer, or
-// the job's own noise with nothing attached), their ratio and the goal, then one line for
-// every other benchmark. Everything go test said goes to the -log file; a failing or skipped
-// benchmark is printed with its reason. It exits 1 when a benchmark failed; a goal not met
-// is shown (✗) but is not a failure: this is a measurement, not a test.
-//
-//	go test -run '^$' -bench . ./... 2>&1 | go run ./cmd/benchtable -log build/bench.log
 package main
+
+// The -bench mode: `go test -bench` on stdin becomes the table `make bench` prints: each of
+// crashtui's costs beside the floor measured in the same run (a minimal C tracer, or the
+// job's own noise with nothing attached), their ratio and the goal, then one line for every
+// other benchmark. A failing or skipped benchmark is printed with its reason; the exit status
+// is 1 when a benchmark failed. A goal not met is shown (✗) but is not a failure: this is a
+// measurement, not a test.
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -88,8 +86,8 @@ func parseLine(line string) (result, bool) {
 	return r, true
 }
 
-// report is what one run of go test -bench said.
-type report struct {
+// benchRun is what one run of go test -bench said.
+type benchRun struct {
 	results  map[string]result
 	order    []string
 	failed   []string // the lines of failing benchmarks and packages, and their output
@@ -97,8 +95,8 @@ type report struct {
 	packages int
 }
 
-func read(in io.Reader, log io.Writer) (*report, error) {
-	rep := &report{results: map[string]result{}}
+func readBench(in io.Reader, log io.Writer) (*benchRun, error) {
+	rep := &benchRun{results: map[string]result{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var pending []string // output since the last benchmark line: a failure's reason
@@ -152,8 +150,8 @@ func num(v float64) string {
 // g is a goal as written in the issue.
 func g(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// write prints the table, then the other benchmarks; it returns how many goals were not met.
-func write(w io.Writer, rep *report) int {
+// writeBench prints the table, then the other benchmarks; it returns how many goals were not met.
+func writeBench(w io.Writer, rep *benchRun) int {
 	missed := 0
 	shown := map[string]bool{}
 	fmt.Fprintf(w, "%-28s %12s %12s %7s   %s\n", "", "crashtui", "floor", "ratio", "goal")
@@ -226,35 +224,26 @@ func write(w io.Writer, rep *report) int {
 	return missed
 }
 
-func main() {
-	logPath := flag.String("log", "", "write everything go test said to `FILE`")
-	flag.Parse()
-	var log io.Writer = io.Discard
-	if *logPath != "" {
-		f, err := os.Create(*logPath)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchtable:", err)
-			os.Exit(2)
-		}
-		defer f.Close()
-		log = f
-	}
-	rep, err := read(os.Stdin, log)
+// benchReport is testreport -bench: the table of go test -bench's output on in, written to
+// out; what go test said goes to log. It returns the exit status.
+func benchReport(in io.Reader, out, log io.Writer) int {
+	rep, err := readBench(in, log)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchtable:", err)
-		os.Exit(2)
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		return 2
 	}
-	missed := write(os.Stdout, rep)
+	missed := writeBench(out, rep)
 	switch {
 	case len(rep.failed) > 0:
-		fmt.Println("FAIL: a benchmark failed:")
+		fmt.Fprintln(out, "FAIL: a benchmark failed:")
 		for _, l := range rep.failed {
-			fmt.Println(l)
+			fmt.Fprintln(out, l)
 		}
-		os.Exit(1)
+		return 1
 	case missed > 0:
-		fmt.Printf("%d goal(s) not met (✗); this machine's noise moves each figure: run again to tell noise from a regression\n", missed)
+		fmt.Fprintf(out, "%d goal(s) not met (✗); this machine's noise moves each figure: run again to tell noise from a regression\n", missed)
 	default:
-		fmt.Println("every goal met")
+		fmt.Fprintln(out, "every goal met")
 	}
+	return 0
 }

@@ -26,9 +26,9 @@ FAIL	github.com/crashtui/crashtui/tracer	40.1s
 ok  	github.com/crashtui/crashtui/views	1.2s
 `
 
-func TestTable(t *testing.T) {
+func TestBenchTable(t *testing.T) {
 	var log strings.Builder
-	rep, err := read(strings.NewReader(sample), &log)
+	rep, err := readBench(strings.NewReader(sample), &log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestTable(t *testing.T) {
 		t.Error("the log is not everything go test said")
 	}
 	var out strings.Builder
-	missed := write(&out, rep)
+	missed := writeBench(&out, rep)
 	got := out.String()
 	for _, want := range []string{
 		"one signal delivered",
@@ -67,7 +67,7 @@ func TestTable(t *testing.T) {
 	}
 }
 
-func TestParseLine(t *testing.T) {
+func TestBenchParseLine(t *testing.T) {
 	r, ok := parseLine("BenchmarkX/y-16   5   100 ns/op   2.5 widgets")
 	if !ok || r.name != "BenchmarkX/y" || r.metrics["widgets"] != 2.5 || r.metrics["ns/op"] != 100 {
 		t.Errorf("%+v %v", r, ok)
