@@ -12,7 +12,6 @@ package main
 // what crashtui's answers are checked against.
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -90,11 +89,12 @@ func slurmEnd(t *testing.T, id string) {
 
 // slurmCmd is a running srun or salloc whose stdout lines are read as they come.
 type slurmCmd struct {
-	w      *waitedProc
-	mu     sync.Mutex
-	lines  []string
-	stderr bytes.Buffer
-	more   chan struct{}
+	w       *waitedProc
+	mu      sync.Mutex
+	lines   []string
+	partial []byte // the start of a line not ended yet
+	stderr  bytes.Buffer
+	more    chan struct{}
 }
 
 // startSlurm starts a Slurm client command (srun, salloc) in the background, in a process
@@ -112,24 +112,35 @@ func startSlurm(t *testing.T, argv ...string) *slurmCmd {
 		}
 	})
 	cmd.Stderr = &syncWriter{w: &s.stderr, mu: &s.mu}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Its stdout is a writer, not a pipe read beside Wait (which closes the pipe and may lose
+	// its last lines): Wait returns once the copy has ended, or WaitDelay after the exit when
+	// a task that inherited the stdout still holds it (the group is killed just after).
+	cmd.Stdout = (*slurmLines)(s)
+	cmd.WaitDelay = 2 * time.Second
 	s.w = startWaited(t, cmd, syscall.SIGTERM)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.lines = append(s.lines, sc.Text())
-			s.mu.Unlock()
-			select {
-			case s.more <- struct{}{}:
-			default:
-			}
-		}
-	}()
 	return s
+}
+
+// slurmLines splits what a slurmCmd writes into its lines.
+type slurmLines slurmCmd
+
+func (l *slurmLines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	l.partial = append(l.partial, b...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.lines = append(l.lines, string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+	l.mu.Unlock()
+	select {
+	case l.more <- struct{}{}:
+	default:
+	}
+	return len(b), nil
 }
 
 // waitLines waits until n stdout lines match re and returns their submatches.

@@ -148,7 +148,11 @@ func hasFunction(fs []sessions.StackFrame, names ...string) bool {
 func checkDetached(t *testing.T, pids []int, states []string) {
 	t.Helper()
 	for i, pid := range pids {
-		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil || len(ents) == 0 {
+			t.Errorf("process %d is gone after crashtui let go of it: %v", pid, err)
+			continue
+		}
 		for _, e := range ents {
 			tid, _ := strconv.Atoi(e.Name())
 			if tr := tracerPID(tid); tr != 0 {
