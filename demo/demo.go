@@ -38,7 +38,7 @@ var mu sync.Mutex
 
 // recipe names how Program compiles; change it when the compile command changes, so cached
 // programs built the old way are not reused.
-const recipe = "gcc -g -O1 -pthread NAME.c -ldl, in the build dir (v2)"
+const recipe = "gcc -g -O1 -pthread -fdebug-prefix-map=BUILD=DIR NAME.c -ldl, in the build dir, source kept beside (v3)"
 
 // CacheDir is where compiled programs live: $XDG_CACHE_HOME/crashtui/demo (or ~/.cache).
 func CacheDir() string {
@@ -94,15 +94,22 @@ func Program(name string, flags ...string) (string, error) {
 	}
 	bin := filepath.Join(tmp, name)
 	// Compile in the build directory with a relative source name, so __FILE__ (in assert
-	// messages, which are crash keys) is "rank.c" and not a temporary path.
-	args := append([]string{"-g", "-O1", "-pthread", "-o", name, name + ".c"}, flags...)
+	// messages, which are crash keys) is "rank.c" and not a temporary path; the debug info
+	// names the program's own directory, where its source is kept, so that a frame's source
+	// line can be shown.
+	final := filepath.Dir(out)
+	args := append([]string{"-g", "-O1", "-pthread", "-fdebug-prefix-map=" + tmp + "=" + final, "-o", name, name + ".c"}, flags...)
 	args = append(args, "-ldl")
 	cmd := exec.Command(cc, args...)
 	cmd.Dir = tmp
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("compile demo program %q: %v\n%s", name, err, b)
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(final, 0o755); err != nil {
+		return "", err
+	}
+	// The source first: a program in the cache always has its source beside it.
+	if err := os.WriteFile(filepath.Join(final, name+".c"), src, 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Rename(bin, out); err != nil {
