@@ -145,6 +145,7 @@ func main() {
 
 // childStdin is the spawned child's stdin: it reaches EOF, and the child exits, when this
 // process does.
+//
 //lint:ignore U1000 written once and kept: a collected pipe would be closed by its finalizer
 var childStdin io.WriteCloser
 
