@@ -378,6 +378,27 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 		}
 		return firstRank(a.threads) < firstRank(b.threads)
 	})
+	// Threads on each path in each sample, from one pass over every track (the sparks).
+	onPath := map[string]map[int]int{}
+	for _, tr := range tracks {
+		for j, k := range tr.keys {
+			m := onPath[k]
+			if m == nil {
+				m = map[int]int{}
+				onPath[k] = m
+			}
+			m[tr.seqs[j]]++
+		}
+	}
+	// The window's seqs, oldest first: a spark has one count for each.
+	var qs []int
+	for h := range window {
+		for q := range window[h] {
+			qs = append(qs, q)
+		}
+	}
+	sort.Ints(qs)
+	qs = compactInts(qs)
 	classOf := map[*threadTrack]int{}
 	for i, ca := range classes {
 		ca.c.Class = i + 1
@@ -402,26 +423,10 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			}
 		}
 		// Spark: threads on this path in each window sample, oldest first.
-		key := ""
+		var counts map[int]int
 		if len(ca.threads) > 0 {
-			key = ca.threads[0].keys[len(ca.threads[0].keys)-1]
+			counts = onPath[ca.threads[0].keys[len(ca.threads[0].keys)-1]]
 		}
-		counts := map[int]int{}
-		for _, tr := range tracks {
-			for j, k := range tr.keys {
-				if k == key {
-					counts[tr.seqs[j]]++
-				}
-			}
-		}
-		qs := make([]int, 0, len(counts))
-		for h := range window {
-			for q := range window[h] {
-				qs = append(qs, q)
-			}
-		}
-		sort.Ints(qs)
-		qs = compactInts(qs)
 		for _, q := range qs {
 			ca.c.Spark = append(ca.c.Spark, counts[q])
 		}
@@ -533,9 +538,18 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			continue
 		}
 		total := len(procsOf(at))
-		for _, k := range at.order {
+		// Each branch's processes, and on how many branches each process has threads.
+		sets := make([]map[pkey]bool, len(at.order))
+		branches := map[pkey]int{}
+		for i, k := range at.order {
+			sets[i] = procsOf(at.kids[k])
+			for p := range sets[i] {
+				branches[p]++
+			}
+		}
+		for i, k := range at.order {
 			kid := at.kids[k]
-			ps := procsOf(kid)
+			ps := sets[i]
 			if len(ps) != 1 || total-1 < 2 {
 				continue
 			}
@@ -543,14 +557,8 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			for p := range ps {
 				only = p
 			}
-			alone := true // a process with threads on the other branches too is not alone
-			for _, k2 := range at.order {
-				if k2 != k && procsOf(at.kids[k2])[only] {
-					alone = false
-				}
-			}
-			if !alone {
-				continue
+			if branches[only] > 1 {
+				continue // a process with threads on the other branches too is not alone
 			}
 			tr := kid.threads[0]
 			prog, sys := "", tr.syscall
