@@ -208,7 +208,11 @@ func writeBench(w io.Writer, rep *benchRun) int {
 			if unit == "ns/op" && len(res.order) > 1 {
 				continue // the loop's own time, when the benchmark reports what it measured
 			}
-			parts = append(parts, num(res.metrics[unit])+" "+unit)
+			v := res.metrics[unit]
+			if unit == "ns/op" && v >= 1e6 {
+				v, unit = v/1e6, "ms/op" // as the goals in the doc comments are written
+			}
+			parts = append(parts, num(v)+" "+unit)
 		}
 		others = append(others, fmt.Sprintf("  %-34s %s", strings.TrimPrefix(name, "Benchmark"), strings.Join(parts, ", ")))
 	}

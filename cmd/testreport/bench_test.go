@@ -16,6 +16,8 @@ BenchmarkEventCost/thread-2         	       3	 444788280 ns/op	        31.31 cra
 BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event	         0.8169 crashtui/floor	       136.9 floor-us/event
 BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
 BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
+BenchmarkMergeStacks1000/10classes-2           	       3	  22483046 ns/op
+BenchmarkDecode-2   	 1000000	      1312 ns/op
 --- SKIP: BenchmarkMatrixMeasure64
     measure_bench_test.go:20: gcc is not installed (make test installs it)
 --- FAIL: BenchmarkCrashStorm
@@ -50,6 +52,8 @@ func TestBenchTable(t *testing.T) {
 		"≤ 5 ms ✓",
 		"Stacks1000",
 		"101 ms/sample, 600 first-sample-ms",
+		"MergeStacks1000/10classes          22.5 ms/op",
+		"Decode                             1312 ns/op",
 		"--- SKIP: BenchmarkMatrixMeasure64: measure_bench_test.go:20: gcc is not installed",
 	} {
 		if !strings.Contains(got, want) {
