@@ -22,15 +22,17 @@
 // A tracee's stop costs the job the time until the tracer resumes it, so the loop waits the
 // way a minimal C tracer does: blocked in wait4 on the tracing thread itself, woken by the
 // kernel straight from the stop (wait.go). There is no SIGCHLD in the path: no signal
-// handler, no os/signal goroutine, no channel hand-off to the locked thread, which cost
-// 7.5 context switches per stop. After a stop it polls for 100 µs, because stops come in
-// bursts; the polls and the resumes never block, so they are raw syscalls, of which the Go
-// scheduler is not told. A request from another goroutine (do) wakes the loop with a
-// thread-directed kick signal whose handler has SA_RESTART cleared, so wait4 returns EINTR;
-// a lost kick is repeated every millisecond. Work a stop does not need is done after the tracee runs again: an exec
-// is read from /proc when the loop is next idle (freshen), a new thread is recognised by one
-// stat of /proc/PID/task/TID, and a fork copies what its child inherits. BenchmarkEventCost
-// (make bench) measures the cost per event against a C floor tracer in the same run.
+// handler, no os/signal goroutine, no channel hand-off to the locked thread, which cost 7.5
+// context switches per stop. After a stop it polls for 100 µs, because stops come in
+// bursts; the polls and the resumes do not wait for a tracee, so they are raw syscalls, of
+// which the Go scheduler is not told. A request from another goroutine (do) wakes the loop
+// with a thread-directed kick signal whose handler has SA_RESTART cleared, so wait4 returns
+// EINTR; a lost kick is repeated every millisecond. Work a stop does not need is done after
+// the tracee runs again: an exec is read from /proc when the loop is next idle (freshen), a
+// new thread is recognised by one stat of /proc/PID/task/TID, and a fork copies what its
+// child inherits. An attach reads /proc on every CPU at once (inParallel).
+// BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench) measure each cost against a
+// C floor tracer in the same run.
 //
 // # What a SIGKILL of crashtui leaves behind
 //

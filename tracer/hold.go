@@ -30,10 +30,14 @@ func (t *Tracer) holdTasks(tks []*task, timeout, patience time.Duration, what st
 	var errs []error
 	var waiting, gentle []*task
 	interrupt := func(tk *task) {
-		// ESRCH: it died meanwhile; its exit status follows, and ends the wait for it.
-		if err := ptraceInterrupt(tk.tid); err == nil || errors.Is(err, unix.ESRCH) {
+		// ESRCH: it is no longer a tracee of this thread (a zombie tracee would still be
+		// interrupted): no stop will come, and there is nothing to wait for.
+		switch err := ptraceInterrupt(tk.tid); {
+		case err == nil:
 			waiting = append(waiting, tk)
-		} else {
+		case errors.Is(err, unix.ESRCH):
+			tk.want = false
+		default:
 			errs = append(errs, fmt.Errorf("interrupt %d: %w", tk.tid, err))
 			tk.want = false
 		}
@@ -83,6 +87,8 @@ func (t *Tracer) holdTasks(tks []*task, timeout, patience time.Duration, what st
 		})
 		t.pump(done, timeout-time.Since(start), "")
 	}
+	// A vfork parent whose child exec'd meanwhile has stopped (its interrupt was queued).
+	vforks = slices.DeleteFunc(vforks, func(tk *task) bool { return !stillRunning(tk) })
 	late := append(waiting, vforks...)
 	if len(late) > 0 {
 		var names []string
@@ -105,5 +111,8 @@ func (t *Tracer) stopTask(tk *task, timeout time.Duration) error {
 		return fmt.Errorf("thread %d has exited and will not stop again", tk.tid)
 	}
 	_, err := t.holdTasks([]*task{tk}, timeout, 0, "stop")
+	if err == nil && t.tasks[tk.tid] == tk && tk.stopped == running && !tk.exited {
+		return fmt.Errorf("interrupt %d: %w", tk.tid, unix.ESRCH) // not a tracee of ours any more
+	}
 	return err
 }

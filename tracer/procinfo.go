@@ -324,8 +324,8 @@ func isThreadOf(pid, tid int) bool {
 var rankVars = []string{"CRASHTUI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}
 
 // rankFromEnviron parses a NUL-separated environment block: the first of rankVars it sets
-// to a number (the last setting of a variable counts, as getenv's does not, but a launcher
-// sets each once).
+// to a number. Of a variable set twice the first setting counts, as it does for the
+// program's own getenv.
 func rankFromEnviron(env []byte) sessions.Rank {
 	best, rank := len(rankVars), sessions.NoRank
 	for len(env) > 0 {

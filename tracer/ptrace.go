@@ -22,14 +22,15 @@ import (
 
 // ptrace is one request as it is, for those with no named primitive here (PTRACE_LISTEN,
 // PTRACE_POKEDATA). The requests that only change a task's run state (resume, listen,
-// detach, interrupt) never block, so they are raw syscalls: the loop's hot path skips the Go
+// detach, interrupt) never block for long (at most a tick, while a tracee that was preempted
+// on its way into its stop gets there), so they are raw syscalls: the loop's hot path skips the Go
 // scheduler's entersyscall and exitsyscall. The others can wait on a lock of the tracee (SEIZE on cred_guard_mutex during an exec, PEEKDATA and POKEDATA on
 // its mmap lock), and a raw syscall that blocks would hold up a stop-the-world GC.
 func ptrace(req, tid int, addr, data uintptr) error {
 	call := unix.Syscall6
 	switch req {
 	case unix.PTRACE_CONT, unix.PTRACE_SYSCALL, unix.PTRACE_LISTEN, unix.PTRACE_DETACH, unix.PTRACE_INTERRUPT:
-		call = unix.RawSyscall6 // never block
+		call = unix.RawSyscall6 // do not wait for the tracee
 	}
 	_, _, e := call(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
 	if e != 0 {

@@ -107,7 +107,7 @@ const drainMax = 256
 func (t *Tracer) drain() int {
 	n := 0
 	for n < drainMax {
-		// WNOHANG never blocks: a raw syscall, the scheduler not told (as ptrace's).
+		// WNOHANG does not wait for a stop: a raw syscall, the scheduler not told (as ptrace's).
 		var ws unix.WaitStatus
 		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&ws)), waitFlags, 0, 0, 0)
 		if e == unix.EINTR {

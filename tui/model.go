@@ -301,7 +301,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(waitEvents(m.events), tour)
 	case sourceMsg:
 		if m.stk.sourceOf == msg.key {
-			m.stk.source = msg.lines
+			m.stk.source = append([]string{}, msg.lines...) // never nil: nil asks for a read
 		}
 		return m, nil
 	case tickMsg:

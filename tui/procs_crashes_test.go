@@ -589,3 +589,26 @@ func TestDebuggerHandOff(t *testing.T) {
 		t.Errorf("after gdb exited the tracer was asked for %v", calls)
 	}
 }
+
+// TestStacksDetailNothingToShow: a frame with no source and no code to show (a stripped
+// module) is read once, not again and again.
+func TestStacksDetailNothingToShow(t *testing.T) {
+	evs := viewtest.Events()
+	at := evs[len(evs)-1].Time.Add(time.Second)
+	evs = append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 1, PID: 4101, Rank: 0, Threads: []sessions.ThreadSample{
+		{TID: 4101, State: "S", Held: true, Frames: []sessions.Frame{{PC: 0x401000, Module: "[vdso]", Offset: 0x1000}}}}}})
+	m := fixtureModel(t, evs, nil, false, 120, 40, nil)
+	m.tab = tabStacks
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	msg, ok := cmd().(sourceMsg)
+	if !ok || len(msg.lines) != 0 {
+		t.Fatalf("the read of a frame with nothing to show: %#v", msg)
+	}
+	if _, again := m.Update(msg); again != nil {
+		t.Errorf("an empty read starts another (%T)", again())
+	}
+	if v := m.View(); strings.Contains(v, "reading source") {
+		t.Errorf("the detail still says it is reading:\n%s", v)
+	}
+}

@@ -99,25 +99,35 @@ func readBench(in io.Reader, log io.Writer) (*benchRun, error) {
 	rep := &benchRun{results: map[string]result{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var pending []string // output since the last benchmark line: a failure's reason
-	reason := false      // the next indented line is the reason of the last skip
+	// pending is what a package said since its last benchmark line, but its header: the
+	// errors of a build that failed. after is what the lines indented under a "--- FAIL" or
+	// "--- SKIP" belong to (its reason).
+	var pending []string
+	after := ""
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Fprintln(log, line)
 		trim := strings.TrimSpace(line)
-		if reason && strings.HasPrefix(line, "    ") {
-			rep.skipped[len(rep.skipped)-1] += ": " + trim
-			reason = false
+		if after != "" && strings.HasPrefix(line, "    ") {
+			if after == "fail" {
+				rep.failed = append(rep.failed, line)
+			} else {
+				rep.skipped[len(rep.skipped)-1] += ": " + trim
+				after = ""
+			}
 			continue
 		}
-		reason = false
+		after = ""
 		switch {
-		case strings.HasPrefix(trim, "--- FAIL"), strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "panic:"):
+		case strings.HasPrefix(trim, "--- FAIL"):
+			rep.failed = append(rep.failed, line)
+			pending, after = nil, "fail"
+		case strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "panic:"):
 			rep.failed = append(rep.failed, append(pending, line)...)
 			pending = nil
 		case strings.HasPrefix(trim, "--- SKIP"):
 			rep.skipped = append(rep.skipped, trim)
-			pending, reason = nil, true
+			pending, after = nil, "skip"
 		case strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "ok\t"):
 			rep.packages++
 			pending = nil
@@ -128,12 +138,22 @@ func readBench(in io.Reader, log io.Writer) (*benchRun, error) {
 				}
 				rep.results[r.name] = r
 				pending = nil
-			} else if len(pending) < 40 {
+			} else if !benchHeader(line) && len(pending) < 40 {
 				pending = append(pending, line)
 			}
 		}
 	}
 	return rep, sc.Err()
+}
+
+// benchHeader says whether line is one go test -bench prints before a package's results.
+func benchHeader(line string) bool {
+	for _, p := range []string{"goos:", "goarch:", "pkg:", "cpu:", "PASS", "exit status"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func num(v float64) string {
@@ -179,6 +199,8 @@ func writeBench(w io.Writer, rep *benchRun) int {
 			}
 			goal, met := "", true
 			switch {
+			case r.ratioGoal > 0 && floor == "":
+				goal, met, ratio = "ratio ≤ "+g(r.ratioGoal), false, "no floor"
 			case r.ratioGoal > 0:
 				goal, met = "ratio ≤ "+g(r.ratioGoal), q <= r.ratioGoal
 			case r.valueGoal > 0 && r.strict:

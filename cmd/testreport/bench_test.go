@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +15,9 @@ cpu: Intel(R) Xeon(R) Processor
 BenchmarkEventCost/signal-2         	       3	 199802968 ns/op	        12.41 crashtui-us/event	         1.063 crashtui/floor	        11.45 floor-us/event
 BenchmarkEventCost/thread-2         	       3	 444788280 ns/op	        31.31 crashtui-us/event	         1.454 crashtui/floor	        27.80 floor-us/event
 BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event	         0.8169 crashtui/floor	       136.9 floor-us/event
+--- FAIL: BenchmarkEventCost/nofloor
+    floor_bench_test.go:60: gcc: exit status 1
+BenchmarkEventCost/other-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event
 BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
 BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
 BenchmarkMergeStacks1000/10classes-2           	       3	  22483046 ns/op
@@ -66,8 +70,14 @@ func TestBenchTable(t *testing.T) {
 	if missed != 1 {
 		t.Errorf("%d goals missed, want 1 (thread)", missed)
 	}
-	if len(rep.failed) == 0 || !strings.Contains(strings.Join(rep.failed, "\n"), "60 crashes, want 64") {
-		t.Errorf("the failure and its reason were not kept: %q", rep.failed)
+	failed := strings.Join(rep.failed, "\n")
+	for _, want := range []string{"60 crashes, want 64", "floor_bench_test.go:60: gcc: exit status 1"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("the failure %q and its reason were not kept: %q", want, rep.failed)
+		}
+	}
+	if strings.Contains(failed, "goos:") || strings.Contains(failed, "cpu:") {
+		t.Errorf("the header went into the failures: %q", rep.failed)
 	}
 }
 
@@ -80,5 +90,14 @@ func TestBenchParseLine(t *testing.T) {
 		if _, ok := parseLine(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestBenchNoFloor: a ratio goal without its floor is not met, and says why.
+func TestBenchNoFloor(t *testing.T) {
+	rep, _ := readBench(strings.NewReader("BenchmarkEventCost/signal-2 3 100 ns/op 12.4 crashtui-us/event\n"), io.Discard)
+	var out strings.Builder
+	if missed := writeBench(&out, rep); missed != 1 || !strings.Contains(out.String(), "no floor   ratio ≤ 1.3 ✗") {
+		t.Errorf("%d missed:\n%s", missed, out.String())
 	}
 }
