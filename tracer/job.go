@@ -156,12 +156,15 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	pipes := ownPipes()
 	var cand []int
 	seen := map[int]bool{}
+	old := map[int]bool{} // looked at in an earlier round: no more /proc reads
 	for _, p := range pids {
 		if ex[p] || seen[p] {
 			continue
 		}
 		seen[p] = true
-		if _, ok := stats[p]; !ok && (known == nil || !known(p)) {
+		if known != nil && known(p) {
+			old[p] = true
+		} else if _, ok := stats[p]; !ok {
 			s, err := readStat(p)
 			if err != nil {
 				continue
@@ -175,8 +178,8 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	why := make([]string, len(cand))
 	inParallel(len(cand), func(i int) {
 		p := cand[i]
-		if known != nil && known(p) {
-			return // looked at in an earlier round: no more /proc reads
+		if old[p] {
+			return
 		}
 		s := stats[p]
 		switch {

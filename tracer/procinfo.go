@@ -26,28 +26,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // readSmall reads a small /proc file into buf with three syscalls. What does not fit in buf
 // is left out.
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
+func readSmall(path string, buf []byte) ([]byte, error) { return readUpTo(path, buf, len(buf)) }
 
 // maxProcFile bounds what readProc keeps of one file: cmdline and environ together are at
 // most ARG_MAX (a quarter of the stack limit, 2 MiB by default) when a program starts, but a
@@ -74,7 +53,10 @@ func readProc(path string, f func([]byte)) error {
 }
 
 // readGrow is readSmall into buf, doubling it until the file fits (up to maxProcFile).
-func readGrow(path string, buf []byte) ([]byte, error) {
+func readGrow(path string, buf []byte) ([]byte, error) { return readUpTo(path, buf, maxProcFile) }
+
+// readUpTo reads path into buf, growing it up to limit bytes; what is past limit is left out.
+func readUpTo(path string, buf []byte, limit int) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return buf[:0], err
@@ -83,10 +65,10 @@ func readGrow(path string, buf []byte) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(buf) {
-			if n >= maxProcFile {
+			if n >= limit {
 				return buf[:n], nil
 			}
-			buf = append(buf[:n], make([]byte, n)...)
+			buf = append(buf[:n], make([]byte, min(max(n, 512), limit-n))...)
 		}
 		m, err := unix.Read(fd, buf[n:])
 		if err == unix.EINTR {

@@ -48,7 +48,6 @@ type stacksTab struct {
 type sourceKey struct {
 	frame  sessions.StackFrame
 	caller bool
-	width  int
 }
 
 // refresh re-merges the samples when new ones arrived or the frame identity changed
@@ -153,7 +152,7 @@ func (s *stacksTab) normalize(m *Model) {
 	s.cursor = clamp(s.cursor, len(lines))
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
-		if k := (sourceKey{n.Frame, len(n.Children) > 0, m.width}); k != s.sourceOf || s.source == nil {
+		if k := (sourceKey{n.Frame, len(n.Children) > 0}); k != s.sourceOf || s.source == nil {
 			s.source, s.sourceOf = []string{m.st.Dim.Render("  reading source and code…")}, k
 			m.later(sourceCmd(m.st, k))
 		}

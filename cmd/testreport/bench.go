@@ -23,8 +23,7 @@ import (
 type row struct {
 	bench, label        string
 	metric, floor, unit string
-	scale               float64 // metric × scale is shown in unit
-	ratio               string  // the benchmark's own ratio metric ("" : metric/floor)
+	ratio               string // the benchmark's own ratio metric ("" : metric/floor)
 	ratioGoal           float64
 	valueGoal           float64
 	strict              bool // the value must be below valueGoal, not at most
@@ -38,19 +37,19 @@ type section struct {
 // table is what the issue asks of the hot path (tracer/floor_bench_test.go, crash_test.go).
 var table = []section{
 	{"added per event: crashtui against the floor tracer (floor.c)", []row{
-		{bench: "BenchmarkEventCost/signal", label: "one signal delivered", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
-		{bench: "BenchmarkEventCost/thread", label: "one thread created", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
-		{bench: "BenchmarkEventCost/fork", label: "one fork+exec", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", scale: 1, ratio: "crashtui/floor", ratioGoal: 1.3},
+		{bench: "BenchmarkEventCost/signal", label: "one signal delivered", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
+		{bench: "BenchmarkEventCost/thread", label: "one thread created", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
+		{bench: "BenchmarkEventCost/fork", label: "one fork+exec", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
 	}},
 	{"attach and detach, 1000 processes (floor: floor.c -attach; stops: untraced noise)", []row{
-		{bench: "BenchmarkAttachDetach1000", label: "attach, per process", metric: "attach-us/process", floor: "floor-attach-us/process", unit: "µs", scale: 1, ratio: "attach/floor", valueGoal: 100},
-		{bench: "BenchmarkAttachDetach1000", label: "longest stop, attaching", metric: "attach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", scale: 1, valueGoal: 5},
-		{bench: "BenchmarkAttachDetach1000", label: "longest stop, detaching", metric: "detach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", scale: 1, valueGoal: 5},
+		{bench: "BenchmarkAttachDetach1000", label: "attach, per process", metric: "attach-us/process", floor: "floor-attach-us/process", unit: "µs", ratio: "attach/floor", valueGoal: 100},
+		{bench: "BenchmarkAttachDetach1000", label: "longest stop, attaching", metric: "attach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", valueGoal: 5},
+		{bench: "BenchmarkAttachDetach1000", label: "longest stop, detaching", metric: "detach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", valueGoal: 5},
 	}},
 	{"crashes: signal-delivery-stop to crash event, 64 ranks at 4 sites", []row{
-		{bench: "BenchmarkCrashStorm", label: "first crash (cold)", metric: "ms/cold-crash", unit: "ms", scale: 1, valueGoal: 20},
-		{bench: "BenchmarkCrashStorm", label: "each later crash (warm)", metric: "ms/warm-crash", unit: "ms", scale: 1, valueGoal: 0.5, strict: true},
-		{bench: "BenchmarkCrashStorm", label: "first to last", metric: "ms/first-to-last", unit: "ms", scale: 1},
+		{bench: "BenchmarkCrashStorm", label: "first crash (cold)", metric: "ms/cold-crash", unit: "ms", valueGoal: 20},
+		{bench: "BenchmarkCrashStorm", label: "each later crash (warm)", metric: "ms/warm-crash", unit: "ms", valueGoal: 0.5, strict: true},
+		{bench: "BenchmarkCrashStorm", label: "first to last", metric: "ms/first-to-last", unit: "ms"},
 	}},
 }
 
@@ -185,15 +184,14 @@ func writeBench(w io.Writer, rep *benchRun) int {
 				continue
 			}
 			shown[r.bench] = true
-			v *= r.scale
 			floor, ratio := "", ""
 			var q float64
 			if fv, ok := res.metrics[r.floor]; ok && r.floor != "" {
-				floor = num(fv*r.scale) + " " + r.unit
+				floor = num(fv) + " " + r.unit
 				if rv, ok := res.metrics[r.ratio]; ok && r.ratio != "" {
 					q = rv
 				} else if fv > 0 {
-					q = v / (fv * r.scale)
+					q = v / fv
 				}
 				ratio = num(q)
 			}
