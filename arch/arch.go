@@ -257,3 +257,21 @@ func WritableMask(a Arch, i int) uint64 {
 	}
 	return ^uint64(0)
 }
+
+// UnwindRegs are the registers an unwind starts from, picked by kernel name (rbp on amd64;
+// x29/x30 on arm64; r31/link on ppc64le), so it works on raw words from any arch: the pc, the
+// stack pointer, the frame pointer and the link register (0 on amd64).
+func (r Regs) UnwindRegs() (pc, sp, fp, lr uint64) {
+	pc, sp = r.PC(), r.SP()
+	switch r.Arch {
+	case AMD64:
+		fp, _ = r.Reg("rbp")
+	case ARM64:
+		fp, _ = r.Reg("x29")
+		lr, _ = r.Reg("x30")
+	case PPC64LE:
+		fp, _ = r.Reg("r31")
+		lr, _ = r.Reg("link")
+	}
+	return pc, sp, fp, lr
+}

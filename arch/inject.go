@@ -106,3 +106,14 @@ func InjectionRestore(saved Regs) Regs {
 	r.set(ppcTRAP, saved.word(ppcTRAP)&ppcTrapNoRstrt)
 	return r
 }
+
+// SyscallIP is the instruction_pointer the kernel reports in struct seccomp_data for a
+// syscall instruction at addr (the guard's first): instruction_pointer(regs) at syscall
+// entry, the address after the instruction (rip after the 2-byte syscall; pc after svc and
+// nip after sc, 4 bytes each). A filter that looks at it sees this value.
+func SyscallIP(a Arch, addr uint64) uint64 {
+	if a == AMD64 {
+		return addr + 2
+	}
+	return addr + 4
+}

@@ -144,9 +144,12 @@ type Crash struct {
 	// HandlerTries is how many times the process's own handler took this same fault and
 	// returned without repairing it (the fault came straight back) before crashtui called it a
 	// crash; 0 for a fault with no handler.
-	HandlerTries int     `json:"handler_tries,omitempty"`
-	Stack        []Frame `json:"stack,omitempty"`
-	Core         *string `json:"core"`
+	HandlerTries int `json:"handler_tries,omitempty"`
+	// Unrepaired: the process's handler returned without repairing the fault, and crashtui
+	// delivered it as if no handler were installed (Spindle's rule): the process dies of it.
+	Unrepaired bool    `json:"unrepaired,omitempty"`
+	Stack      []Frame `json:"stack,omitempty"`
+	Core       *string `json:"core"`
 	// Regs are the crashing thread's registers by kernel name, for the detail view.
 	Regs map[string]Hex `json:"regs,omitempty"`
 	// Disasm is the code around the faulting pc, decoded from the start of its function.
@@ -195,7 +198,30 @@ type Check struct {
 	Predicted bool    `json:"predicted"`
 	Measured  *bool   `json:"measured"`
 	Errno     *string `json:"errno"`
+	// NotRun is why a measured matrix did not run this call (it is predicted only).
+	NotRun *NotRun `json:"not_run,omitempty"`
 }
+
+// NotRun is why a call of a matrix cell was not injected: nothing ran, the cell is predicted.
+type NotRun struct {
+	TID int       `json:"tid,omitempty"` // the thread that would have run it
+	Why NotRunWhy `json:"why"`
+	// Action is what the thread's seccomp filters decide for the call (NotRunSeccomp):
+	// KILL_PROCESS, TRAP, ERRNO(EPERM)…
+	Action string `json:"action,omitempty"`
+}
+
+// NotRunWhy is why a call was not injected.
+type NotRunWhy string
+
+const (
+	NotRunSeccomp           NotRunWhy = "seccomp"            // the thread's filter does not allow it
+	NotRunStrict            NotRunWhy = "seccomp_strict"     // the thread is in seccomp strict mode
+	NotRunFiltersUnreadable NotRunWhy = "filters_unreadable" // its filters cannot be read (CAP_SYS_ADMIN)
+	NotRunUserDispatch      NotRunWhy = "user_dispatch"      // syscall user dispatch would raise SIGSYS
+	NotRunEINTR             NotRunWhy = "eintr"              // every thread is in a call an interrupt would end with EINTR
+	NotRunNoThread          NotRunWhy = "no_thread"          // no thread could be held (job-control stopped, exiting)
+)
 
 // Cell is the ordered pair (From may read To).
 type Cell struct {
@@ -279,8 +305,11 @@ type Thread struct {
 	// with an SA_RESTART handler, with one without, or unknown (a caught signal whose
 	// handler's flags could not be read; Sigaction says why).
 	Handler HandlerKind `json:"handler,omitempty"`
-	// Sigaction is what rt_sigaction run inside the process said about a caught Signal.
+	// Sigaction is what rt_sigaction run inside the process said about a caught Signal
+	// (recordings of versions that held threads at signals).
 	Sigaction *Sigaction `json:"sigaction,omitempty"`
+	// Unfrozen is why the checkpoint left the thread running (Stop is StopNone).
+	Unfrozen Unfrozen `json:"unfrozen,omitempty"`
 
 	// What the thread did after the restore, looked at a moment later (only for a thread
 	// stopped inside an interrupted syscall).
@@ -308,6 +337,22 @@ const (
 	StopSignal    StopKind = "signal" // signal-delivery-stop: Signal is delivered on resume
 	StopGroup     StopKind = "group"  // group-stop: the stop signal's action is stop
 	StopExit      StopKind = "exit"   // PTRACE_EVENT_EXIT: the thread never returns to user space
+	// StopNone: the checkpoint did not freeze the thread (Unfrozen says why); what /proc shows
+	// of it is all there is.
+	StopNone StopKind = "none"
+)
+
+// Unfrozen is why a checkpoint left a thread running.
+type Unfrozen string
+
+const (
+	// UnfrozenEINTR: it is blocked in a call that an interrupt would make fail with EINTR
+	// (epoll_wait, a socket call…): freezing it would change what the program sees.
+	UnfrozenEINTR Unfrozen = "eintr"
+	// UnfrozenVfork: a vfork parent, which cannot stop before its child execs or exits.
+	UnfrozenVfork Unfrozen = "vfork"
+	// UnfrozenTimeout: it did not stop in time (uninterruptible sleep).
+	UnfrozenTimeout Unfrozen = "timeout"
 )
 
 // Disposition is what a held signal does in its process.

@@ -4,14 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"unsafe"
 
+	"github.com/crashtui/crashtui/tracer/procfs"
 	"golang.org/x/sys/unix"
-
-	"github.com/crashtui/crashtui/tracer/access"
 )
-
-func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
 
 // AttachResult says what an attach took hold of.
 type AttachResult struct {
@@ -87,7 +83,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 			fresh = append(fresh, p)
 		}
 	}
-	inParallel(len(fresh), func(i int) { fresh[i].readImage() })
+	procfs.InParallel(len(fresh), func(i int) { fresh[i].readImage() })
 	for _, p := range fresh {
 		p.inherited = true
 	}
@@ -113,7 +109,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 func (t *Tracer) seizeProcess(pid int) (int, error) {
 	added := 0
 	for {
-		tids := listTasks(pid)
+		tids := procfs.Tasks(pid)
 		if len(tids) == 0 {
 			if added == 0 && t.procs[pid] == nil {
 				return 0, fmt.Errorf("seize %d: %w", pid, unix.ESRCH)
@@ -127,7 +123,7 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 			}
 			err := ptraceSeize(tid)
 			if errors.Is(err, unix.EPERM) {
-				if st, serr := readStat(tid); serr == nil && (st.state == 'Z' || st.state == 'X') {
+				if st, serr := procfs.ReadStat(tid); serr == nil && (st.State == 'Z' || st.State == 'X') {
 					continue // a leader that called pthread_exit: the kernel refuses to seize a zombie
 				}
 				if tracerOf(tid) == t.self {
@@ -154,7 +150,7 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 }
 
 func tracerOf(tid int) int {
-	_, tracer := taskStatus(tid)
+	_, tracer := procfs.TaskStatus(tid)
 	return tracer
 }
 
@@ -166,7 +162,7 @@ func seizeHint(tid int, err error) string {
 		return fmt.Sprintf(" (already traced by pid %d)", tp)
 	}
 	root := os.Geteuid() == 0
-	switch yama := access.ReadSystem().Yama; {
+	switch yama := yamaScope(); {
 	case yama == 3:
 		return " (Yama ptrace_scope=3 forbids every ptrace attach, even root's, until reboot)"
 	case yama == 2 && !root:
@@ -175,4 +171,14 @@ func seizeHint(tid int, err error) string {
 		return " (Yama ptrace_scope=1 lets a process attach only to its descendants: run as root, or sysctl kernel.yama.ptrace_scope=0)"
 	}
 	return " (another user's process, or non-dumpable: run as root or the job's user)"
+}
+
+// yamaScope is Yama's kernel.yama.ptrace_scope, -1 without Yama.
+func yamaScope() int {
+	var buf [8]byte
+	b, err := procfs.ReadSmall("/proc/sys/kernel/yama/ptrace_scope", buf[:])
+	if err != nil || len(b) == 0 {
+		return -1
+	}
+	return int(b[0] - '0')
 }

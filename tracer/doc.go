@@ -1,36 +1,86 @@
-// Package tracer is the only package that calls ptrace.
+// Package tracer is the engine: the only code that calls ptrace, waits for a tracee, resumes
+// one, holds one, injects into one or detaches one.
 //
 // It resolves a JOB (pgid, sid, pid tree, cgroup, Slurm job) to processes, seizes every thread
-// of every process with PTRACE_SEIZE, follows forks, clones and execs, catches fatal signals at
-// their signal-delivery-stop, and detaches leaving the job exactly as it was: running threads
-// keep running, stopped jobs stay stopped, signals that are not ours are re-injected.
+// of every process with PTRACE_SEIZE, follows forks, clones and execs, and detaches leaving the
+// job exactly as it was: running threads keep running, stopped jobs stay stopped, no signal is
+// lost. All ptrace requests for a tracee must come from the thread that attached it, so the
+// engine runs one goroutine locked to its OS thread (runtime.LockOSThread); other goroutines
+// talk to it through requests. It emits sessions.Event values and nothing else: it never
+// formats text for a screen.
 //
-// All ptrace requests for a tracee must come from the thread that attached it, so the tracer
-// runs one goroutine locked to its OS thread (runtime.LockOSThread); other goroutines talk to
-// it through requests. It emits sessions.Event values and nothing else: it never formats text
-// for a screen.
+// # The engine and its features
 //
-// On top of the loop: crash sites grouped as they happen, with handled faults told apart and
-// one core per site (crash*.go, core.go); the access matrix, predicted from /proc
-// (tracer/access) and measured by running kcmp and process_vm_readv inside each process
-// (inject.go, guard.go, measure.go, live.go); and the simulated checkpoint, which captures
-// every thread's syscall restart state and applies a restore policy in place
-// (checkpoint*.go). tracer/qemu runs the ppc64le and arm64 tests on real kernels under QEMU.
+// The features are packages of their own, beside the engine, and cannot see a task's fields
+// (Go's package boundary keeps them out): tracer/crash (crash sites, handled faults, cores),
+// tracer/access (the access matrix, predicted and measured), tracer/checkpoint (the simulated
+// checkpoint) and tracer/stacks (stack samples). What a feature may ask:
+//
+//   - Tracer.Do(fn): run fn on the loop thread with a Loop. Through the Loop it sees the
+//     job's processes (Loop.Processes, Loop.Process, Loop.Thread), emits its events in order
+//     with the engine's (Loop.Emit), and asks for
+//   - Loop.Hold(tids, opts, fn) / Loop.HoldJob(opts, fn): "hold these threads, run fn, let
+//     them go". The engine interrupts what runs, waits, and hands fn the threads it holds and
+//     those it could not hold, each with why (Late: blocked in a call an interrupt would end
+//     with EINTR, a vfork parent, past its exit, a timeout). A held Thread's registers, mask,
+//     memory (PTRACE_PEEKDATA), seccomp state and siginfo can be read, its registers written.
+//     fn's end lets every thread go, each as its stop wants.
+//   - Thread.Inject(): "inject these calls into that thread", held at an interrupt stop
+//     (HoldOptions.AtInterrupt). Every call passes the gate first (gate.go): the thread's own
+//     seccomp filters, evaluated with the call's real arguments and address, and its syscall
+//     user dispatch must let it through, or nothing runs and a *Refused says why.
+//   - Options.Watcher: the one feature (crash) that decides the stops the engine does not own.
+//     Its Signal is told of every signal-delivery-stop and decides its fate (deliver, suppress,
+//     follow the thread through its syscalls, deliver as if unhandled); its Syscall is told of
+//     a followed thread's syscall-stops; TaskGone, ProcessGone and Tick of the job's ends and
+//     the passing time.
+//
+// What a feature must never do: call ptrace, wait for a tracee, or keep a Loop, a Thread or a
+// Held past the function it was given to; block the loop (unwinding, symbols and /proc work
+// that needs no stop belong outside Do: the job's stops wait while a feature runs on the
+// loop). procfs reads /proc and a process's memory without a stop; features use it freely.
+//
+// # One hold state per task
+//
+// Every task is in exactly one state (task.go): running, listening (the job's own
+// job-control stop, PTRACE_LISTEN), stopping (interrupted for a holder), held (in a stop
+// whose wait status was consumed: interrupt, event, group, exit), peeked (in a stop whose
+// status was not consumed: a signal-delivery-stop while it is decided), injecting, abandoned
+// (its injected call outlived the injection) or exited (past PTRACE_EVENT_EXIT); and it is
+// gone when it leaves the table. Each change of state is one function of the engine.
+//
+// Two rules make the edges safe by construction:
+//
+//   - A signal-delivery-stop is never consumed and never held (kernel.md D.3). Every wait
+//     peeks (waitid WNOWAIT); a signal stop ends only by a resume that passes the signal on,
+//     so at any instant of a SIGKILL of crashtui the signal is still in the tracee's
+//     exit_code, where the kernel delivers it. A thread a holder wants that reports a signal
+//     gets it delivered first (its handler frame set up), and stops at the holder's pending
+//     interrupt after: what CRIU's compel_wait_task does. So no operation, however long,
+//     holds a signal only crashtui knows of.
+//   - While the Watcher decides a stop (a callback, its stop peeked), every wait looks only
+//     at the tasks it waits for (waitOwn): a peeked stop would be reported again by a wait
+//     of all, and no other feature callback can start in the middle of one.
+//
+// Per-task facts the kernel resets are the task's: PTRACE_O_TRACESYSGOOD (task.sysgood) is
+// set before a task is first resumed with PTRACE_SYSCALL and belongs to that seize, so a
+// process let go for a debugger (Release) and taken back (Reacquire) starts afresh.
 //
 // # How the loop waits, and why it is cheap
 //
 // A tracee's stop costs the job the time until the tracer resumes it, so the loop waits the
-// way a minimal C tracer does: blocked in wait4 on the tracing thread itself, woken by the
-// kernel straight from the stop (wait.go). There is no SIGCHLD in the path: no signal
-// handler, no os/signal goroutine, no channel hand-off to the locked thread, which cost 7.5
-// context switches per stop. After a stop it polls for 100 µs, because stops come in
-// bursts; the polls and the resumes do not wait for a tracee, so they are raw syscalls, of
-// which the Go scheduler is not told. A request from another goroutine (do) wakes the loop
-// with a thread-directed kick signal whose handler has SA_RESTART cleared, so wait4 returns
-// EINTR; a lost kick is repeated every millisecond. Work a stop does not need is done after
-// the tracee runs again: an exec is read from /proc when the loop is next idle (freshen), a
-// new thread is recognised by one stat of /proc/PID/task/TID, and a fork copies what its
-// child inherits. An attach reads /proc on every CPU at once (inParallel).
+// way a minimal C tracer does: blocked in waitid on the tracing thread itself, woken by the
+// kernel straight from the stop (wait.go). A peek and a resume are two syscalls, as a C
+// tracer's wait4 and PTRACE_CONT are; only a stop kept for a holder and a death are consumed
+// (a third). There is no SIGCHLD in the path: no signal handler, no os/signal goroutine, no
+// channel hand-off to the locked thread. After a stop it polls for 100 µs, because stops
+// come in bursts; the polls and the resumes do not wait for a tracee, so they are raw
+// syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
+// wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
+// waitid returns EINTR; a lost kick is repeated every millisecond. Work a stop does not need
+// is done after the tracee runs again: an exec is read from /proc when the loop is next idle
+// (freshen), a new thread is recognised by one stat of /proc/PID/task/TID, and a fork copies
+// what its child inherits. An attach reads /proc on every CPU at once (procfs.InParallel).
 // BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench) measure each cost against a
 // C floor tracer in the same run.
 //
@@ -38,9 +88,10 @@
 //
 // When a tracer dies the kernel detaches its tracees (kernel/ptrace.c exit_ptrace): each
 // thread leaves its stop and runs with whatever registers and signal mask it has at that
-// instant. Syscall tracing is cleared; a pending single-step is not. So a thread that crashtui
-// is merely holding is safe (its own state; a held signal is still delivered), and the one
-// danger is a thread whose state crashtui has changed: an injected syscall.
+// instant. Syscall tracing and a pending interrupt are cleared; a pending single-step is not;
+// a signal-delivery-stop whose status no wait consumed delivers its signal. So a thread that
+// crashtui is merely holding is safe (its own state; it holds no signal), and the one danger
+// is a thread whose state crashtui has changed: an injected syscall.
 //
 // Three designs were weighed. A separate tracer process with a guardian cannot help: the
 // guardian cannot stop the kernel from resuming the tracees of a dead tracer, and may be
@@ -61,17 +112,17 @@
 // points, on amd64 and in the arm64 and ppc64le guests; TestKill9DuringInjection (make soak)
 // SIGKILLs the real binary at random moments.
 //
-// Limits of that promise: nothing is injected into a thread held at a signal-delivery-stop (a
-// guard could only deliver the held signal in its own context), so a process whose every
-// thread is held at a signal has its handler's SA_RESTART reported unknown; a thread let go
-// between the two register writes at the start (two consecutive ptrace calls) runs the guard
-// with its own mask, so a signal arriving in those microseconds would run its handler over the
-// guard's frame. crashtui never single-steps (the step flag outlives the tracer): a caught
-// fault whose handler returned is followed with syscall-stops (crash_handled.go).
+// Limits of that promise: nothing is injected into a thread at a signal-delivery-stop (a
+// guard could only deliver the signal in its own context), so injections start only at an
+// interrupt stop; a thread let go between the two register writes at the start (two
+// consecutive ptrace calls) runs the guard with its own mask, so a signal arriving in those
+// microseconds would run its handler over the guard's frame. crashtui never single-steps (the
+// step flag outlives the tracer): a caught fault whose handler returned is followed with
+// syscall-stops (tracer/crash).
 //
-// The loop waits with wait4(-1, __WALL|__WNOTHREAD) on its own thread (see above): it
-// sees its tracees and the ranks it launched, never the other children of the program that
-// embeds it. A tracee that is also the embedding program's own child and exits while traced is
+// The loop waits with waitid(P_ALL, __WALL|__WNOTHREAD) on its own thread: it sees its
+// tracees and the ranks it launched, never the other children of the program that embeds
+// it. A tracee that is also the embedding program's own child and exits while traced is
 // reaped here (its parent's wait then reports ECHILD). The kernel treats a tracee whose tracer
 // and real parent are threads of one process as if its parent were its tracer
 // (kernel/exit.c wait_consider_task, !ptrace_reparented): a second Tracer whose loop runs on

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +77,7 @@ func guardVictim(t *testing.T) (pid, tid int, verdict func() string) {
 		t.Skipf("cannot re-execute the test binary: %v", err)
 	}
 	t.Setenv(guardVictimEnv, "1") // for the child only: this test's env is restored after it
-	p := startPiped(t, 0, exe, "-test.run=^TestGuardVictimProcess$")
+	p := startPiped(t, exe, "-test.run=^TestGuardVictimProcess$")
 	if _, err := fmt.Sscanf(p.line(t), "tid %d", &tid); err != nil {
 		t.Fatalf("victim: %v", err)
 	}
@@ -102,52 +101,6 @@ func settledMask(pid, tid int) string {
 		m = again
 	}
 	return m
-}
-
-// taskStatusField reads one field of /proc/PID/task/TID/status.
-func taskStatusField(pid, tid int, name string) string {
-	return statusField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), name)
-}
-
-// holdAtInterrupt stops tk at an interrupt stop, where an injection may start. A Go tracee's
-// thread can be stopped at a signal instead (the runtime's preemption SIGURG, crossing our
-// PTRACE_INTERRUPT): as measureFrom does, it is resumed with its signal, and asked again.
-// Runs on the tracer thread.
-func holdAtInterrupt(tr *Tracer, tk *task) error {
-	for range 20 {
-		if err := tr.stopTask(tk, 2*time.Second); err != nil {
-			return err
-		}
-		if canInject(tk) {
-			return nil
-		}
-		if err := tr.resume(tk); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("thread %d stopped at a signal 20 times in a row, never at an interrupt stop", tk.tid)
-}
-
-// holdThread holds the traced thread tid at an interrupt stop (holdAtInterrupt). Runs on the
-// tracer thread.
-func holdThread(tr *Tracer, tid int) (*task, error) {
-	tk := tr.tasks[tid]
-	if tk == nil {
-		return nil, fmt.Errorf("thread %d not traced", tid)
-	}
-	return tk, holdAtInterrupt(tr, tk)
-}
-
-// attachPID attaches a new Tracer to the process pid; it is closed at cleanup.
-func attachPID(t *testing.T, pid int) *Tracer {
-	t.Helper()
-	tr := New(Options{})
-	t.Cleanup(func() { tr.Close() })
-	job, _ := ParseJob("pid:" + strconv.Itoa(pid))
-	if _, err := tr.Attach(job); err != nil {
-		t.Fatal(err)
-	}
-	return tr
 }
 
 // TestInjectionDeathAtEveryPoint lets the injected thread go, as the kernel does when
@@ -176,18 +129,13 @@ func TestInjectionDeathAtEveryPoint(t *testing.T) {
 			getpid, _ := arch.SyscallNumber(arch.Host(), "getpid")
 			var ret int64
 			err := tr.do(func() error {
-				tk, err := holdThread(tr, tid)
-				if err != nil {
+				return tr.holdOne(tid, func(tk *task) error {
+					tr.injectCut = point
+					defer func() { tr.injectCut = "" }()
+					r, _, err := tr.injectSyscall(tk, getpid)
+					ret = r
 					return err
-				}
-				tr.injectCut = point
-				defer func() { tr.injectCut = "" }()
-				r, _, err := tr.injectSyscall(tk, getpid)
-				ret = r
-				if tr.tasks[tid] != nil {
-					tr.resume(tk)
-				}
-				return err
+				})
 			})
 			if point == "" && (err != nil || ret != int64(pid)) {
 				t.Fatalf("injected getpid = %d, %v; want %d", ret, err, pid)

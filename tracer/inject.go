@@ -25,15 +25,16 @@ import (
 //   - at the guard's syscall-exit stop: the same.
 //
 // The order of the writes keeps it so: registers before the mask at the start, the mask
-// before the registers at the end.
-
-// injection records the stop that ends one resume of an injected thread.
-type injection struct {
-	ws   unix.WaitStatus
-	gone bool
-}
+// before the registers at the end. Every call passes the gate first (gate.go): the thread's
+// own seccomp filters and syscall user dispatch, evaluated as the kernel will, must let it
+// through.
 
 var errInjectInterrupted = errors.New("injected syscall interrupted by another stop")
+
+// ErrInjectInterrupted is what Injection.Call returns when another stop (a signal that
+// cannot be blocked, a group-stop) came in the middle: the thread is put back at that stop,
+// and the injection is over.
+var ErrInjectInterrupted = errInjectInterrupted
 
 // injectSession holds one thread for a batch of injected syscalls (the matrix runs two per
 // other process): registers and mask are saved once, the guard written once, and both put
@@ -53,71 +54,58 @@ type injectSession struct {
 	broken  error // set when the thread died or another stop came: no more calls
 	gone    bool  // the thread died: nothing to restore
 	ended   bool
+	// The stop that ended the last resume, as dispatch saw it.
+	got  bool
+	last stopInfo
+	// scratch is memory below the red zone lent to the calls, put back at the end.
+	scratch []*Scratch
 }
 
-// injectSyscall runs one syscall inside the held task tk and restores it.
-func (t *Tracer) injectSyscall(tk *task, nr int, args ...uint64) (ret int64, errno int, err error) {
-	s, err := t.beginInject(tk)
+// Injection runs system calls inside one held thread. Calls are gated (gate.go); End puts
+// the thread back exactly as it was.
+type Injection struct{ s *injectSession }
+
+// Inject starts an injection into th, which must be held at an interrupt stop (Hold with
+// AtInterrupt): its registers and signal mask are saved and its guard written. The caller
+// must call End.
+func (th Thread) Inject() (*Injection, error) {
+	s, err := th.t.beginInject(th.tk)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	ret, errno, err = s.call(nr, args...)
-	return ret, errno, errors.Join(err, s.end())
+	return &Injection{s: s}, nil
 }
 
-// injectWithScratch runs the syscall called name inside the held task tk with n bytes of
-// scratch memory below its red zone (where the kernel would write a signal frame), filled with
-// init (zeros if shorter), the arguments made by args from the scratch's address. It returns
-// what the scratch holds after the call; the scratch is put back. A failed call (negative
-// result) is an error.
-func (t *Tracer) injectWithScratch(tk *task, name string, n int, init []byte, args func(addr uint64) []uint64) ([]byte, error) {
-	regs, err := getRegs(tk.tid)
-	if err != nil {
-		return nil, err
-	}
-	nr, ok := arch.SyscallNumber(regs.Arch, name)
-	if !ok {
-		return nil, fmt.Errorf("no %s on %s", name, regs.Arch)
-	}
-	sc, err := newScratch(tk, regs, n)
-	if err != nil {
-		return nil, err
-	}
-	defer sc.restore()
-	buf := make([]byte, n)
-	copy(buf, init)
-	if err := sc.write(0, buf); err != nil {
-		return nil, err
-	}
-	ret, errno, err := t.injectSyscall(tk, nr, args(sc.addr)...)
-	if err != nil {
-		return nil, err
-	}
-	if ret < 0 || errno != 0 {
-		return nil, fmt.Errorf("%s in %d: %s", name, tk.tid, arch.ErrnoName(errno))
-	}
-	if err := peekBytes(tk.tid, sc.addr, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
+// Call runs syscall nr with args in the thread, once the gate lets it through; a refusal is
+// a *Refused error, and nothing ran. After an error other than a syscall result or a refusal
+// the injection is broken: every later call returns that error.
+func (in *Injection) Call(nr int, args ...uint64) (ret int64, errno int, err error) {
+	return in.s.call(nr, args...)
 }
 
-// canInject says whether tk is held where an injection may start: an interrupt stop (never a
-// signal-delivery-stop, whose signal a guard could only deliver in the wrong context if
+// End puts back the thread's registers and mask, the guard's bytes and the scratch memory.
+// It is idempotent.
+func (in *Injection) End() error { return in.s.end() }
+
+// Broken is why the injection cannot go on (the thread died, another stop came), or nil.
+func (in *Injection) Broken() error { return in.s.broken }
+
+// canInject says whether tk is held where an injection may start: an interrupt stop (never
+// a signal-delivery-stop, whose signal a guard could only deliver in the wrong context if
 // crashtui died, nor a group-stop or an event stop, whose resume semantics would change).
 func canInject(tk *task) bool {
-	return tk.stopped == stopEvent && tk.cause == unix.PTRACE_EVENT_STOP && tk.inject == nil && tk.abandoned == nil
+	return tk.state == held && tk.stop.class == classInterrupt && tk.inj == nil
 }
 
 // beginInject saves tk's registers and signal mask and writes its guard. The caller must call
 // end, which restores them.
 func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
-	if !canInject(tk) {
-		return nil, fmt.Errorf("inject into %d: not held at an interrupt stop", tk.tid)
+	if t.tasks[tk.tid] != tk || !canInject(tk) {
+		return nil, fmt.Errorf("inject into %d: not held at an interrupt stop (%s)", tk.tid, tk.state)
 	}
 	if p := t.procs[tk.pid]; p != nil {
 		for _, o := range p.tasks {
-			if o.abandoned != nil {
+			if o.state == abandoned {
 				// Its guard is still in the cave, and its thread may still run it: writing
 				// another thread's guard there would hand that thread the wrong registers.
 				return nil, fmt.Errorf("inject into %d: thread %d of the process is still inside an earlier injected call", tk.tid, o.tid)
@@ -147,19 +135,21 @@ func (t *Tracer) beginInject(tk *task) (*injectSession, error) {
 	if err := pokeBytes(tk.tid, s.base, g); err != nil {
 		return nil, err
 	}
-	// Syscall-stops must be told from SIGTRAPs.
-	if !t.crash.sysgood[tk.tid] {
+	// Syscall-stops must be told from SIGTRAPs (and a syscall-stop whose tracer died
+	// without consuming it must carry no signal: ptrace_report_syscall sends exit_code,
+	// which SIGTRAP|0x80 is not).
+	if !tk.sysgood {
 		if err := ptraceSetOptions(tk.tid, seizeOptions|unix.PTRACE_O_TRACESYSGOOD); err != nil {
 			pokeBytes(tk.tid, s.base, s.saved)
 			return nil, fmt.Errorf("setoptions %d: %w", tk.tid, err)
 		}
-		t.crash.sysgood[tk.tid] = true
+		tk.sysgood = true
 	}
+	tk.inj = s
 	return s, nil
 }
 
-// call runs one syscall in the guard. After an error other than a syscall result the session
-// is broken: every later call returns that error.
+// call runs one syscall in the guard.
 func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err error) {
 	if s.broken != nil {
 		return 0, 0, s.broken
@@ -168,6 +158,11 @@ func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err 
 		return 0, 0, fmt.Errorf("inject into %d: session ended", s.tk.tid)
 	}
 	tk := s.tk
+	var a [6]uint64
+	copy(a[:], args)
+	if err := s.t.gate(tk, nr, a, arch.SyscallIP(s.orig.Arch, s.base)); err != nil {
+		return 0, 0, err
+	}
 	// Registers first, then the mask: a thread let go between the two runs the guard.
 	if err := setRegs(tk.tid, arch.SetupSyscall(s.orig, s.base, nr, args...)); err != nil {
 		s.broken = err
@@ -188,15 +183,15 @@ func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err 
 		}
 	}
 	for _, want := range []uint8{unix.PTRACE_SYSCALL_INFO_ENTRY, unix.PTRACE_SYSCALL_INFO_EXIT} {
-		ws, err := s.resume(unix.PTRACE_SYSCALL)
+		si, err := s.step(unix.PTRACE_SYSCALL)
 		if err != nil {
 			return 0, 0, err
 		}
-		if !isSyscallStop(ws) {
-			return 0, 0, s.interrupted(ws)
+		if si.class != classSyscall {
+			return 0, 0, s.interrupted(si)
 		}
-		if info, err := getSyscallInfo(tk.tid); err != nil || info.op != want {
-			s.broken = fmt.Errorf("inject into %d: syscall-stop %d, want %d (%v)", tk.tid, info.op, want, err)
+		if info, err := getSyscallInfo(tk.tid); err != nil || info.Op != want {
+			s.broken = fmt.Errorf("inject into %d: syscall-stop %d, want %d (%v)", tk.tid, info.Op, want, err)
 			return 0, 0, s.broken
 		}
 		if s.cut(map[uint8]string{unix.PTRACE_SYSCALL_INFO_ENTRY: "entry", unix.PTRACE_SYSCALL_INFO_EXIT: "exit"}[want]) {
@@ -212,103 +207,105 @@ func (s *injectSession) call(nr int, args ...uint64) (ret int64, errno int, err 
 	return ret, errno, nil
 }
 
-func isSyscallStop(ws unix.WaitStatus) bool {
-	return ws.Stopped() && classify(ws).class == classSyscall
+// saw records the stop that ends a resume of an injected thread (dispatch hands it here): a
+// stop that holds no signal is consumed, a signal-delivery-stop left to the kernel (peeked).
+func (s *injectSession) saw(si stopInfo) {
+	s.got, s.last = true, si
+	if si.class == classSignal {
+		s.t.park(s.tk, si)
+	} else {
+		s.t.keep(s.tk, si)
+	}
 }
 
-// resume continues the thread with req and waits for its next stop (or its death).
-func (s *injectSession) resume(req int) (unix.WaitStatus, error) {
+// injectWait bounds one step of an injected call; a call that blocks is interrupted, and one
+// that does not come back from that either is abandoned to its guard.
+var injectWait = 5 * time.Second
+
+// step resumes the thread with req and waits for its next stop (or its death).
+func (s *injectSession) step(req int) (stopInfo, error) {
 	t, tk := s.t, s.tk
-	inj := &injection{}
-	tk.inject = inj
-	defer func() { tk.inject = nil }()
+	s.got = false
+	tk.state = injecting
 	if err := ptraceResume(req, tk.tid, 0); err != nil {
+		tk.state = held
 		if errors.Is(err, unix.ESRCH) {
 			s.gone = true
 		}
 		s.broken = fmt.Errorf("resume injected %d: %w", tk.tid, err)
-		return 0, s.broken
+		return stopInfo{}, s.broken
 	}
-	t.reapStep(tk, inj)
-	if err := t.pump(func() bool { return inj.gone || inj.ws != 0 }, 5*time.Second,
-		fmt.Sprintf("injected syscall in %d did not return", tk.tid)); err != nil {
+	own := []*task{tk}
+	came := func() bool { return s.got || s.gone }
+	if !t.waitUntil(own, came, injectWait) {
 		// The call blocks (it should not for kcmp or a 1-byte read): interrupt it. A failure
 		// (ESRCH: it died) shows as its death below.
 		ptraceInterrupt(tk.tid)
-		t.pump(func() bool { return inj.gone || inj.ws != 0 }, 2*time.Second, "")
-		if !inj.gone && inj.ws == 0 {
+		if !t.waitUntil(own, came, 2*time.Second) {
 			// Still inside (an uninterruptible sleep): its guard restores it whenever it
-			// returns; finishAbandoned lets it.
-			s.broken = err
-			tk.abandoned = s
-			tk.stopped = running
-			return 0, err
+			// returns; finishAbandoned puts the rest back.
+			s.broken = fmt.Errorf("injected syscall in %d did not return", tk.tid)
+			tk.state = abandoned
+			return stopInfo{}, s.broken
 		}
 	}
-	if inj.gone {
-		s.gone = true
-		s.broken = fmt.Errorf("inject into %d: the task died (seccomp KILL?)", tk.tid)
-		return 0, s.broken
+	if s.gone {
+		s.broken = fmt.Errorf("inject into %d: the task died", tk.tid)
+		return stopInfo{}, s.broken
 	}
-	return inj.ws, nil
+	return s.last, nil
 }
 
 // interrupted handles a stop other than the injected call's own (a signal that cannot be
-// blocked, a group-stop, a queued interrupt, an exit): the thread is put back at that stop, so
-// it is held exactly as if the stop had come while it was held before.
-func (s *injectSession) interrupted(ws unix.WaitStatus) error {
-	tk := s.tk
+// blocked, a group-stop, a queued interrupt, an exit): the thread is put back at that stop,
+// so it is held exactly as if the stop had come while it was held before (a signal stays
+// the kernel's: the loop delivers it once the holder lets go).
+func (s *injectSession) interrupted(si stopInfo) error {
 	s.broken = errInjectInterrupted
 	if err := s.restore(); err != nil {
 		s.broken = errors.Join(errInjectInterrupted, err)
-	}
-	switch si := classify(ws); {
-	case si.class == classSignal || si.class == classSyscall:
-		tk.stopped, tk.sig, tk.cause = stopSignal, si.sig, 0
-	case si.event == unix.PTRACE_EVENT_EXIT:
-		tk.stopped, tk.sig, tk.cause = stopExit, 0, si.event
-	case si.class == classGroup:
-		tk.stopped, tk.sig, tk.cause = stopGroup, 0, si.event
-	default:
-		tk.stopped, tk.sig, tk.cause = stopEvent, 0, si.event
 	}
 	return s.broken
 }
 
 // end brings the thread back to an interrupt stop and puts back its mask and registers, then
-// the guard's bytes. It is idempotent.
+// the guard's bytes and the scratch. It is idempotent.
 func (s *injectSession) end() error {
 	if s.ended {
 		return nil
 	}
 	s.ended = true
-	if s.gone || s.tk.abandoned == s {
+	tk := s.tk
+	if s.gone || tk.state == abandoned {
 		return nil // dead, or still inside the injected syscall: its guard restores it
 	}
-	if s.inGuard {
+	defer func() {
+		if tk.inj == s && tk.state != abandoned {
+			tk.inj = nil
+		}
+	}()
+	if s.inGuard && s.broken == nil {
 		// At the exit stop of the last call: have it stop again before it reaches user space
 		// (the interrupt is taken on the way out, every signal being blocked).
-		tk := s.tk
 		if err := ptraceInterrupt(tk.tid); err != nil {
 			return fmt.Errorf("interrupt injected %d: %w", tk.tid, err)
 		}
-		ws, err := s.resume(unix.PTRACE_CONT)
+		si, err := s.step(unix.PTRACE_CONT)
 		if err != nil {
-			if s.gone || tk.abandoned == s {
+			if s.gone || tk.state == abandoned {
 				return nil
 			}
 			return err
 		}
-		if classify(ws).class != classInterrupt {
-			s.interrupted(ws) // another stop took the interrupt's place: held as it is
-			return nil
+		if si.class != classInterrupt {
+			s.interrupted(si) // another stop took the interrupt's place: held as it is
+			return s.restoreScratch()
 		}
-		tk.stopped, tk.sig, tk.cause = stopEvent, 0, unix.PTRACE_EVENT_STOP
 		if s.cut("end") {
 			return nil
 		}
 	}
-	return s.restore()
+	return errors.Join(s.restore(), s.restoreScratch())
 }
 
 // restore puts back the mask, then the registers, then the guard's bytes. It must run at a
@@ -348,14 +345,19 @@ func (s *injectSession) restore() error {
 // injection (it blocked). At its syscall-exit stop it is given back what its guard would give
 // it and let go; at any other stop it is restored there and the stop handled as usual. It
 // says whether the stop was consumed.
-func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
-	s := tk.abandoned
-	tk.abandoned = nil
-	if isSyscallStop(ws) {
+func (t *Tracer) finishAbandoned(tk *task, si stopInfo) bool {
+	s := tk.inj
+	tk.inj = nil
+	if s == nil {
+		tk.state = running
+		return false
+	}
+	if si.class == classSyscall {
 		// At its syscall-exit stop: put back what the guard would (the mask, then the
 		// registers with the kernel's restart applied, as at a syscall exit the kernel applies
 		// none) and let it go, so no code of the guard runs after the guard's bytes are
 		// put back.
+		consume(tk.tid)
 		e1 := setSigmask(tk.tid, s.mask)
 		e2 := setRegs(tk.tid, s.safe)
 		if e1 == nil && e2 == nil {
@@ -365,87 +367,87 @@ func (t *Tracer) finishAbandoned(tk *task, ws unix.WaitStatus) bool {
 				s.saved = nil
 			}
 		}
+		s.restoreScratch()
 		if err := ptraceResume(unix.PTRACE_CONT, tk.tid, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 			t.emitErr(tk.pid, "inject restore", fmt.Errorf("resume %d: %w", tk.tid, err))
 		}
-		tk.stopped = running
+		tk.state = running
 		return true
 	}
-	tk.stopped = stopEvent
+	tk.state = running // its stop is dispatched as any other's
+	tk.stop = si
 	if err := s.restore(); err != nil {
 		t.emitErr(tk.pid, "inject restore", err)
 	}
+	s.restoreScratch()
 	return false
 }
 
-// reapStep waits briefly for the stop that ends a resume of an injected thread with wait4 on
-// that one thread: kcmp and a 1-byte process_vm_readv return within microseconds, and reaping
-// the stop directly saves the SIGCHLD round trip through os/signal that pump waits for (most
-// of the cost of one injection). Whatever wait4 reports for the thread is handled as usual;
-// pump (with its timeout) remains the slow path.
-func (t *Tracer) reapStep(tk *task, inj *injection) {
-	for spin := 0; spin < 64 && !inj.gone && inj.ws == 0; spin++ {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(tk.tid, &ws, waitFlags, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		if pid == tk.tid {
-			t.handle(waitResult{pid: pid, ws: ws})
-			continue
-		}
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // let the tracee run if it shares our CPU
-	}
-}
-
-// scratch is memory below the held thread's red zone, saved so it can be put back.
-type scratch struct {
+// Scratch is memory below a held thread's red zone (where the kernel would write a signal
+// frame), lent to an injection's calls and put back at its end.
+type Scratch struct {
 	tid  int
-	addr uint64
+	Addr uint64
 	save []byte
 }
 
-// newScratch reserves n bytes below sp-redzone in tk's stack (16-byte aligned).
-func newScratch(tk *task, regs arch.Regs, n int) (*scratch, error) {
-	addr := (regs.SP() - arch.RedZone(regs.Arch) - uint64(n) - 64) &^ 15
-	s := &scratch{tid: tk.tid, addr: addr, save: make([]byte, (n+7)&^7)}
-	if err := peekBytes(tk.tid, addr, s.save); err != nil {
+// Scratch reserves n bytes below the thread's red zone (16-byte aligned), saved to be put
+// back when the injection ends.
+func (in *Injection) Scratch(n int) (*Scratch, error) {
+	s := in.s
+	addr := (s.orig.SP() - arch.RedZone(s.orig.Arch) - uint64(n) - 64) &^ 15
+	for _, o := range s.scratch {
+		addr = min(addr, (o.Addr-uint64(n)-16)&^15)
+	}
+	sc := &Scratch{tid: s.tk.tid, Addr: addr, save: make([]byte, (n+7)&^7)}
+	if err := peekBytes(sc.tid, addr, sc.save); err != nil {
 		return nil, err
 	}
-	return s, nil
+	s.scratch = append(s.scratch, sc)
+	return sc, nil
 }
 
-func (s *scratch) write(off int, b []byte) error {
-	// Whole words only (the scratch is word-sized and word-aligned).
-	buf := make([]byte, len(s.save))
-	copy(buf, s.save)
-	if err := peekBytes(s.tid, s.addr, buf); err != nil {
+// Write writes b at off (whole words: the rest of each word is kept).
+func (sc *Scratch) Write(off int, b []byte) error {
+	buf := make([]byte, len(sc.save))
+	if err := peekBytes(sc.tid, sc.Addr, buf); err != nil {
 		return err
 	}
 	copy(buf[off:], b)
 	for i := 0; i < len(buf); i += 8 {
-		if err := pokeWord(s.tid, s.addr+uint64(i), binary.LittleEndian.Uint64(buf[i:])); err != nil {
+		if err := pokeWord(sc.tid, sc.Addr+uint64(i), binary.LittleEndian.Uint64(buf[i:])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// poke writes one word at off (a multiple of 8) of the scratch.
-func (s *scratch) poke(off int, v uint64) error {
-	return pokeWord(s.tid, s.addr+uint64(off), v)
+// Poke writes one word at off (a multiple of 8).
+func (sc *Scratch) Poke(off int, v uint64) error { return pokeWord(sc.tid, sc.Addr+uint64(off), v) }
+
+// Read reads len(buf) bytes at off.
+func (sc *Scratch) Read(off int, buf []byte) error {
+	return peekBytes(sc.tid, sc.Addr+uint64(off), buf)
 }
 
-func (s *scratch) restore() error {
-	for i := 0; i < len(s.save); i += 8 {
-		if err := pokeWord(s.tid, s.addr+uint64(i), binary.LittleEndian.Uint64(s.save[i:])); err != nil {
+func (sc *Scratch) restore() error {
+	for i := 0; i < len(sc.save); i += 8 {
+		if err := pokeWord(sc.tid, sc.Addr+uint64(i), binary.LittleEndian.Uint64(sc.save[i:])); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (s *injectSession) restoreScratch() error {
+	var errs []error
+	if !s.gone {
+		for i := len(s.scratch) - 1; i >= 0; i-- {
+			errs = append(errs, s.scratch[i].restore())
+		}
+	}
+	s.scratch = nil
+	return errors.Join(errs...)
 }
 
 var errInjectCut = errors.New("injection cut (test)")
@@ -461,4 +463,14 @@ func (s *injectSession) cut(point string) bool {
 	s.t.forgetDetached(s.tk)
 	s.gone, s.broken = true, errInjectCut
 	return true
+}
+
+// injectSyscall runs one syscall inside the held task tk and restores it (tests).
+func (t *Tracer) injectSyscall(tk *task, nr int, args ...uint64) (ret int64, errno int, err error) {
+	s, err := t.beginInject(tk)
+	if err != nil {
+		return 0, 0, err
+	}
+	ret, errno, err = s.call(nr, args...)
+	return ret, errno, errors.Join(err, s.end())
 }

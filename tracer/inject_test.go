@@ -35,46 +35,44 @@ func TestInjectSyscallKeepsRestart(t *testing.T) {
 	tr := attachPID(t, pid)
 	getpid, _ := arch.SyscallNumber(arch.Host(), "getpid")
 	err := tr.do(func() error {
-		tk, err := holdThread(tr, tid)
-		if err != nil {
-			return err
-		}
-		saved, err := getRegs(tid)
-		if err != nil {
-			return err
-		}
-		if st := arch.Decode(saved, restartInsn(tid, saved)); !st.InSyscall && arch.Host() != arch.ARM64 {
-			return fmt.Errorf("held outside its sleep: %+v", st)
-		}
-		mask := taskStatusField(pid, tid, "SigBlk")
-		// Where beginInject will write the guard, and what is there now.
-		site, err := tr.guardSite(pid, tid, saved.Arch, arch.ResumeRegs(saved, restartInsn(tid, saved)).PC())
-		if err != nil {
-			return err
-		}
-		before := make([]byte, arch.GuardSize)
-		if err := peekBytes(tid, site, before); err != nil {
-			return err
-		}
+		return tr.holdOne(tid, func(tk *task) error {
+			saved, err := getRegs(tid)
+			if err != nil {
+				return err
+			}
+			if st := arch.Decode(saved, restartInsn(tid, saved)); !st.InSyscall && arch.Host() != arch.ARM64 {
+				return fmt.Errorf("held outside its sleep: %+v", st)
+			}
+			mask := taskStatusField(pid, tid, "SigBlk")
+			// Where beginInject will write the guard, and what is there now.
+			site, err := tr.guardSite(pid, tid, saved.Arch, arch.ResumeRegs(saved, restartInsn(tid, saved)).PC())
+			if err != nil {
+				return err
+			}
+			before := make([]byte, arch.GuardSize)
+			if err := peekBytes(tid, site, before); err != nil {
+				return err
+			}
 
-		ret, errno, err := tr.injectSyscall(tk, getpid)
-		if err != nil || ret != int64(pid) || errno != 0 {
-			return fmt.Errorf("injected getpid = %d (errno %d, %v), want %d", ret, errno, err, pid)
-		}
-		if !canInject(tk) {
-			t.Errorf("after the injection the thread is not held at its interrupt stop: %+v", *tk)
-		}
-		if got, err := getRegs(tid); err != nil || len(regsTestDiff(saved, got, true)) != 0 {
-			t.Errorf("registers after the injection: %v, differ: %v", err, regsTestDiff(saved, got, true))
-		}
-		if m := taskStatusField(pid, tid, "SigBlk"); m != mask {
-			t.Errorf("SigBlk %s after the injection, %s before", m, mask)
-		}
-		after := make([]byte, len(before))
-		if err := peekBytes(tid, site, after); err != nil || !bytes.Equal(after, before) {
-			t.Errorf("guard site %#x after the injection: %v, bytes put back: %v", site, err, bytes.Equal(after, before))
-		}
-		return tr.resume(tk)
+			ret, errno, err := tr.injectSyscall(tk, getpid)
+			if err != nil || ret != int64(pid) || errno != 0 {
+				return fmt.Errorf("injected getpid = %d (errno %d, %v), want %d", ret, errno, err, pid)
+			}
+			if !canInject(tk) {
+				t.Errorf("after the injection the thread is not held at its interrupt stop: %s %+v", tk.state, tk.stop)
+			}
+			if got, err := getRegs(tid); err != nil || len(regsTestDiff(saved, got, true)) != 0 {
+				t.Errorf("registers after the injection: %v, differ: %v", err, regsTestDiff(saved, got, true))
+			}
+			if m := taskStatusField(pid, tid, "SigBlk"); m != mask {
+				t.Errorf("SigBlk %s after the injection, %s before", m, mask)
+			}
+			after := make([]byte, len(before))
+			if err := peekBytes(tid, site, after); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("guard site %#x after the injection: %v, bytes put back: %v", site, err, bytes.Equal(after, before))
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crashtui/crashtui/tracer/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,7 +60,7 @@ func ParseJob(spec string) (Job, error) {
 			return j, fmt.Errorf("job %q: want pgid:N, sid:N, pid:N, cgroup:PATH, slurm:ID or a number", spec)
 		}
 		j.ID = n
-		if pids, _ := scanStat(func(s procStat) bool { return s.pgrp == n }); len(pids) > 0 {
+		if pids, _ := procfs.ScanStat(func(s procfs.Stat) bool { return s.Pgrp == n }); len(pids) > 0 {
 			j.Kind = JobPGID
 		} else {
 			j.Kind = JobPID
@@ -100,11 +101,11 @@ func excluded() map[int]bool {
 	ex := map[int]bool{}
 	for pid := os.Getpid(); pid > 1; {
 		ex[pid] = true
-		s, err := readStat(pid)
+		s, err := procfs.ReadStat(pid)
 		if err != nil {
 			break
 		}
-		pid = s.ppid
+		pid = s.PPID
 	}
 	ex[1] = true
 	return ex
@@ -121,13 +122,13 @@ func (j Job) Resolve() ([]int, error) {
 // end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with tail in
 // the job: tracing it would stop the reader crashtui writes to). Pids for which known is true
 // (already traced, or refused) are not looked at again.
-func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, stats map[int]procStat, err error) {
+func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, stats map[int]procfs.Stat, err error) {
 	ex := excluded()
 	// The stat lines a scan of /proc read already: each process's is read once per round.
-	stats = map[int]procStat{}
-	keep := func(ok bool, s procStat) bool {
+	stats = map[int]procfs.Stat{}
+	keep := func(ok bool, s procfs.Stat) bool {
 		if ok {
-			stats[s.pid] = s
+			stats[s.PID] = s
 		}
 		return ok
 	}
@@ -135,9 +136,9 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	// what it forks or clones since is attached by the kernel (TRACEFORK, TRACECLONE).
 	switch j.Kind {
 	case JobPGID:
-		pids, err = scanStatExcept(known, func(s procStat) bool { return keep(s.pgrp == j.ID && !s.kernelThread(), s) })
+		pids, err = procfs.ScanStatExcept(known, func(s procfs.Stat) bool { return keep(s.Pgrp == j.ID && !s.KernelThread(), s) })
 	case JobSID:
-		pids, err = scanStatExcept(known, func(s procStat) bool { return keep(s.session == j.ID && !s.kernelThread(), s) })
+		pids, err = procfs.ScanStatExcept(known, func(s procfs.Stat) bool { return keep(s.Session == j.ID && !s.KernelThread(), s) })
 	case JobPID:
 		pids, err = descendants(j.ID)
 	case JobCgroup:
@@ -165,7 +166,7 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 		if known != nil && known(p) {
 			old[p] = true
 		} else if _, ok := stats[p]; !ok {
-			s, err := readStat(p)
+			s, err := procfs.ReadStat(p)
 			if err != nil {
 				continue
 			}
@@ -176,16 +177,16 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 	// The checks below read /proc/PID/task and fd of each new process: in parallel, each
 	// answer in its own slot.
 	why := make([]string, len(cand))
-	inParallel(len(cand), func(i int) {
+	procfs.InParallel(len(cand), func(i int) {
 		p := cand[i]
 		if old[p] {
 			return
 		}
 		s := stats[p]
 		switch {
-		case s.kernelThread():
+		case s.KernelThread():
 			why[i] = "-"
-		case (s.state == 'Z' || s.state == 'X') && len(listTasks(p)) <= 1:
+		case (s.State == 'Z' || s.State == 'X') && len(procfs.Tasks(p)) <= 1:
 			// A zombie leader is a dead process, unless it called pthread_exit and other
 			// threads of it still run.
 			why[i] = "-"
@@ -215,13 +216,13 @@ func wholeNamespaceErr(j Job, pids []int) error {
 	var names []string
 	n := 0
 	for _, p := range pids {
-		s, err := readStat(p)
-		if err != nil || s.kernelThread() {
+		s, err := procfs.ReadStat(p)
+		if err != nil || s.KernelThread() {
 			continue
 		}
 		n++
-		if len(names) < 5 && !slices.Contains(names, s.comm) {
-			names = append(names, s.comm)
+		if len(names) < 5 && !slices.Contains(names, s.Comm) {
+			names = append(names, s.Comm)
 		}
 	}
 	return fmt.Errorf("job %s %w (pid 1 of crashtui's pid namespace): it would attach all %d processes of this machine or container (%s, ...); name the job's own process group, session or cgroup, or pass --whole-namespace to take them all on purpose",
@@ -262,7 +263,7 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 	}
 	dir := "/proc/" + strconv.Itoa(pid)
 	why := ""
-	readDirNumbers(dir+"/fd", func(fd int) {
+	procfs.ReadDirNumbers(dir+"/fd", func(fd int) {
 		if why != "" {
 			return
 		}
@@ -278,7 +279,7 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 		if err != nil || !ok {
 			return
 		}
-		flags := statusField(dir+"/fdinfo/"+name, "flags")
+		flags := procfs.StatusField(dir+"/fdinfo/"+name, "flags")
 		if mode, err := strconv.ParseUint(flags, 8, 64); err == nil && int(mode)&unix.O_ACCMODE == sp.other {
 			why = "holds the other end of crashtui's " + sp.name + " pipe"
 		}
@@ -287,12 +288,12 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 }
 
 func descendants(root int) ([]int, error) {
-	if _, err := readStat(root); err != nil {
+	if _, err := procfs.ReadStat(root); err != nil {
 		return nil, fmt.Errorf("pid %d: no such process", root)
 	}
 	children := map[int][]int{}
-	if _, err := scanStat(func(s procStat) bool {
-		children[s.ppid] = append(children[s.ppid], s.pid)
+	if _, err := procfs.ScanStat(func(s procfs.Stat) bool {
+		children[s.PPID] = append(children[s.PPID], s.PID)
 		return false
 	}); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crashtui/crashtui/tracer/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,11 +107,11 @@ func slurmFilter(known func(int) bool) func([]int) []int {
 				out = append(out, p) // kept in an earlier round
 				continue
 			}
-			if slurmOwn[readComm(p)] || slurmOwn[filepath.Base(strings.TrimSuffix(readExe(p), " (deleted)"))] {
+			if slurmOwn[procfs.Comm(p)] || slurmOwn[filepath.Base(strings.TrimSuffix(procfs.Exe(p), " (deleted)"))] {
 				continue
 			}
 			var st unix.Stat_t
-			if haveSelf && unix.Stat(procPath(p, "exe"), &st) == nil && st.Dev == self.Dev && st.Ino == self.Ino {
+			if haveSelf && unix.Stat(procfs.Path(p, "exe"), &st) == nil && st.Dev == self.Dev && st.Ino == self.Ino {
 				continue
 			}
 			out = append(out, p)
@@ -165,31 +166,31 @@ func slurmEnvMatch(env []byte, id int, step string) bool {
 // slurmEnvPIDs returns the processes whose environment names the job: those under a
 // slurmstepd when there are any, else all of them.
 func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
-	all := map[int]procStat{}
-	if _, err := scanStat(func(s procStat) bool { all[s.pid] = s; return false }); err != nil {
+	all := map[int]procfs.Stat{}
+	if _, err := procfs.ScanStat(func(s procfs.Stat) bool { all[s.PID] = s; return false }); err != nil {
 		return nil, err
 	}
 	underStepd := func(pid int) bool {
 		for i := 0; i < len(all); i++ { // bounded: a ppid loop would be a /proc race
 			s, ok := all[pid]
-			if !ok || s.ppid <= 1 {
+			if !ok || s.PPID <= 1 {
 				return false
 			}
-			if all[s.ppid].comm == "slurmstepd" {
+			if all[s.PPID].Comm == "slurmstepd" {
 				return true
 			}
-			pid = s.ppid
+			pid = s.PPID
 		}
 		return false
 	}
 	var stepd, other []int
 	for pid, s := range all {
-		if s.kernelThread() {
+		if s.KernelThread() {
 			continue
 		}
 		if known == nil || !known(pid) {
 			match := false
-			readProc(procPath(pid, "environ"), func(env []byte) { match = slurmEnvMatch(env, id, step) })
+			procfs.ReadFile(procfs.Path(pid, "environ"), func(env []byte) { match = slurmEnvMatch(env, id, step) })
 			if !match {
 				continue
 			}

@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
 )
 
 func TestParseJob(t *testing.T) {
@@ -163,126 +162,6 @@ func TestCgroupJob(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	s, err := parseStat([]byte("42 (we(i)rd ) name) S 1 42 42 0 -1 4194560 0 0"))
-	if err != nil || s.pid != 42 || s.comm != "we(i)rd ) name" || s.state != 'S' || s.ppid != 1 || s.pgrp != 42 {
-		t.Fatalf("%+v %v", s, err)
-	}
-	if _, err := parseStat([]byte("garbage")); err == nil {
-		t.Error("garbage parsed")
-	}
-	// A real line: every field parseStat takes agrees with the fields counted out by hand.
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err = parseStat(b)
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ut, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	if err != nil || s.pid != os.Getpid() || s.ppid != os.Getppid() || string(s.state) != f[0] ||
-		strconv.Itoa(s.pgrp) != f[2] || strconv.Itoa(s.session) != f[3] || strconv.FormatUint(s.flags, 10) != f[6] || s.cpu != ut+st {
-		t.Errorf("parseStat(%q) = %+v, %v", b, s, err)
-	}
-}
-
-// TestProcReaders checks the tracer's /proc readers against the os package's answers for
-// this process and its threads, and for a child with a rank in its environment.
-func TestProcReaders(t *testing.T) {
-	self := os.Getpid()
-	var want []int
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		n, _ := strconv.Atoi(e.Name())
-		want = append(want, n)
-	}
-	got := listTasks(self)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("listTasks = %v, os.ReadDir = %v", got, want)
-	}
-	all, err := scanStat(func(procStat) bool { return true })
-	if err != nil || !slices.Contains(all, self) || !slices.Contains(all, 1) {
-		t.Errorf("scanStat: %d pids, self or 1 missing (%v)", len(all), err)
-	}
-	if exe, _ := os.Executable(); readExe(self) != exe {
-		t.Errorf("readExe = %q, want %q", readExe(self), exe)
-	}
-	if !slices.Equal(readArgv(self), os.Args) {
-		t.Errorf("readArgv = %q, want %q", readArgv(self), os.Args)
-	}
-	if readUID(self) != os.Geteuid() || readGID(self) != os.Getegid() {
-		t.Errorf("uid %d gid %d, want %d %d", readUID(self), readGID(self), os.Geteuid(), os.Getegid())
-	}
-	if c := readComm(self); c == "" || !strings.HasPrefix(filepath.Base(os.Args[0]), c) {
-		t.Errorf("readComm = %q for %s", c, os.Args[0])
-	}
-	// A large environment, read whole: the rank is its last variable.
-	child := exec.Command("sleep", "30")
-	child.Env = []string{"PAD=" + strings.Repeat("x", 100<<10), "PMI_RANK=3", "SLURM_PROCID=9", "OMPI_COMM_WORLD_RANK=7"}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
-	// Until exec has set up the new stack the environment reads empty (env_start is 0).
-	r := readRank(child.Process.Pid)
-	for deadline := time.Now().Add(5 * time.Second); r == sessions.NoRank && time.Now().Before(deadline); r = readRank(child.Process.Pid) {
-		time.Sleep(time.Millisecond)
-	}
-	if r != 7 {
-		t.Errorf("readRank = %d, want 7 (OMPI_COMM_WORLD_RANK comes before PMI_RANK and SLURM_PROCID)", r)
-	}
-	if sys := readTaskSyscall(child.Process.Pid, child.Process.Pid); sys.gone {
-		t.Errorf("readTaskSyscall of a live child: %+v", sys)
-	}
-	// Another user's process: its euid and egid, not the reader's.
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Fatal("setpriv (util-linux) is missing")
-	}
-	other := exec.Command("setpriv", "--reuid", "1000", "--regid", "1001", "--clear-groups", "sleep", "30")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); readComm(other.Process.Pid) != "sleep" && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if u, g := readUID(other.Process.Pid), readGID(other.Process.Pid); u != 1000 || g != 1001 {
-		t.Errorf("setpriv'd child: uid %d gid %d, want 1000 1001", u, g)
-	}
-	if sys := readTaskSyscall(1<<22+1, 1<<22+1); !sys.gone || sys.inSyscall() {
-		t.Errorf("readTaskSyscall of no process: %+v", sys)
-	}
-}
-
-func FuzzParseStat(f *testing.F) {
-	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 0 0"))
-	f.Add([]byte("1 ()) S"))
-	f.Fuzz(func(t *testing.T, b []byte) { parseStat(b) })
-}
-
-func TestRankFromEnviron(t *testing.T) {
-	for _, tc := range []struct {
-		env  string
-		want sessions.Rank
-	}{
-		{"A=1\x00CRASHTUI_RANK=3\x00", 3},
-		{"OMPI_COMM_WORLD_RANK=5\x00SLURM_PROCID=9\x00", 5},
-		{"PMIX_RANK=2\x00", 2},
-		{"SLURM_PROCID=7", 7},
-		{"PMI_RANK=x\x00", sessions.NoRank},
-		{"", sessions.NoRank},
-	} {
-		if got := rankFromEnviron([]byte(tc.env)); got != tc.want {
-			t.Errorf("%q: rank %d, want %d", tc.env, got, tc.want)
-		}
-	}
-}
-
 func TestAttachNothing(t *testing.T) {
 	tr := New(Options{})
 	defer tr.Close()
@@ -311,7 +190,7 @@ func startEnv(t *testing.T, env []string, argv ...string) *exec.Cmd {
 		cmd.Wait()
 	})
 	for i := 0; ; i++ {
-		b, _ := os.ReadFile(procPath(cmd.Process.Pid, "environ"))
+		b, _ := os.ReadFile(procfs.Path(cmd.Process.Pid, "environ"))
 		if strings.Contains("\x00"+string(b), "\x00"+env[0]+"\x00") {
 			return cmd
 		}
@@ -410,9 +289,9 @@ func TestSlurmJobUnderStepd(t *testing.T) {
 			t.Fatal("the shell under slurmstepd's name started no sleep in 5 s")
 		}
 		time.Sleep(time.Millisecond)
-		scanStat(func(s procStat) bool {
-			if s.ppid == parent.Process.Pid && s.comm == "sleep" {
-				task = s.pid
+		procfs.ScanStat(func(s procfs.Stat) bool {
+			if s.PPID == parent.Process.Pid && s.Comm == "sleep" {
+				task = s.PID
 			}
 			return false
 		})

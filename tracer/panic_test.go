@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
 )
 
-// TestPanicDetaches: a panic on the tracer's goroutine (here, in the Emit callback, when the
-// measured matrix is emitted while the whole job is attached) must not leave the job traced
+// TestPanicDetaches: a panic on the tracer's goroutine (here, in the Emit callback, when a
+// matrix is emitted on the loop while the whole job is attached) must not leave the job traced
 // or stopped: the loop detaches every tracee before the panic ends the process. The panicking
 // tracer runs in a child process (this test binary re-executed), as crashtui would. (A panic
 // in the middle of an injection is not provoked here: Emit is never called during one.)
@@ -36,15 +37,15 @@ func TestPanicDetaches(t *testing.T) {
 		t.Fatalf("the helper never attached the job:\n%s", out.String())
 	}
 	for _, pid := range pids {
-		st, err := readStat(pid)
+		st, err := procfs.ReadStat(pid)
 		if err != nil {
 			t.Errorf("pid %d is gone after the tracer panicked", pid)
 			continue
 		}
-		if st.state == 't' || st.state == 'T' {
-			t.Errorf("pid %d left in state %c", pid, st.state)
+		if st.State == 't' || st.State == 'T' {
+			t.Errorf("pid %d left in state %c", pid, st.State)
 		}
-		if tp := tracerOf(pid); tp != 0 {
+		if _, tp := procfs.TaskStatus(pid); tp != 0 {
 			t.Errorf("pid %d still traced by %d", pid, tp)
 		}
 	}
@@ -65,8 +66,8 @@ func panicHelper(pg string) {
 	}
 	os.Stdout.WriteString("attached " + strconv.Itoa(res.Processes) + "\n")
 	armed = true
-	// The panic comes when the measured matrix is emitted.
-	_, _, err = tr.Matrix(true)
+	// The panic comes when a matrix is emitted, on the loop (as a feature emits it).
+	err = tr.Do(func(l *Loop) error { l.Emit(sessions.Matrix{}); return nil })
 	// The loop closes its done channel while it unwinds from the panic (after detaching), so
 	// Matrix may return "tracer: stopped" just before the panic ends the process: give the
 	// panic the time to do so; exiting here would race it.

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -90,10 +91,10 @@ func geteventmsg(tid int) (uint64, error) {
 }
 
 // getSiginfo is PTRACE_GETSIGINFO: the siginfo_t of the signal tid is stopped for.
-func getSiginfo(tid int) (siginfo, error) {
+func getSiginfo(tid int) (Siginfo, error) {
 	var buf [128]byte
-	if err := ptracePtr(unix.PTRACE_GETSIGINFO, tid, 0, unsafePointer(&buf)); err != nil {
-		return siginfo{}, fmt.Errorf("getsiginfo %d: %w", tid, err)
+	if err := ptracePtr(unix.PTRACE_GETSIGINFO, tid, 0, unsafe.Pointer(&buf)); err != nil {
+		return Siginfo{}, fmt.Errorf("getsiginfo %d: %w", tid, err)
 	}
 	return decodeSiginfo(buf[:]), nil
 }
@@ -101,7 +102,7 @@ func getSiginfo(tid int) (siginfo, error) {
 // getSigmask is PTRACE_GETSIGMASK: tid's blocked signals, bit sig-1 for each.
 func getSigmask(tid int) (uint64, error) {
 	var mask uint64
-	if err := ptracePtr(unix.PTRACE_GETSIGMASK, tid, 8, unsafePointer(&mask)); err != nil {
+	if err := ptracePtr(unix.PTRACE_GETSIGMASK, tid, 8, unsafe.Pointer(&mask)); err != nil {
 		return 0, fmt.Errorf("getsigmask %d: %w", tid, err)
 	}
 	return mask, nil
@@ -109,19 +110,29 @@ func getSigmask(tid int) (uint64, error) {
 
 // setSigmask is PTRACE_SETSIGMASK.
 func setSigmask(tid int, mask uint64) error {
-	if err := ptracePtr(unix.PTRACE_SETSIGMASK, tid, 8, unsafePointer(&mask)); err != nil {
+	if err := ptracePtr(unix.PTRACE_SETSIGMASK, tid, 8, unsafe.Pointer(&mask)); err != nil {
 		return fmt.Errorf("setsigmask %d: %w", tid, err)
 	}
 	return nil
 }
 
 // getSyscallInfo is PTRACE_GET_SYSCALL_INFO (Linux 5.3): at a syscall-stop, entry or exit.
-func getSyscallInfo(tid int) (syscallInfo, error) {
+func getSyscallInfo(tid int) (SyscallInfo, error) {
 	var buf [88]byte
-	if err := ptracePtr(unix.PTRACE_GET_SYSCALL_INFO, tid, uintptr(len(buf)), unsafePointer(&buf)); err != nil {
-		return syscallInfo{}, fmt.Errorf("get syscall info %d: %w", tid, err)
+	if err := ptracePtr(unix.PTRACE_GET_SYSCALL_INFO, tid, uintptr(len(buf)), unsafe.Pointer(&buf)); err != nil {
+		return SyscallInfo{}, fmt.Errorf("get syscall info %d: %w", tid, err)
 	}
 	return decodeSyscallInfo(buf[:]), nil
+}
+
+// decodeSyscallInfo reads the part of struct ptrace_syscall_info (include/uapi/linux/ptrace.h)
+// the features use.
+func decodeSyscallInfo(b []byte) SyscallInfo {
+	if len(b) < 32 {
+		return SyscallInfo{}
+	}
+	le := binary.LittleEndian
+	return SyscallInfo{Op: b[0], IP: le.Uint64(b[8:]), SP: le.Uint64(b[16:]), Nr: le.Uint64(b[24:])}
 }
 
 // seccompFilter is PTRACE_SECCOMP_GET_FILTER: the i-th newest seccomp filter of tid, as its
@@ -133,7 +144,7 @@ func seccompFilter(tid, i int) ([]byte, error) {
 	}
 	buf := make([]byte, cnt*8)
 	if cnt > 0 {
-		if err := ptracePtr(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), unsafePointer(&buf[0])); err != nil {
+		if err := ptracePtr(unix.PTRACE_SECCOMP_GET_FILTER, tid, uintptr(i), unsafe.Pointer(&buf[0])); err != nil {
 			return nil, fmt.Errorf("seccomp filter %d of %d: %w", i, tid, err)
 		}
 	}
@@ -162,13 +173,4 @@ func setRegs(tid int, r arch.Regs) error {
 		return fmt.Errorf("setregs %d: %w", tid, err)
 	}
 	return nil
-}
-
-// resumeReported resumes a held task as its stop wants (resume) where nothing is left to do
-// with a failure but tell it: an error event of op. ESRCH, the task killed while held, is
-// not a failure (resume says nil; its exit status follows).
-func (t *Tracer) resumeReported(tk *task, op string) {
-	if err := t.resume(tk); err != nil {
-		t.emitErr(tk.pid, op, err)
-	}
 }

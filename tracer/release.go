@@ -10,52 +10,48 @@ import (
 // would end with EINTR.
 const releasePatience = 200 * time.Millisecond
 
-// Release lets go of one process of the job (every thread detached, held signals
-// re-injected, as at the end of a session) so that another debugger can attach to it; the
+// Release lets go of one process of the job (every thread detached, pending signals
+// delivered, as at the end of a session) so that another debugger can attach to it; the
 // rest of the job stays traced. Reacquire takes it back. While it is released, its crashes,
 // forks and exits are not seen, and the job does not count as ended.
 func (t *Tracer) Release(pid int) error {
-	return t.do(func() error {
+	return t.Do(func(l *Loop) error {
 		p := t.procs[pid]
 		if p == nil {
 			return fmt.Errorf("release: %d is not a traced process", pid)
 		}
+		var tids []int
 		for _, tk := range p.tasks {
-			if tk.want {
+			if tk.holders > 0 || tk.state == injecting {
 				return fmt.Errorf("release %d: thread %d is held by another operation; try again", pid, tk.tid)
 			}
-		}
-		var tks []*task
-		for _, tk := range p.tasks {
-			if !tk.exited || tk.stopped != running {
-				tks = append(tks, tk)
+			if tk.state != exited {
+				tids = append(tids, tk.tid)
 			}
 		}
 		// A thread in epoll_wait (semop, sigtimedwait…) is given releasePatience to leave the
 		// call by itself: an interrupt would end it with EINTR. It is interrupted after that:
-		// the debugger it is handed to stops it anyway (its attach's SIGSTOP ends such a
-		// call the same way).
-		_, err := t.holdTasks(tks, 2*time.Second, releasePatience, fmt.Sprintf("release %d", pid))
-		if t.released == nil {
-			t.released = map[int]bool{}
-		}
-		t.released[pid] = true
-		errs := []error{err}
-		for _, tk := range tks {
-			if t.tasks[tk.tid] != tk || tk.stopped == running {
-				continue // gone, or never stopped: the kernel detaches it when crashtui exits
+		// the debugger it is handed to stops it anyway (its attach's SIGSTOP ends such a call
+		// the same way).
+		return l.Hold(tids, HoldOptions{Timeout: 2 * time.Second, EINTR: InterruptBlocked, Patience: releasePatience}, func(h *Held) error {
+			if t.released == nil {
+				t.released = map[int]bool{}
 			}
-			errs = append(errs, t.detachHeld(tk))
-		}
-		if t.procs[pid] == nil {
-			delete(t.caves, pid)
-			delete(t.mapsCache, pid)
-		}
-		return errors.Join(errs...)
+			t.released[pid] = true
+			errs := []error{h.LateErr(fmt.Sprintf("release %d", pid))}
+			for _, th := range h.Threads {
+				errs = append(errs, t.detachHeld(th.tk))
+			}
+			if t.procs[pid] == nil {
+				delete(t.caves, pid)
+			}
+			return errors.Join(errs...)
+		})
 	})
 }
 
-// Reacquire seizes a process Release let go of again (every thread, as at attach).
+// Reacquire seizes a process Release let go of again (every thread, as at attach: each
+// starts afresh, with nothing of what the engine knew of it before).
 func (t *Tracer) Reacquire(pid int) error {
 	return t.do(func() error {
 		if !t.released[pid] {

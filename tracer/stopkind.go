@@ -1,6 +1,10 @@
 package tracer
 
-import "golang.org/x/sys/unix"
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // stopClass is what a tracee's stop is, from its wait status (ptrace(2), "Stopped states").
 type stopClass int
@@ -44,4 +48,18 @@ func classify(ws unix.WaitStatus) stopInfo {
 		si.class, si.event = classSignal, 0
 	}
 	return si
+}
+
+func (si stopInfo) String() string {
+	switch si.class {
+	case classSignal:
+		return "signal-delivery (" + SignalName(si.sig) + ")"
+	case classSyscall:
+		return "syscall"
+	case classGroup:
+		return "group (" + SignalName(si.sig) + ")"
+	case classInterrupt:
+		return "interrupt"
+	}
+	return fmt.Sprintf("event %d", si.event)
 }

@@ -1,7 +1,7 @@
 package tracer
 
 import (
-	"errors"
+	"encoding/binary"
 	"sync"
 	"time"
 	"unsafe"
@@ -10,27 +10,36 @@ import (
 )
 
 // How the loop waits (see also doc.go). Every tracee is traced by the loop's one locked
-// thread, and every stop is a wait status for that thread. Idle, the loop blocks in wait4
+// thread, and every stop is a wait status for that thread. Idle, the loop blocks in waitid
 // itself, as a C tracer does: the kernel wakes it straight from the tracee's stop, with no
 // SIGCHLD, no os/signal goroutine and no channel hand-off to the locked thread in between.
 // Other goroutines reach it with a request (do) and a kick: kickSignal sent to the loop
 // thread alone with tgkill, whose Go handler has SA_RESTART cleared so that the blocking
-// wait4 returns EINTR. A kick that lands just before wait4 is entered is lost; the requester
-// kicks again every millisecond until its request is taken, and a wait with a deadline is
-// kicked every millisecond past it, so nothing waits longer than that. Where the kick cannot
-// be set up (Go's handler is not installed for the signal) the loop falls back to SIGCHLD
-// through os/signal.
+// waitid returns EINTR. A kick that lands just before waitid is entered is lost; the
+// requester kicks again every millisecond until its request is taken, and a wait with a
+// deadline is kicked every millisecond past it, so nothing waits longer than that. Where the
+// kick cannot be set up (Go's handler is not installed for the signal) the loop falls back
+// to SIGCHLD through os/signal.
+//
+// Every wait peeks (WNOWAIT): the status stays the kernel's until the engine decides. A
+// signal-delivery-stop is never consumed: it ends only by a resume that passes the signal
+// on, so a crashtui killed at any moment leaves the signal in the tracee's exit_code, where
+// the kernel delivers it (kernel.md D.3). A stop that holds no signal is consumed when a
+// holder keeps it (keep), and a death when it is reaped; a stop the engine resumes at once
+// needs no consuming (PTRACE_CONT clears it). A peeked status the loop neither resumes nor
+// consumes is reported again by the next wait, so while a feature decides a stop (a
+// callback) every wait looks only at the tasks it waits for (waitOwn), never at all.
 
-// waitFlags: __WALL sees clone children (threads); __WNOTHREAD limits wait4 to the children
-// and tracees of the loop's own thread, so a program that embeds a Tracer (a test binary)
-// keeps its other children to itself. Ranks of Launch are forked by the loop thread too.
-const waitFlags = unix.WALL | unix.WNOTHREAD | unix.WNOHANG
+// peekFlags: __WALL sees clone children (threads); __WNOTHREAD limits the wait to the
+// children and tracees of the loop's own thread, so a program that embeds a Tracer (a test
+// binary) keeps its other children to itself. Ranks of Launch are forked by the loop thread
+// too. WNOWAIT leaves the status to be consumed (or not) by the engine.
+const peekFlags = unix.WEXITED | unix.WSTOPPED | unix.WALL | unix.WNOTHREAD | unix.WNOWAIT
 
-// pollInterval bounds an idle wait: handled faults whose single-step verdict is due are
-// decided (expireSteps) at least this often.
+// pollInterval bounds an idle wait: the watcher's Tick runs at least this often.
 const pollInterval = 100 * time.Millisecond
 
-// kickSignal is the real-time signal that interrupts the loop's blocking wait4. crashtui
+// kickSignal is the real-time signal that interrupts the loop's blocking wait. crashtui
 // never uses it otherwise, and only ever sends it to the loop thread.
 const kickSignal = unix.Signal(63)
 
@@ -52,10 +61,87 @@ var kickReady = sync.OnceValue(func() bool {
 	return true
 })
 
-// kick interrupts the loop thread's blocking wait4, if it is in one.
+// saRestart is SA_RESTART on amd64, arm64 and ppc64le alike.
+const saRestart = 0x10000000
+
+// kick interrupts the loop thread's blocking wait, if it is in one.
 func (t *Tracer) kick() {
 	if tid := t.loopTid.Load(); tid != 0 {
 		unix.Tgkill(unix.Getpid(), int(tid), kickSignal)
+	}
+}
+
+// si_code values of SIGCHLD (include/uapi/asm-generic/siginfo.h).
+const (
+	cldExited  = 1
+	cldKilled  = 2
+	cldDumped  = 3
+	cldTrapped = 4
+	cldStopped = 5
+)
+
+// status is one peeked wait status, from waitid's siginfo.
+type status struct {
+	pid  int
+	code int32 // si_code: cldExited, cldKilled, cldDumped, cldTrapped (cldStopped is never asked for)
+	val  int32 // si_status: the exit code, the killing signal, or a ptrace stop's exit_code
+}
+
+// gone says the task is dead (its status is its death, to be reaped).
+func (s status) gone() bool {
+	return s.code == cldExited || s.code == cldKilled || s.code == cldDumped
+}
+
+// ws is the status as wait4 would have reported it (classify and the exit events read that).
+func (s status) ws() unix.WaitStatus {
+	switch s.code {
+	case cldExited:
+		return unix.WaitStatus((s.val & 0xff) << 8)
+	case cldKilled:
+		return unix.WaitStatus(s.val & 0x7f)
+	case cldDumped:
+		return unix.WaitStatus(s.val&0x7f | 0x80)
+	}
+	// A ptrace stop: exit_code is the signal, with the event in bits 8-15 (or 0x80 for a
+	// syscall-stop), reported by wait4 as (exit_code << 8) | 0x7f.
+	return unix.WaitStatus(uint32(s.val)<<8 | 0x7f)
+}
+
+// peek is one waitid(WNOWAIT) for id (P_ALL when pid is 0, else P_PID), without blocking
+// when nohang. It returns the status, or pid 0 when there is none (or an error: ECHILD when
+// nothing is left to wait for, EINTR when kicked).
+func peek(pid int, nohang bool) (status, unix.Errno) {
+	var si [128]byte
+	idtype, flags := unix.P_ALL, peekFlags
+	if pid > 0 {
+		idtype = unix.P_PID
+	}
+	if nohang {
+		flags |= unix.WNOHANG
+	}
+	call := unix.RawSyscall6 // WNOHANG does not wait: the scheduler not told (as ptrace's)
+	if !nohang {
+		call = unix.Syscall6
+	}
+	_, _, e := call(unix.SYS_WAITID, uintptr(idtype), uintptr(pid), uintptr(unsafe.Pointer(&si)), uintptr(flags), 0, 0)
+	if e != 0 {
+		return status{}, e
+	}
+	// siginfo_t for SIGCHLD: si_signo, si_errno, si_code, then si_pid, si_uid, si_status.
+	le := binary.NativeEndian
+	return status{pid: int(int32(le.Uint32(si[16:]))), code: int32(le.Uint32(si[8:])), val: int32(le.Uint32(si[24:]))}, 0
+}
+
+// consume takes tid's reported status off the kernel (wait4 of that one task): a stop kept
+// for a holder, or a death (which reaps it).
+func consume(tid int) {
+	var ws unix.WaitStatus
+	for {
+		_, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&ws)),
+			unix.WALL|unix.WNOTHREAD|unix.WNOHANG, 0, 0, 0)
+		if e != unix.EINTR {
+			return
+		}
 	}
 }
 
@@ -67,7 +153,7 @@ func (t *Tracer) do(fn func() error) error {
 	case <-t.done:
 		return errStopped
 	default:
-		// The loop is busy, or blocked in wait4: kick it until it takes the request.
+		// The loop is busy, or blocked in waitid: kick it until it takes the request.
 		tick := time.NewTicker(time.Millisecond)
 	hand:
 		for {
@@ -102,21 +188,19 @@ func (t *Tracer) serve(r request) {
 // drainMax bounds one drain: in a storm of stops, requests are served between drains (burst).
 const drainMax = 256
 
-// drain handles the wait statuses that are ready (at most drainMax), without blocking. It
-// must run on the loop thread (the tracer thread of every tracee).
+// drain dispatches the wait statuses that are ready (at most drainMax), without blocking,
+// and says how many. It must run on the loop thread outside a callback.
 func (t *Tracer) drain() int {
 	n := 0
 	for n < drainMax {
-		// WNOHANG does not wait for a stop: a raw syscall, the scheduler not told (as ptrace's).
-		var ws unix.WaitStatus
-		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&ws)), waitFlags, 0, 0, 0)
+		s, e := peek(0, true)
 		if e == unix.EINTR {
 			continue
 		}
-		if e != 0 || int(r) <= 0 {
+		if e != 0 || s.pid <= 0 {
 			return n
 		}
-		t.handle(waitResult{pid: int(r), ws: ws})
+		t.dispatch(s)
 		n++
 	}
 	return n
@@ -153,9 +237,9 @@ func (t *Tracer) burst() bool {
 	return got
 }
 
-// await blocks in wait4 until a tracee's wait status comes (it is handled), d passes, or
-// (idle) a request is made; it says whether a status was handled. Without a kick, or with
-// nothing to wait for, it waits on SIGCHLD or d instead.
+// await blocks until a tracee's wait status comes (it is dispatched), d passes, or (idle) a
+// request is made; it says whether a status was dispatched. Without a kick, or with nothing
+// to wait for, it waits on SIGCHLD or d instead.
 func (t *Tracer) await(d time.Duration, idle bool) bool {
 	if !t.blocking || len(t.tasks) == 0 {
 		var reqs chan request // nil unless idle: never ready
@@ -187,41 +271,110 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		}
 	}
 	timer := time.AfterFunc(d, func() {
-		// Past the deadline: kick until this wait is over (a kick just before wait4 is lost).
+		// Past the deadline: kick until this wait is over (a kick just before waitid is lost).
 		for t.waiting.Load() == gen {
 			t.kick()
 			time.Sleep(time.Millisecond)
 		}
 	})
-	var ws unix.WaitStatus
-	pid, err := unix.Wait4(-1, &ws, waitFlags&^unix.WNOHANG, nil)
+	s, e := peek(0, false)
 	t.waiting.Store(0)
 	t.idle.Store(false)
 	timer.Stop()
 	switch {
-	case err == nil && pid > 0:
-		t.handle(waitResult{pid: pid, ws: ws})
+	case e == 0 && s.pid > 0:
+		t.dispatch(s)
 		return true
-	case errors.Is(err, unix.ECHILD):
+	case e == unix.ECHILD:
 		// Tasks the kernel no longer reports (they are being reaped): do not spin.
 		time.Sleep(time.Millisecond)
 	}
 	return false
 }
 
-// pump handles wait statuses until cond holds or the timeout passes. Requests from other
-// goroutines wait until the current one is done.
-func (t *Tracer) pump(cond func() bool, timeout time.Duration, what string) error {
+// waitUntil handles wait statuses until cond holds or timeout passes, and says whether cond
+// held. Outside a callback it looks at every task and dispatches what it finds, so the job's
+// other stops are served meanwhile (requests wait until the caller is done). Inside a
+// callback it looks only at own (waitOwn).
+func (t *Tracer) waitUntil(own []*task, cond func() bool, timeout time.Duration) bool {
+	if t.callbacks > 0 {
+		return t.waitOwn(own, cond, timeout)
+	}
 	deadline := time.Now().Add(timeout)
 	for {
 		t.drain()
 		if cond() {
-			return nil
+			return true
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return errors.New(what)
+			return false
+		}
+		// Most stops that are waited for come within microseconds: poll a little first.
+		if t.spinOwn(own, cond) {
+			return true
 		}
 		t.await(min(left, pollInterval/10), false)
 	}
+}
+
+// waitOwn handles the statuses of own alone until cond holds or timeout passes. A stop of
+// one of them is kept (its holders wait for it), handled by the engine (a fork's child is
+// taken in) or parked (a signal-delivery-stop, left unconsumed for the loop to dispatch
+// after the callback); nothing is told to a feature.
+func (t *Tracer) waitOwn(own []*task, cond func() bool, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for spin := 0; ; spin++ {
+		for _, tk := range own {
+			if !t.waitable(tk) {
+				continue
+			}
+			s, e := peek(tk.tid, true)
+			if e == 0 && s.pid == tk.tid {
+				t.dispatchOwn(tk, s)
+			}
+		}
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		if spin < 64 {
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // let a tracee on our CPU reach its stop
+		} else {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+// spinOwn polls own's statuses directly for a few rounds (waitid of each task): kcmp and a
+// 1-byte process_vm_readv return within microseconds, and reaping the stop directly saves a
+// blocking wake. Whatever comes is dispatched as usual.
+func (t *Tracer) spinOwn(own []*task, cond func() bool) bool {
+	if len(own) == 0 || len(own) > 64 {
+		return false
+	}
+	for spin := 0; spin < 32; spin++ {
+		for _, tk := range own {
+			if !t.waitable(tk) {
+				continue
+			}
+			s, e := peek(tk.tid, true)
+			if e == 0 && s.pid == tk.tid {
+				t.dispatch(s)
+			}
+		}
+		if cond() {
+			return true
+		}
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	return false
+}
+
+// waitable says whether a task may report a status the waiter has not seen: not one at a
+// stop already (held, at a signal) or gone.
+func (t *Tracer) waitable(tk *task) bool {
+	return t.tasks[tk.tid] == tk && tk.state != held && tk.state != peeked
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
-	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/views"
 )
 
@@ -61,7 +60,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	// thread written back and resumed).
 	var threads []sessions.Thread
 	err = attachOnce(ctx, c, stdout, "checkpoint", job,
-		func(t *tracer.Tracer) (err error) { threads, err = t.Checkpoint(policy, image); return err },
+		func(t *tracing) (err error) { threads, err = t.checkpoints.Run(policy, image); return err },
 		func(st *sessions.State) {
 			printCheckpoint(stdout, threads, policy, st)
 			if *imagePath != "" {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tracer/crash"
 )
 
 // crashFlags are the crash flags that have no field in common (register declares them).
@@ -53,7 +53,7 @@ func registerCrashFlags(c *common, fs interface {
 
 func validGroupBy(s string) error {
 	switch strings.ToLower(s) {
-	case string(tracer.GroupBySite), string(tracer.GroupByStack):
+	case string(crash.GroupBySite), string(crash.GroupByStack):
 		return nil
 	}
 	return fmt.Errorf("want site or stack")
@@ -77,8 +77,8 @@ func createCrashLog(path string) error {
 
 // crashOptions turns the crash flags (--cores, --crash-log, --group-by, --stack-depth) into
 // tracer options. The flags were validated when parsed; the crash log stays open until exit.
-func crashOptions(c *common) *tracer.CrashOptions {
-	o := &tracer.CrashOptions{Symbolize: true, GroupBy: tracer.GroupBy(strings.ToLower(c.groupBy)), CoresDir: c.cores}
+func crashOptions(c *common) *crash.Options {
+	o := &crash.Options{GroupBy: crash.GroupBy(strings.ToLower(c.groupBy)), CoresDir: c.cores}
 	if abs, err := filepath.Abs(c.cores); err == nil && c.cores != "" {
 		o.CoresDir = abs // events name cores by a path that works from anywhere
 	}

@@ -63,7 +63,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		c.matrix = "measure"
 	}
 	c.duration = *duration
-	return traceJob(&c, stdout, stderr, "demo", "demo", func(t *tracer.Tracer) error {
+	return traceJob(&c, stdout, stderr, "demo", "demo", func(t *tracing) error {
 		_, err := t.Launch(spec)
 		return err
 	})

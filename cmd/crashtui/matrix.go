@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/crashtui/crashtui/sessions"
-	"github.com/crashtui/crashtui/tracer"
 )
 
 const matrixSynopsis = "matrix [--json] [--measure=false] JOB"
@@ -31,7 +30,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix
 	return attachOnce(ctx, c, stdout, "matrix", job,
-		func(t *tracer.Tracer) (err error) { m, _, err = t.Matrix(*measure); return err },
+		func(t *tracing) (err error) { m, _, err = t.access.Matrix(*measure); return err },
 		func(st *sessions.State) { printMatrix(stdout, m, st) }, nil)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tracer/crash"
 )
 
 // attachOnce is the shape of the one-shot commands (matrix, checkpoint): attach to job, run
@@ -18,14 +19,14 @@ import (
 // signals the caller holds for its whole life; one arriving during step lets it finish, since
 // step always leaves the job as it found it, and crashtui then detaches.
 func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, job tracer.Job,
-	step func(*tracer.Tracer) error, report func(*sessions.State), final func(*sessions.State) sessions.Body) error {
+	step func(*tracing) error, report func(*sessions.State), final func(*sessions.State) sessions.Body) error {
 	s, err := newSession(c, stdout, job.Spec, mode)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
-	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host})
+	t := newTracing(tracer.Options{Emit: s.emit, Host: c.host}, &crash.Options{})
 	defer t.Close() // never leave the job stopped, whatever happens below
 	if _, err := t.Attach(job); err != nil {
 		t.Close()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
-	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/views"
 )
 
@@ -83,7 +83,7 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	opts := sf.options()
 	var merged sessions.Stacks
 	err = attachOnce(ctx, c, stdout, "stacks", job,
-		func(t *tracer.Tracer) error {
+		func(t *tracing) error {
 			for k := 1; k <= *samples; k++ {
 				if k > 1 {
 					select {
@@ -92,7 +92,7 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 					case <-time.After(*interval):
 					}
 				}
-				if _, _, err := t.SampleStacks(tracer.SampleOptions{Seq: k}); err != nil {
+				if _, _, err := t.stacks.Sample(stacks.Options{Seq: k}); err != nil {
 					return err
 				}
 			}
@@ -118,13 +118,13 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 
 // sampler samples stacks every few seconds while on (the Stacks tab's auto-sampling).
 type sampler struct {
-	t     *tracer.Tracer
+	t     *tracing
 	every time.Duration
 	on    atomic.Bool
 	wake  chan struct{}
 }
 
-func newSampler(t *tracer.Tracer, every time.Duration) *sampler {
+func newSampler(t *tracing, every time.Duration) *sampler {
 	sp := &sampler{t: t, every: every, wake: make(chan struct{}, 1)}
 	sp.on.Store(every > 0)
 	if sp.every <= 0 {
@@ -163,7 +163,7 @@ func (sp *sampler) run(ctx context.Context) {
 		case <-tick.C:
 		}
 		if sp.on.Load() {
-			sp.t.SampleStacks(tracer.SampleOptions{})
+			sp.t.stacks.Sample(stacks.Options{})
 		}
 	}
 }

@@ -93,7 +93,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		spec.Stdout, spec.Stderr = log, log
 		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s\n", log.Name())
 	}
-	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracer.Tracer) error {
+	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracing) error {
 		_, err := t.Launch(spec)
 		if errors.Is(err, tracer.ErrNoCommand) {
 			return &exitError{2, err} // bad usage; failing to trace what started is status 1
@@ -105,7 +105,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // traceJob runs a tracer on a job until it ends, the user quits, or a signal arrives, then
 // detaches everything and writes the summary. run and demo end the ranks they started
 // before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
-func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracer.Tracer) error) (err error) {
+func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start func(*tracing) error) (err error) {
 	if c.tour && c.json {
 		return usageErr("--tour is a walk through the TUI: not with --json")
 	}
@@ -122,7 +122,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
-	t := tracer.New(tracer.Options{Emit: s.emit, Host: c.host, Crash: crashOptions(c)})
+	t := newTracing(tracer.Options{Emit: s.emit, Host: c.host}, crashOptions(c))
 	defer func() {
 		// Detach on every way out, panics included: never leave the job stopped.
 		if r := recover(); r != nil {
@@ -191,7 +191,7 @@ func (c *common) matrixMode() string {
 // liveMatrix keeps the access matrix current: once a second the prediction is recomputed
 // from /proc and, when it changed, a new matrix is emitted (measured inside the processes
 // when mode is measure). Processes are stopped only after a change.
-func liveMatrix(ctx context.Context, t *tracer.Tracer, mode string) {
+func liveMatrix(ctx context.Context, t *tracing, mode string) {
 	if mode == "off" {
 		return
 	}
@@ -204,7 +204,7 @@ func liveMatrix(ctx context.Context, t *tracer.Tracer, mode string) {
 		case <-t.JobDone():
 			return
 		case <-tick.C:
-			t.RefreshMatrix(mode == "measure")
+			t.access.Refresh(mode == "measure")
 		}
 	}
 }
@@ -213,7 +213,7 @@ func liveMatrix(ctx context.Context, t *tracer.Tracer, mode string) {
 func ownsJob(mode string) bool { return mode == "run" || mode == "demo" }
 
 // endRanks ends the job crashtui started itself, so nothing it launched outlives it.
-func endRanks(t *tracer.Tracer) {
+func endRanks(t *tracing) {
 	for _, step := range []struct {
 		sig  syscall.Signal
 		wait time.Duration
@@ -232,7 +232,7 @@ func endRanks(t *tracer.Tracer) {
 	}
 }
 
-func waitJob(ctx context.Context, t *tracer.Tracer) error {
+func waitJob(ctx context.Context, t *tracing) error {
 	select {
 	case <-t.JobDone():
 	case <-ctx.Done():

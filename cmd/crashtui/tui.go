@@ -4,28 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
-	"github.com/crashtui/crashtui/sessions"
-	"github.com/crashtui/crashtui/tracer"
+	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/tui"
 	"github.com/crashtui/crashtui/views"
 )
 
 // controller carries the TUI's requests down to the tracer.
 type controller struct {
-	t    *tracer.Tracer
+	t    *tracing
 	mode string
 	sp   *sampler
 }
 
 // Sample takes one stack sample of every thread now.
 func (c controller) Sample() error {
-	_, _, err := c.t.SampleStacks(tracer.SampleOptions{})
+	_, _, err := c.t.stacks.Sample(stacks.Options{})
 	return err
 }
 
@@ -46,24 +44,15 @@ func (c controller) Signal(pid int, sig string) error {
 func (c controller) AutoSample(on bool) { c.sp.set(on) }
 
 func (c controller) Measure() error {
-	_, _, err := c.t.Matrix(true)
+	_, _, err := c.t.access.Matrix(true)
 	return err
-}
-
-// checkpointer is the tracer's simulated checkpoint.
-type checkpointer interface {
-	Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error)
 }
 
 func (c controller) Checkpoint(policy string) error {
 	if !oneOf(policy, views.Policies...) {
 		return fmt.Errorf("checkpoint: unknown policy %q", policy)
 	}
-	cp, ok := any(c.t).(checkpointer)
-	if !ok {
-		return errors.New("checkpoint: not available in this build")
-	}
-	_, err := cp.Checkpoint(arch.Policy(policy), nil)
+	_, err := c.t.checkpoints.Run(arch.Policy(policy), nil)
 	return err
 }
 

@@ -202,7 +202,7 @@ func attachJob(c *common, stdout, stderr io.Writer, mode, spec string) error {
 	if err != nil {
 		return err
 	}
-	return traceJob(c, stdout, stderr, mode, job.Spec, func(t *tracer.Tracer) error {
+	return traceJob(c, stdout, stderr, mode, job.Spec, func(t *tracing) error {
 		_, err := t.Attach(job)
 		if errors.Is(err, tracer.ErrNoJob) {
 			return &exitError{2, err}

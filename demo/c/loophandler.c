@@ -1,7 +1,8 @@
 /* loophandler: a fault whose handler returns without repairing it, so the same fault comes
  * straight back, forever (a safepoint handler that does not unprotect, a SIGBUS handler that
- * does not extend the file). crashtui must call it a crash within a second; the process keeps
- * looping, as it would without crashtui.
+ * does not extend the file). crashtui delivers the fault as if no handler were installed once
+ * the handler has failed (Spindle's rule), so the process dies of it; with --unrepaired=leave it
+ * keeps looping, as it would without crashtui, and crashtui calls it a crash after three tries.
  *
  *   loophandler read|write|span|sigbus
  *     read    load from a PROT_NONE page

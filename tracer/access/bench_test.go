@@ -5,18 +5,19 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
 
 // benchProcs is a 64-rank job with the variety PredictAll meets: two uids, a seccomp
 // profile on a quarter of the ranks, non-dumpable ranks, a child user and PID namespace.
 func benchProcs(b *testing.B) []Proc {
-	ai, _ := Arch("amd64")
-	prog, err := DenyFilter(ai, ErrnoRet(unix.EPERM), ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace)
+	ai, _ := seccomp.Arch("amd64")
+	prog, err := seccomp.DenyFilter(ai, seccomp.ErrnoRet(unix.EPERM), ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace)
 	if err != nil {
 		b.Fatal(err)
 	}
-	filter := FilterBytes(prog)
+	filter := seccomp.FilterBytes(prog)
 	procs := make([]Proc, 64)
 	for i := range procs {
 		p := fixture(1000+i, uint32(1000+i%2), 999, 1)

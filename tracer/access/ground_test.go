@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/demo/access/peertest"
+	"github.com/crashtui/crashtui/tracer/seccomp"
 )
 
 // peer is one running demo/access/peer process and what ReadProc saw of it.
@@ -66,7 +67,7 @@ func TestGroundTruth(t *testing.T) {
 		t.Skip("kcmp or process_vm_readv not built into this kernel")
 	}
 	bin := peertest.Build(t)
-	ai, err := Arch(runtime.GOARCH)
+	ai, err := seccomp.Arch(runtime.GOARCH)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -250,7 +251,7 @@ func TestGroundTruthSeccompKill(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, running as uid", os.Geteuid())
 	}
-	ai, err := Arch(runtime.GOARCH)
+	ai, err := seccomp.Arch(runtime.GOARCH)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -258,13 +259,13 @@ func TestGroundTruthSeccompKill(t *testing.T) {
 	bin := peertest.Build(t)
 	b := startPeer(t, bin, role{name: "root"})
 	a := startPeer(t, bin, role{name: "killer", args: []string{"-seccomp-kill"}})
-	prog, err := DenyFilter(ai, KillRet, ai.Kcmp)
+	prog, err := seccomp.DenyFilter(ai, seccomp.KillRet, ai.Kcmp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.proc.Filters = [][]byte{FilterBytes(prog)}
+	a.proc.Filters = [][]byte{seccomp.FilterBytes(prog)}
 	vmAct, kcAct, known := SeccompFor(sys, a.proc, b.proc)
-	if !known || !kcAct.Kills() || vmAct.Action != ActAllow {
+	if !known || !kcAct.Kills() || vmAct.Action != seccomp.ActAllow {
 		t.Fatalf("SeccompFor: vm %v kcmp %v known %v; want ALLOW, KILL_PROCESS", vmAct, kcAct, known)
 	}
 	if v := Predict(sys, a.proc, b.proc); v.Kcmp || v.KcmpErrno != "SIGSYS" || !v.VMReadv || v.Reason != ReasonSeccomp {
@@ -277,4 +278,14 @@ func TestGroundTruthSeccompKill(t *testing.T) {
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
 		t.Errorf("peer under a KILL filter ran kcmp: %v, want death by SIGSYS", err)
 	}
+}
+
+// peerFilter is the filter demo/access/peer installs with -seccomp.
+func peerFilter(t testing.TB, ai seccomp.ArchInfo) []byte {
+	t.Helper()
+	prog, err := seccomp.DenyFilter(ai, seccomp.ErrnoRet(unix.EPERM), ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seccomp.FilterBytes(prog)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -287,12 +288,12 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 		return o, true
 	}
 	switch act.Action {
-	case ActErrno:
-		o.errno = errnoName(act.Errno)
-	case ActTrace:
+	case seccomp.ActErrno:
+		o.errno = seccomp.ErrnoName(act.Errno)
+	case seccomp.ActTrace:
 		// No tracer has PTRACE_O_TRACESECCOMP: __seccomp_filter skips the call with ENOSYS.
 		o.errno = "ENOSYS"
-	case ActUserNotif:
+	case seccomp.ActUserNotif:
 		o.errno = "USER_NOTIF"
 		o.uncertain = "A's seccomp filter hands " + c.String() + " to a user-space supervisor, which decides"
 	default:
@@ -306,26 +307,26 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 // would run (kernel.md A.5): kcmp(A's pid, B's pid in A's namespace, KCMP_VM, 0, 0) and
 // process_vm_readv(B's pid, iov, 1, iov, 1, 0). known is false when A runs filters the tracer
 // has not read (Proc.Filters nil); the tracer must then not inject. Strict mode is KILL.
-func SeccompFor(sys System, a, b Proc) (vm, kcmp SeccompAction, known bool) {
+func SeccompFor(sys System, a, b Proc) (vm, kcmp seccomp.Action, known bool) {
 	vm, k1 := seccompFor(sys, a, b, callVM)
 	kcmp, k2 := seccompFor(sys, a, b, callKcmp)
 	return vm, kcmp, k1 && k2
 }
 
-func seccompFor(sys System, a, b Proc, c call) (SeccompAction, bool) {
+func seccompFor(sys System, a, b Proc, c call) (seccomp.Action, bool) {
 	switch a.Seccomp {
 	case 1:
-		return SeccompAction{Action: ActKillThread}, true
+		return seccomp.Action{Action: seccomp.ActKillThread}, true
 	case 2:
 	default:
-		return SeccompAction{Action: ActAllow}, true
+		return seccomp.Action{Action: seccomp.ActAllow}, true
 	}
 	if a.Filters == nil {
-		return SeccompAction{}, false
+		return seccomp.Action{}, false
 	}
-	ai, err := Arch(sys.Arch)
+	ai, err := seccomp.Arch(sys.Arch)
 	if err != nil {
-		return SeccompAction{}, false
+		return seccomp.Action{}, false
 	}
 	bpid, _ := PIDIn(a, b)
 	var nr int
@@ -335,9 +336,9 @@ func seccompFor(sys System, a, b Proc, c call) (SeccompAction, bool) {
 	} else {
 		nr, args = ai.VMReadv, [6]uint64{uint64(bpid), 0, 1, 0, 1, 0}
 	}
-	act, err := EvalSeccomp(a.Filters, ai.Name, nr, args)
+	act, err := seccomp.Eval(a.Filters, ai.Name, nr, 0, args)
 	if err != nil {
-		return SeccompAction{}, false
+		return seccomp.Action{}, false
 	}
 	return act, true
 }
@@ -493,6 +494,9 @@ func joinNonEmpty(a, b string) string {
 type Measurement struct {
 	VMRet, KcmpRet int64
 	VMRan, KcmpRan bool
+	// VMNotRun and KcmpNotRun say why a call was not run (the gate refused it); NotRun why
+	// neither was (no thread of A could be used).
+	VMNotRun, KcmpNotRun, NotRun *sessions.NotRun
 }
 
 // ApplyMeasurement records a measurement in a predicted cell. process_vm_readv returning 1
@@ -500,12 +504,16 @@ type Measurement struct {
 // A measurement that contradicts the prediction is reported in Disagree.
 func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
 	var notes []string
+	c.VMReadv.NotRun, c.Kcmp.NotRun = m.VMNotRun, m.KcmpNotRun
+	if m.NotRun != nil {
+		c.VMReadv.NotRun, c.Kcmp.NotRun = m.NotRun, m.NotRun
+	}
 	if m.VMRan {
 		ok := m.VMRet >= 0 || m.VMRet == -int64(unix.EFAULT)
 		c.VMReadv.Measured = &ok
 		c.VMReadv.Errno = nil
 		if m.VMRet < 0 {
-			c.VMReadv.Errno = strPtr(errnoName(int(-m.VMRet)))
+			c.VMReadv.Errno = strPtr(seccomp.ErrnoName(int(-m.VMRet)))
 		}
 		switch {
 		case ok == c.VMReadv.Predicted:
@@ -524,7 +532,7 @@ func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
 		c.Kcmp.Measured = &ok
 		c.Kcmp.Errno = nil
 		if m.KcmpRet < 0 {
-			c.Kcmp.Errno = strPtr(errnoName(int(-m.KcmpRet)))
+			c.Kcmp.Errno = strPtr(seccomp.ErrnoName(int(-m.KcmpRet)))
 		}
 		if ok != c.Kcmp.Predicted {
 			notes = append(notes, fmt.Sprintf("unexplained: kcmp predicted %s, measured %s (an LSM or something /proc does not show?)", word(c.Kcmp.Predicted), word(ok)))

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,7 +111,7 @@ func TestPredictNotBuilt(t *testing.T) {
 }
 
 func TestPredictSeccompActions(t *testing.T) {
-	ai, _ := Arch("amd64")
+	ai, _ := seccomp.Arch("amd64")
 	b := fixture(30, 1000)
 	for _, tc := range []struct {
 		name   string
@@ -118,21 +119,21 @@ func TestPredictSeccompActions(t *testing.T) {
 		errno  string
 		strict bool
 	}{
-		{"errno EPERM", ErrnoRet(unix.EPERM), "EPERM", false},
-		{"errno ENOSYS", ErrnoRet(unix.ENOSYS), "ENOSYS", false},
-		{"kill", KillRet, "SIGSYS", false},
-		{"trap", retTrap, "SIGSYS", false},
-		{"trace without tracer", retTrace, "ENOSYS", false},
+		{"errno EPERM", seccomp.ErrnoRet(unix.EPERM), "EPERM", false},
+		{"errno ENOSYS", seccomp.ErrnoRet(unix.ENOSYS), "ENOSYS", false},
+		{"kill", seccomp.KillRet, "SIGSYS", false},
+		{"trap", seccomp.RetTrap, "SIGSYS", false},
+		{"trace without tracer", seccomp.RetTrace, "ENOSYS", false},
 		{"strict mode", 0, "SIGKILL", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := fixture(20, 1000)
 			a.Seccomp = 2
-			prog, err := DenyFilter(ai, tc.ret, ai.Kcmp, ai.VMReadv)
+			prog, err := seccomp.DenyFilter(ai, tc.ret, ai.Kcmp, ai.VMReadv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Filters = [][]byte{FilterBytes(prog)}
+			a.Filters = [][]byte{seccomp.FilterBytes(prog)}
 			if tc.strict {
 				a.Seccomp, a.Filters = 1, nil
 			}
@@ -149,8 +150,8 @@ func TestPredictSeccompActions(t *testing.T) {
 	// A filter that blocks only kcmp: CMA works but Open MPI refuses it.
 	a := fixture(20, 1000)
 	a.Seccomp = 2
-	prog, _ := DenyFilter(ai, ErrnoRet(unix.EPERM), ai.Kcmp)
-	a.Filters = [][]byte{FilterBytes(prog)}
+	prog, _ := seccomp.DenyFilter(ai, seccomp.ErrnoRet(unix.EPERM), ai.Kcmp)
+	a.Filters = [][]byte{seccomp.FilterBytes(prog)}
 	if v := Predict(sysYama(-1), a, b); v.Kcmp || !v.VMReadv || v.OpenMPI || !strings.Contains(v.Disagree, "refuses CMA that would work") {
 		t.Errorf("kcmp-only filter: %+v", v)
 	}

@@ -57,6 +57,9 @@ type Proc struct {
 	// Seccomp is 0 (off), 1 (strict) or 2 (filter); -1 when the line is missing
 	// (CONFIG_SECCOMP off). SeccompFilters counts the attached filters.
 	Seccomp, SeccompFilters int
+	// SeccompTID is the thread whose seccomp state Seccomp, SeccompFilters and Filters are
+	// (the measured thread's, once the matrix is measured; 0: the main thread's status).
+	SeccompTID int
 	// NSpid lists the pid in each PID namespace, the observer's first and B's own last.
 	NSpid []int
 	// HasMM is true when the process has an address space (VmSize: present); kernel threads

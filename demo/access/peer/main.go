@@ -37,7 +37,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/crashtui/crashtui/tracer/access"
+	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -189,7 +189,7 @@ func spawnChild() (string, error) {
 func probe(pid int, addr uintptr) string {
 	kc := "OK"
 	// kcmp(getpid(), pid, KCMP_VM, 0, 0): the call Open MPI's smsc/cma makes.
-	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(pid), access.KCMPVM, 0, 0, 0); e != 0 {
+	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(os.Getpid()), uintptr(pid), 1 /* KCMP_VM */, 0, 0, 0); e != 0 {
 		kc = unix.ErrnoName(e)
 	}
 	var buf [1]byte
@@ -209,15 +209,15 @@ func probe(pid int, addr uintptr) string {
 func installFilter(kill bool) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ai, err := access.Arch(runtime.GOARCH)
+	ai, err := seccomp.Arch(runtime.GOARCH)
 	if err != nil {
 		return err
 	}
-	ret, nrs := access.ErrnoRet(unix.EPERM), []int{ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace}
+	ret, nrs := seccomp.ErrnoRet(unix.EPERM), []int{ai.VMReadv, ai.VMWritev, ai.Kcmp, ai.Ptrace}
 	if kill {
-		ret, nrs = access.KillRet, []int{ai.Kcmp}
+		ret, nrs = seccomp.KillRet, []int{ai.Kcmp}
 	}
-	prog, err := access.DenyFilter(ai, ret, nrs...)
+	prog, err := seccomp.DenyFilter(ai, ret, nrs...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,344 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
+)
+
+// dispatch handles one peeked wait status: every stop and death the loop sees comes here
+// (waitOwn's, inside a callback, go to dispatchOwn). It ends each stop one way: resumed,
+// kept for its holders, parked (a signal stop a callback sees), or handed to the injection
+// or the watcher, which decide.
+func (t *Tracer) dispatch(s status) {
+	tid := s.pid
+	tk := t.tasks[tid]
+	if s.gone() {
+		consume(tid) // reaps it
+		if tk == nil || tk.early {
+			t.goneBeforeCreation(tid)
+		}
+		t.died(tid, tk, s.ws())
+		return
+	}
+	if tk == nil {
+		tk = t.newcomer(tid)
+	}
+	si := classify(s.ws())
+	if si.class == classInterrupt || si.class == classGroup {
+		tk.interrupted = false // the trap fired (an interrupt re-reports a group-stop)
+	}
+	switch tk.state {
+	case injecting:
+		tk.inj.saw(si)
+		return
+	case abandoned:
+		if t.finishAbandoned(tk, si) {
+			return
+		}
+	}
+	if len(t.stale) > 0 {
+		if p := t.procs[tk.pid]; p != nil && p.stale {
+			t.freshen(p) // its exec is told before anything that follows it
+		}
+	}
+	if t.closing {
+		t.detachAtStop(tk, si)
+		return
+	}
+	switch si.class {
+	case classEvent, classInterrupt:
+		t.event(tk, si)
+		t.keepOrResume(tk, si)
+	case classGroup:
+		t.keepOrResume(tk, si)
+	case classSyscall:
+		t.syscallStop(tk, si)
+	default:
+		t.signalStop(tk, si)
+	}
+}
+
+// dispatchOwn handles a status waitOwn found for one of the tasks it waits for, inside a
+// callback: deaths and the engine's own events as dispatch does, every stop kept for its
+// holders, and a signal-delivery-stop (or a syscall-stop) parked unconsumed, for the loop
+// to dispatch after the callback. Nothing is told to the watcher.
+func (t *Tracer) dispatchOwn(tk *task, s status) {
+	if s.gone() {
+		consume(tk.tid)
+		t.died(tk.tid, tk, s.ws())
+		return
+	}
+	si := classify(s.ws())
+	if si.class == classInterrupt || si.class == classGroup {
+		tk.interrupted = false
+	}
+	switch {
+	case tk.state == injecting:
+		tk.inj.saw(si)
+	case tk.state == abandoned && t.finishAbandoned(tk, si):
+	case si.class == classSignal || si.class == classSyscall:
+		t.park(tk, si)
+	default:
+		if si.class == classEvent {
+			t.event(tk, si)
+		}
+		t.keepOrResume(tk, si)
+	}
+}
+
+// newcomer is a task whose first stop came before anything told of it: a child or thread the
+// kernel attached for us (TRACEFORK/TRACECLONE) whose creation event has not been handled
+// yet, or a process raced with during attach.
+func (t *Tracer) newcomer(tid int) *task {
+	pid, _ := procfs.TaskStatus(tid)
+	if pid == 0 {
+		pid = tid
+	}
+	tk := t.addTask(tid, pid)
+	tk.early = true
+	if p := t.procs[pid]; p != nil && !t.closing {
+		t.announce(p)
+	}
+	return tk
+}
+
+// keepOrResume ends a stop that holds no signal: kept for the task's holders, else resumed
+// as the stop wants (a group-stop is listened to).
+func (t *Tracer) keepOrResume(tk *task, si stopInfo) {
+	if t.tasks[tk.tid] != tk {
+		return
+	}
+	if tk.holders > 0 {
+		t.keep(tk, si)
+		return
+	}
+	tk.state, tk.stop = held, si // for resume, which consumes nothing: the status is cleared by it
+	t.resumeReported(tk, 0, "resume")
+}
+
+// detachAtStop lets go of a task that stopped while the tracer is closing: a signal is
+// passed on with PTRACE_DETACH (never a syscall-stop's SIGTRAP|0x80, crashtui's own).
+func (t *Tracer) detachAtStop(tk *task, si stopInfo) {
+	sig := 0
+	if si.class == classSignal {
+		sig = si.sig
+	}
+	if err := ptraceDetach(tk.tid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		// Not detached: take its status off the kernel, so that it is not reported again and
+		// again (the kernel detaches it when the loop's thread ends; a signal it held would
+		// be lost, so say so).
+		consume(tk.tid)
+		t.emitErr(tk.pid, "detach", fmt.Errorf("detach %d at its %s stop: %w", tk.tid, si, err))
+	}
+	t.forgetDetached(tk)
+}
+
+// event handles the engine's own part of an event stop: a fork or clone's child taken in, an
+// exec's image read later, an exit stop's status.
+func (t *Tracer) event(tk *task, si stopInfo) {
+	switch si.event {
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		t.child(tk, si.event)
+	case unix.PTRACE_EVENT_EXEC:
+		t.onExec(tk)
+	case unix.PTRACE_EVENT_EXIT:
+		if msg, err := geteventmsg(tk.tid); err == nil {
+			tk.exitCode = int(msg)
+		}
+	}
+}
+
+// child takes in the new task of tk's fork, vfork or clone.
+func (t *Tracer) child(tk *task, cause int) {
+	msg, err := geteventmsg(tk.tid)
+	if ck := t.tasks[int(msg)]; ck != nil {
+		ck.early = false // its first stop came first
+		return
+	}
+	if err != nil || msg == 0 {
+		return
+	}
+	child := int(msg)
+	// The child's own first stop may have come first, and the child may already have run,
+	// exited and been reported gone: then it must not be added again as a task that will
+	// never report anything.
+	if t.earlyGone[child] {
+		delete(t.earlyGone, child)
+		return
+	}
+	// Otherwise it has not been reported at all: it waits at its first stop.
+	if cause == unix.PTRACE_EVENT_CLONE && procfs.IsThreadOf(tk.pid, child) {
+		t.addTask(child, tk.pid) // a thread of tk's process
+		return
+	}
+	t.addTask(child, child)
+	p := t.procs[child]
+	if parent := t.procs[tk.pid]; p != nil && parent != nil {
+		// A fork shows its parent's image until it execs: copy what it inherits instead of
+		// reading six /proc files (read once, at exec).
+		p.ppid, p.exe, p.comm, p.argv, p.uid = tk.pid, parent.exe, parent.comm, parent.argv, parent.uid
+		if p.rank == sessions.NoRank {
+			p.rank = parent.rank
+		}
+		p.inherited = true
+	} else if p != nil {
+		p.ppid = tk.pid
+	}
+	t.announce(p)
+}
+
+func (t *Tracer) onExec(tk *task) {
+	p := t.procs[tk.pid]
+	if p == nil {
+		return
+	}
+	p.gen++
+	// The thread that called execve now has the leader's tid; the kernel killed the others
+	// (fs/exec.c de_thread). GETEVENTMSG gives the former tid.
+	if msg, err := geteventmsg(tk.tid); err == nil && int(msg) != tk.tid {
+		if old := t.tasks[int(msg)]; old != nil {
+			delete(t.tasks, old.tid)
+			delete(p.tasks, old.tid)
+		}
+	}
+	// Other threads' exit statuses arrive on their own (died).
+	delete(t.caves, p.pid) // a new image: new mappings
+	if p.launched && !p.execed {
+		// The seize may come before the exec of the gate shell itself: its exec is not the
+		// rank's.
+		p.readImage()
+		if len(p.argv) > 3 && p.argv[3] == gateName {
+			return
+		}
+		p.execed, p.inherited, p.stale = true, true, true // read just now: freshen tells it
+		t.freshen(p)
+		return
+	}
+	// Its image is read once it runs again, off the path of its stop (freshen): the exec'ing
+	// thread does not wait for six /proc reads.
+	p.stale, p.inherited = true, false
+	t.stale = append(t.stale, p)
+}
+
+// signalStop hands a signal-delivery-stop to the watcher, which decides its fate, and
+// carries the decision out. The stop is peeked, never consumed: the signal is the kernel's
+// until the resume passes it on.
+func (t *Tracer) signalStop(tk *task, si stopInfo) {
+	t.park(tk, si)
+	f := fate{how: fateDeliver}
+	if w := t.opts.Watcher; w != nil {
+		s := &SignalStop{Thread: Thread{t: t, tk: tk}, Sig: si.sig}
+		t.callback(func() { w.Signal(&Loop{t: t}, s) })
+		f = s.fate
+	}
+	t.carryOut(tk, si.sig, f)
+}
+
+// syscallStop hands a followed thread's syscall-stop to the watcher; a thread no longer
+// followed is resumed without one (a stale PTRACE_SYSCALL).
+func (t *Tracer) syscallStop(tk *task, si stopInfo) {
+	t.park(tk, si)
+	w := t.opts.Watcher
+	if !tk.follow || w == nil {
+		tk.follow = false
+		t.carryOut(tk, 0, fate{how: fateDeliver})
+		return
+	}
+	s := &SyscallStop{Thread: Thread{t: t, tk: tk}, fate: fate{how: fateFollow}}
+	s.Info, s.err = getSyscallInfo(tk.tid)
+	t.callback(func() { w.Syscall(&Loop{t: t}, s) })
+	t.carryOut(tk, 0, s.fate)
+}
+
+// carryOut resumes a peeked stop as its fate says. A task its holders want back keeps its
+// pending interrupt: it is stopping again.
+func (t *Tracer) carryOut(tk *task, sig int, f fate) {
+	if t.tasks[tk.tid] != tk || tk.state != peeked {
+		return // it died meanwhile, or the callback let it go (Release)
+	}
+	switch f.how {
+	case fateSuppress:
+		sig = 0
+	case fateFollow:
+		tk.follow = true
+	case fateUnfollow:
+		tk.follow = false
+	case fateUnhandled:
+		// Blocked, the signal is queued as it is resumed (ptrace_signal requeues a blocked
+		// signal); the fault it came from recurs at once and, blocked, is forced to the
+		// default action (kernel/signal.c force_sig_info_to_task resets the handler): as if no
+		// handler were installed.
+		if mask, err := getSigmask(tk.tid); err == nil {
+			setSigmask(tk.tid, mask|1<<(sig-1))
+		}
+		tk.follow = false
+	}
+	if tk.follow && !tk.sysgood {
+		if err := ptraceSetOptions(tk.tid, seizeOptions|unix.PTRACE_O_TRACESYSGOOD); err != nil {
+			tk.follow = false
+		} else {
+			tk.sysgood = true
+		}
+	}
+	t.resumeReported(tk, sig, "resume")
+	if tk.interrupted && tk.state == running {
+		tk.state = stopping // the holder's interrupt is still pending: it stops again
+	}
+}
+
+// died handles the final wait status of a task.
+func (t *Tracer) died(tid int, tk *task, ws unix.WaitStatus) {
+	if tk == nil {
+		return
+	}
+	if tk.inj != nil {
+		tk.inj.gone = true
+	}
+	t.forget(tk)
+	p := t.procs[tk.pid]
+	t.tell(func(w Watcher, l *Loop) { w.TaskGone(l, tk.pid, tid) })
+	if p == nil {
+		return
+	}
+	switch {
+	case tid == tk.pid:
+		// The leader is reported only once the whole thread group has gone
+		// (delay_group_leader).
+		t.procGone(p, ws)
+	case !p.leader && len(p.tasks) == 0:
+		// Its leader was a zombie crashtui could not seize: the process ends with its last
+		// traced thread, whose PTRACE_EVENT_EXIT message is the group's wait status.
+		if tk.exitCode >= 0 {
+			ws = unix.WaitStatus(tk.exitCode)
+		}
+		t.procGone(p, ws)
+	}
+}
+
+// procGone reports the end of a process and forgets it.
+func (t *Tracer) procGone(p *proc, ws unix.WaitStatus) {
+	ex := sessions.Exit{PID: p.pid}
+	if ws.Exited() {
+		c := ws.ExitStatus()
+		ex.Code = &c
+	} else {
+		ex.Signal = SignalName(int(ws.Signal()))
+		ex.CoreDumped = ws.CoreDump()
+	}
+	pid := p.pid
+	t.tell(func(w Watcher, l *Loop) { w.ProcessGone(l, pid, ws) })
+	if p.launched && !p.execed {
+		// A rank that died in crashtui's gate (its command could not be executed): say so.
+		p.execed = true
+		t.announce(p)
+	}
+	if p.announced {
+		t.emit(ex)
+	}
+	t.dropProc(p)
+}

@@ -1,0 +1,164 @@
+package procfs
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+)
+
+func TestParseStat(t *testing.T) {
+	s, err := ParseStat([]byte("42 (we(i)rd ) name) S 1 42 42 0 -1 4194560 0 0"))
+	if err != nil || s.PID != 42 || s.Comm != "we(i)rd ) name" || s.State != 'S' || s.PPID != 1 || s.Pgrp != 42 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if _, err := ParseStat([]byte("garbage")); err == nil {
+		t.Error("garbage parsed")
+	}
+	// A real line: every field ParseStat takes agrees with the fields counted out by hand.
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = ParseStat(b)
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	if err != nil || s.PID != os.Getpid() || s.PPID != os.Getppid() || string(s.State) != f[0] ||
+		strconv.Itoa(s.Pgrp) != f[2] || strconv.Itoa(s.Session) != f[3] || strconv.FormatUint(s.Flags, 10) != f[6] || s.CPU != ut+st {
+		t.Errorf("ParseStat(%q) = %+v, %v", b, s, err)
+	}
+}
+
+// TestProcReaders checks the /proc readers against the os package's answers for
+// this process and its threads, and for a child with a rank in its environment.
+func TestProcReaders(t *testing.T) {
+	self := os.Getpid()
+	var want []int
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		want = append(want, n)
+	}
+	got := Tasks(self)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Tasks = %v, os.ReadDir = %v", got, want)
+	}
+	all, err := ScanStat(func(Stat) bool { return true })
+	if err != nil || !slices.Contains(all, self) || !slices.Contains(all, 1) {
+		t.Errorf("ScanStat: %d pids, self or 1 missing (%v)", len(all), err)
+	}
+	if exe, _ := os.Executable(); Exe(self) != exe {
+		t.Errorf("Exe = %q, want %q", Exe(self), exe)
+	}
+	if !slices.Equal(Argv(self), os.Args) {
+		t.Errorf("Argv = %q, want %q", Argv(self), os.Args)
+	}
+	if UID(self) != os.Geteuid() || GID(self) != os.Getegid() {
+		t.Errorf("uid %d gid %d, want %d %d", UID(self), GID(self), os.Geteuid(), os.Getegid())
+	}
+	if c := Comm(self); c == "" || !strings.HasPrefix(filepath.Base(os.Args[0]), c) {
+		t.Errorf("Comm = %q for %s", c, os.Args[0])
+	}
+	// A large environment, read whole: the rank is its last variable.
+	child := exec.Command("sleep", "30")
+	child.Env = []string{"PAD=" + strings.Repeat("x", 100<<10), "PMI_RANK=3", "SLURM_PROCID=9", "OMPI_COMM_WORLD_RANK=7"}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	// Until exec has set up the new stack the environment reads empty (env_start is 0).
+	r := Rank(child.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); r == sessions.NoRank && time.Now().Before(deadline); r = Rank(child.Process.Pid) {
+		time.Sleep(time.Millisecond)
+	}
+	if r != 7 {
+		t.Errorf("Rank = %d, want 7 (OMPI_COMM_WORLD_RANK comes before PMI_RANK and SLURM_PROCID)", r)
+	}
+	if sys := ReadTaskSyscall(child.Process.Pid, child.Process.Pid); sys.Gone {
+		t.Errorf("ReadTaskSyscall of a live child: %+v", sys)
+	}
+	// Another user's process: its euid and egid, not the reader's.
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Fatal("setpriv (util-linux) is missing")
+	}
+	other := exec.Command("setpriv", "--reuid", "1000", "--regid", "1001", "--clear-groups", "sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); Comm(other.Process.Pid) != "sleep" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if u, g := UID(other.Process.Pid), GID(other.Process.Pid); u != 1000 || g != 1001 {
+		t.Errorf("setpriv'd child: uid %d gid %d, want 1000 1001", u, g)
+	}
+	if sys := ReadTaskSyscall(1<<22+1, 1<<22+1); !sys.Gone || sys.InSyscall() {
+		t.Errorf("ReadTaskSyscall of no process: %+v", sys)
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 0 0"))
+	f.Add([]byte("1 ()) S"))
+	f.Fuzz(func(t *testing.T, b []byte) { ParseStat(b) })
+}
+
+func TestRankFromEnviron(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want sessions.Rank
+	}{
+		{"A=1\x00CRASHTUI_RANK=3\x00", 3},
+		{"OMPI_COMM_WORLD_RANK=5\x00SLURM_PROCID=9\x00", 5},
+		{"PMIX_RANK=2\x00", 2},
+		{"SLURM_PROCID=7", 7},
+		{"PMI_RANK=x\x00", sessions.NoRank},
+		{"", sessions.NoRank},
+	} {
+		if got := RankFromEnviron([]byte(tc.env)); got != tc.want {
+			t.Errorf("%q: rank %d, want %d", tc.env, got, tc.want)
+		}
+	}
+}
+
+func FuzzReadProcSyscallLine(f *testing.F) {
+	f.Add("running")
+	f.Add("0 0x3 0x7ffd 0x1 0x0 0x0 0x0 0x7ffd0 0x7f00")
+	f.Add("-1 0x7ffd 0x7f00")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := ParseTaskSyscall([]byte(s)); got.InSyscall() && got.Nr > 1<<60 {
+			t.Fatalf("%q: nr %d", s, got.Nr)
+		}
+	})
+}
+
+// TestParseTaskSyscall reads the three shapes of fs/proc/base.c proc_pid_syscall.
+func TestParseTaskSyscall(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Syscall
+	}{
+		{"running\n", Syscall{Nr: -2}},
+		{"-1 0x7ffd1000 0x7f0000001234\n", Syscall{Nr: -1, SP: 0x7ffd1000, PC: 0x7f0000001234}},
+		{"202 0x4000 0x80 0x0 0x0 0x0 0x0 0x7ffd2000 0x7f0000005678\n", Syscall{Nr: 202, Args: [6]uint64{0x4000, 0x80}, SP: 0x7ffd2000, PC: 0x7f0000005678}},
+		{"garbage 1 2", Syscall{Nr: -2}},
+		{"", Syscall{Nr: -2}},
+	} {
+		if got := ParseTaskSyscall([]byte(tc.line)); got != tc.want {
+			t.Errorf("%q: %+v, want %+v", tc.line, got, tc.want)
+		}
+	}
+}
