@@ -21,15 +21,23 @@ type Location struct {
 	FuncOff  uint64 // pc - function start
 	File     string
 	Line     int
-	// InlinedInto are the functions Function's code was inlined into, innermost first (the
-	// last is the function the pc is really in); empty when it was not inlined.
-	InlinedInto []string
+	// InlinedInto are the functions Function's code was inlined into, innermost first, each
+	// at the line of its inlined call (DW_AT_call_file/DW_AT_call_line), the last being the
+	// function the pc is really in; empty when it was not inlined. gdb shows each as a frame
+	// of its own with the same pc (SourceFrames).
+	InlinedInto []SourceFrame
 	// Symbol is the ELF symbol that contains the pc, from the symbol tables alone (the same
 	// with or without DWARF: a stable name for keys), "" if none.
 	Symbol string
 	// LinesPending: the module has DWARF that a Deferred resolver did not load; Function is
 	// the ELF symbol, File and Line are empty until Resolver.LoadLines installs it.
 	LinesPending bool
+}
+
+// SourceFrames are the frames gdb shows for the location, innermost first: Function at
+// File:Line (all empty when unknown: gdb's "??"), then InlinedInto.
+func (l Location) SourceFrames() []SourceFrame {
+	return append([]SourceFrame{{Function: l.Function, File: l.File, Line: l.Line}}, l.InlinedInto...)
 }
 
 // String formats the location as gdb and glibc backtraces do: "libc.so.6+0x156219".
@@ -67,7 +75,8 @@ type module struct {
 	fdesLoaded bool
 	cfi        map[uint64]*frame.FrameContext // frameContext's memo
 
-	lines map[uint64]funcLine // memo of symbolize, by link-time address
+	lines map[uint64]funcLine       // memo of symbolize, by link-time address
+	tails map[tailKey][]SourceFrame // memo of Resolver.tailCalls with this module as the caller
 }
 
 type funcLine struct {
@@ -77,7 +86,7 @@ type funcLine struct {
 	file    string
 	line    int
 	known   bool
-	inlined []string
+	inlined []SourceFrame
 }
 
 // Resolver caches parsed files by build-id. It is safe for use from one goroutine.

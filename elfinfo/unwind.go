@@ -3,6 +3,7 @@ package elfinfo
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 )
@@ -16,6 +17,20 @@ type MemReader func(addr uint64, buf []byte) error
 type Frame struct {
 	PC uint64
 	Location
+	// TailCalls are functions this frame's call entered that left by a jump (a tail call)
+	// towards the function of the frame below, innermost first, each at the line of its
+	// jump. They have no frame on the stack; gdb shows them from DWARF call sites
+	// (DW_TAG_call_site with DW_AT_call_tail_call), between the two frames.
+	TailCalls []SourceFrame
+}
+
+// SourceFrames are the frames gdb shows for f, innermost first: its tail calls, then its
+// location's (Location.SourceFrames).
+func (f Frame) SourceFrames() []SourceFrame {
+	if len(f.TailCalls) == 0 {
+		return f.Location.SourceFrames()
+	}
+	return append(slices.Clone(f.TailCalls), f.Location.SourceFrames()...)
 }
 
 // DWARF register numbers of the registers the unwinder tracks (psABI of each arch).
@@ -256,7 +271,88 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		}
 		break
 	}
+	r.addTailCalls(pid, maps, frames)
 	return frames
+}
+
+// addTailCalls fills in each frame's TailCalls from the DWARF call sites of its module and
+// of the module of the frame below (a call through the PLT into a library that then jumps
+// on: the callee is found there by name, as gdb does).
+func (r *Resolver) addTailCalls(pid int, maps []Mapping, frames []Frame) {
+	var calleeMod *module
+	var calleeAt uint64
+	for i := range frames {
+		mod, v := r.moduleAt(pid, maps, frames[i].PC, i > 0)
+		if i > 0 && mod != nil && calleeMod != nil && mod.sym != nil && calleeMod.sym != nil {
+			frames[i].TailCalls = r.tailCalls(mod, v+1, calleeMod, calleeAt)
+		}
+		calleeMod, calleeAt = mod, v
+	}
+}
+
+// moduleAt is the module and link-time address of a frame's pc (of the call before it, for
+// a caller's return address), nil when it is in none.
+func (r *Resolver) moduleAt(pid int, maps []Mapping, pc uint64, caller bool) (*module, uint64) {
+	if caller {
+		pc--
+	}
+	m, ok := FindMapping(maps, pc)
+	if !ok || !m.IsFile() {
+		return nil, 0
+	}
+	mod, err := r.module(pid, m)
+	if err != nil {
+		return nil, 0
+	}
+	v, ok := mod.d.fileOffToVaddr(pc - m.Start + m.Offset)
+	if !ok {
+		return nil, 0
+	}
+	return mod, v
+}
+
+// tailCalls returns the frames between a caller (in mod, returning to ra) and its callee
+// (in calleeMod, at calleeAt), memoized in the caller's module.
+func (r *Resolver) tailCalls(mod *module, ra uint64, calleeMod *module, calleeAt uint64) []SourceFrame {
+	key := tailKey{ra, calleeMod, calleeAt}
+	if fs, ok := mod.tails[key]; ok {
+		return fs
+	}
+	var pcs []uint64
+	if entry, local, names, ok := mod.sym.CallTarget(ra); ok {
+		if !local && calleeMod != mod {
+			for _, n := range names {
+				if v, ok := calleeMod.d.syms[n]; ok {
+					entry, local = v, true
+					break
+				}
+			}
+		}
+		if local {
+			pcs = calleeMod.sym.TailChain(entry, calleeAt)
+		}
+	}
+	var fs []SourceFrame
+	for _, pc := range pcs {
+		// A jump's frame is shown, as a caller's, at the instruction before its pc.
+		fl, _ := calleeMod.symbolize(pc-1, r.deferLines)
+		if fl.known {
+			fs = append(fs, SourceFrame{Function: fl.name, File: fl.file, Line: fl.line})
+			fs = append(fs, fl.inlined...)
+		}
+	}
+	if mod.tails == nil || len(mod.tails) > 1<<14 {
+		mod.tails = map[tailKey][]SourceFrame{}
+	}
+	mod.tails[key] = fs
+	return fs
+}
+
+// tailKey is a caller's return address and the callee's pc.
+type tailKey struct {
+	ra       uint64
+	callee   *module
+	calleeAt uint64
 }
 
 // callerLocation is where a return address is: the call instruction before it is looked up
@@ -283,6 +379,7 @@ func (r *Resolver) Relocate(pid int, maps []Mapping, frames []Frame) []Frame {
 			out[i] = Frame{PC: f.PC, Location: r.callerLocation(pid, maps, f.PC)}
 		}
 	}
+	r.addTailCalls(pid, maps, out)
 	return out
 }
 
