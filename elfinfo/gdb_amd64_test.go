@@ -303,13 +303,17 @@ func startStopped(t *testing.T, cmd *exec.Cmd, ready func(pid int) bool) int {
 }
 
 // waitFor polls cond (a state of /proc the test cannot wait on otherwise) with a deadline
-// generous enough for a loaded machine.
-func waitFor(t *testing.T, cond func() bool, what string) {
+// generous enough for a loaded machine; why, if given, says what was last seen.
+func waitFor(t *testing.T, cond func() bool, what string, why ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			last := ""
+			for _, w := range why {
+				last += ": " + w()
+			}
+			t.Fatalf("timed out waiting for %s%s", what, last)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

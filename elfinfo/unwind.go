@@ -383,11 +383,17 @@ func (r *Resolver) Relocate(pid int, maps []Mapping, frames []Frame) []Frame {
 	return out
 }
 
-var garbageModule = map[string]bool{"[anon]": true, "[heap]": true, "[stack]": true}
+// garbageModule are where a "return address" read past a stack's end may point: no file
+// ("" is outside every mapping).
+var garbageModule = map[string]bool{"": true, "[anon]": true, "[heap]": true, "[stack]": true}
 
 // outermost are the functions every thread starts in (glibc's _start and clone, Go's
-// runtime.goexit for goroutines and runtime.mstart for its threads).
+// runtime.goexit for goroutines and runtime.mstart for its threads), and Go's
+// runtime.mcall and runtime.morestack: they switch from a goroutine's stack to the thread's
+// own (g0) and call a function that never returns, so nothing above them on g0 is a caller
+// (what the CFI finds there is whatever g0's stack held: delve stops there too).
 var outermost = map[string]bool{
 	"_start": true, "__clone3": true, "__clone": true, "clone": true, "clone3": true, "thread_start": true,
 	"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true,
+	"runtime.mcall": true, "runtime.morestack": true,
 }
