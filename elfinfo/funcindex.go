@@ -43,12 +43,15 @@ type cuRange struct {
 	off    dwarf.Offset
 }
 
-// unitFuncs are one compile unit's concrete functions.
+// unitFuncs are one compile unit's concrete functions and, once asked, its line table.
 type unitFuncs struct {
-	subs  []subRange              // every address range of every concrete subprogram, by lo
-	byOff map[dwarf.Offset]*scope // concrete subprograms by their entry's offset and origin's
-	files []*dwarf.LineFile
-	cLang bool // a C unit: gdb names functions by DW_AT_linkage_name when there is one
+	cu       *dwarf.Entry
+	rows     []lineRow // by address, read on the first line lookup in the unit
+	rowsRead bool
+	subs     []subRange              // every address range of every concrete subprogram, by lo
+	byOff    map[dwarf.Offset]*scope // concrete subprograms by their entry's offset and origin's
+	files    []*dwarf.LineFile
+	cLang    bool // a C unit: gdb names functions by DW_AT_linkage_name when there is one
 }
 
 type subRange struct {
@@ -197,6 +200,74 @@ func (x *funcIndex) lookup(pc uint64) (fn frameNames, ok bool) {
 		return x.chain(u, s, pc), true
 	}
 	return frameNames{}, false
+}
+
+// lineAt returns the file and line of link-time address pc from the line table of the unit
+// that holds it; ok is false when none does.
+func (x *funcIndex) lineAt(pc uint64) (file string, line int, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			file, line, ok = "", 0, false
+		}
+	}()
+	i := sort.Search(len(x.cus), func(i int) bool { return x.cus[i].lo > pc })
+	for j := i - 1; j >= 0 && j >= i-64; j-- {
+		if c := x.cus[j]; pc < c.hi {
+			if file, line, ok = x.unit(c.off).lineAt(x.d, pc); ok {
+				return file, line, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// lineRow is one row of a line table: from addr on, the code is file:line, until the next
+// row (or, end set, no code of the unit is there).
+type lineRow struct {
+	addr uint64
+	file *dwarf.LineFile
+	line int
+	end  bool
+}
+
+// lineAt looks pc up in the unit's line table, as delve's PCToLine does: the last row at or
+// before pc, unless it ends a sequence.
+func (u *unitFuncs) lineAt(d *dwarf.Data, pc uint64) (string, int, bool) {
+	if !u.rowsRead {
+		u.rowsRead = true
+		u.rows = readLineRows(d, u.cu)
+	}
+	i := sort.Search(len(u.rows), func(i int) bool { return u.rows[i].addr > pc }) - 1
+	if i < 0 || u.rows[i].end || u.rows[i].file == nil {
+		return "", 0, false
+	}
+	return u.rows[i].file.Name, u.rows[i].line, true
+}
+
+// readLineRows reads a unit's line program into rows by address. Where one sequence ends at
+// the address another starts, the end comes first, so that the address is the new one's.
+func readLineRows(d *dwarf.Data, cu *dwarf.Entry) []lineRow {
+	if cu == nil {
+		return nil
+	}
+	lr, err := d.LineReader(cu)
+	if err != nil || lr == nil {
+		return nil
+	}
+	var rows []lineRow
+	var e dwarf.LineEntry
+	for lr.Next(&e) == nil {
+		rows = append(rows, lineRow{addr: e.Address, file: e.File, line: e.Line, end: e.EndSequence})
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].addr != rows[j].addr {
+			return rows[i].addr < rows[j].addr
+		}
+		return rows[i].end && !rows[j].end
+	})
+	return rows
 }
 
 // concrete returns the concrete subprogram holding pc and its unit.
@@ -475,6 +546,7 @@ func (x *funcIndex) unit(off dwarf.Offset) *unitFuncs {
 	if err != nil || cu == nil {
 		return u
 	}
+	u.cu = cu
 	lang, _ := cu.Val(dwarf.AttrLanguage).(int64)
 	u.cLang = cLanguages[lang]
 	if lr, err := x.d.LineReader(cu); err == nil && lr != nil {

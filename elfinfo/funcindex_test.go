@@ -108,3 +108,31 @@ func BenchmarkFuncIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoadLines: loading a C library's DWARF and 100 lookups (a LinesJob), through
+// elfinfo's index (what non-Go modules use) and through delve's BinaryInfo (Go's).
+func BenchmarkLoadLines(b *testing.B) {
+	for _, f := range indexed {
+		b.Run(f.name, func(b *testing.B) {
+			_, d := debugFileOf(b, f.path, f.pkg)
+			pcs := funcStarts(b, f.path, 100)
+			for _, l := range []struct {
+				name string
+				load func(string, *elfData) (Symbolizer, error)
+			}{{"elfinfo", newSymbolizer}, {"delve", newDelveSymbolizer}} {
+				b.Run(l.name, func(b *testing.B) {
+					for b.Loop() {
+						s, err := l.load(f.path, d)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, pc := range pcs {
+							s.PCToLine(pc)
+						}
+						s.Close()
+					}
+				})
+			}
+		})
+	}
+}

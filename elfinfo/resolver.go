@@ -123,7 +123,7 @@ type LinesJob struct {
 func (j *LinesJob) Path() string { return j.mod.path }
 
 // Load reads the module's DWARF (the slow part: hundreds of milliseconds for a libc).
-func (j *LinesJob) Load() { j.sym, j.err = newDelveSymbolizer(j.mod.path, j.mod.d) }
+func (j *LinesJob) Load() { j.sym, j.err = newSymbolizer(j.mod.path, j.mod.d) }
 
 // WantLines marks for PendingLines the modules mapped executable in maps whose DWARF is not
 // loaded yet, so that it can be loaded off the caller's goroutine before they are looked up.
@@ -320,19 +320,24 @@ func (mod *module) symbolize(v uint64, deferLines bool) (funcLine, bool) {
 		}
 		mod.symLoaded = true
 		if mod.hasLines() {
-			mod.sym, _ = newDelveSymbolizer(mod.path, mod.d)
+			mod.sym, _ = newSymbolizer(mod.path, mod.d)
 		}
 	}
 	var fl funcLine
+	var file string
+	var line int
 	if mod.sym != nil {
-		if name, entry, file, line := mod.sym.PCToLine(v); name != "" {
+		var name string
+		var entry uint64
+		if name, entry, file, line = mod.sym.PCToLine(v); name != "" {
 			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true, inlined: mod.sym.InlinedInto(v)}
 		}
 	}
 	if s, ok := mod.d.funcForVaddr(v); ok {
 		fl.symbol = s.name
 		if !fl.known {
-			fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, known: true}
+			// No DWARF function (assembly): the symbol, at the line table's line if any.
+			fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, file: file, line: line, known: true}
 		}
 	}
 	if len(mod.lines) > 1<<16 {

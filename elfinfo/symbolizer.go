@@ -16,7 +16,8 @@ import (
 type Symbolizer interface {
 	// PCToLine returns the function containing the link-time address vaddr (the innermost
 	// inlined one when code was inlined there, as gdb's innermost frame), its link-time
-	// entry, and vaddr's file:line; name is "" when unknown.
+	// entry, and vaddr's file:line; name is "" when unknown (file and line may still be
+	// known: assembly has lines and no DWARF function).
 	PCToLine(vaddr uint64) (name string, entry uint64, file string, line int)
 	// InlinedInto returns, when the code at vaddr was inlined, the functions it was inlined
 	// into, innermost first, each at the line of its inlined call, the last being the
@@ -97,6 +98,58 @@ var goarchOf = map[elf.Machine]string{
 	elf.EM_AARCH64: "arm64",
 	elf.EM_PPC64:   "ppc64le",
 }
+
+// newSymbolizer loads the DWARF of the file at path: a Go program or library through delve
+// (its names and lines are the Go toolchain's own), anything else with elfinfo's own index
+// of functions and line tables, which reads each compile unit on its first lookup instead of
+// every one up front (libc's DWARF: a fifth of delve's time) and holds one copy of it.
+func newSymbolizer(path string, d *elfData) (Symbolizer, error) {
+	if d.isGo() {
+		return newDelveSymbolizer(path, d)
+	}
+	dbg := d.debugFile(path)
+	if dbg == "" {
+		return nil, fmt.Errorf("load debug info of %s: none found", path)
+	}
+	x, err := openFuncIndex(dbg, d.syms)
+	if err != nil {
+		return nil, fmt.Errorf("load debug info of %s: %w", path, err)
+	}
+	return dwarfSymbolizer{x}, nil
+}
+
+// isGo says whether the file holds Go code (a Go program, or a Go c-shared library).
+func (d *elfData) isGo() bool {
+	_, ok := d.syms["runtime.goexit"]
+	return ok
+}
+
+// dwarfSymbolizer is elfinfo's own DWARF index of one file, addressed by link-time addresses.
+type dwarfSymbolizer struct{ x *funcIndex }
+
+func (s dwarfSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
+	file, line, _ := s.x.lineAt(vaddr)
+	fn, ok := s.x.lookup(vaddr)
+	if !ok {
+		return "", 0, file, line
+	}
+	return fn.name, fn.entry, file, line
+}
+
+func (s dwarfSymbolizer) InlinedInto(vaddr uint64) []SourceFrame {
+	fn, _ := s.x.lookup(vaddr)
+	return fn.callers
+}
+
+func (s dwarfSymbolizer) CallTarget(ra uint64) (uint64, bool, []string, bool) {
+	return s.x.callTarget(ra)
+}
+
+func (s dwarfSymbolizer) TailChain(start, calleeAt uint64) []uint64 {
+	return s.x.tailChain(start, calleeAt)
+}
+
+func (s dwarfSymbolizer) Close() error { return nil }
 
 func newDelveSymbolizer(path string, d *elfData) (Symbolizer, error) {
 	silence()
