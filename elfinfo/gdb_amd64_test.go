@@ -46,7 +46,7 @@ func cmpOr(a, b string) string {
 
 var (
 	gdbThreadRe = regexp.MustCompile(`^Thread \d+ \(.*\bLWP (\d+)\)`)
-	gdbFrameRe  = regexp.MustCompile(`^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \(`)
+	gdbFrameRe  = regexp.MustCompile(`^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \(|^#(\d+)\s+(<signal handler called>)`)
 	gdbAtRe     = regexp.MustCompile(` at (\S+):(\d+)$`)
 )
 
@@ -67,7 +67,7 @@ func parseGDBBacktraces(out string) map[int][]gdbFrame {
 		if m == nil || tid == 0 {
 			continue
 		}
-		f := gdbFrame{fn: m[2]}
+		f := gdbFrame{fn: m[2] + m[4]}
 		if f.fn == "??" {
 			f.fn = ""
 		}
@@ -451,6 +451,24 @@ func TestInlinedFramesMatchGDB(t *testing.T) {
 		}
 		groupCont(t, pid)
 		groupStop(t, pid)
+	}
+}
+
+// TestSignalFrameMatchesGDB: a thread blocked in a signal handler (a -O2 program, libc's
+// read): the handler's frames, the signal frame, then the interrupted function at the
+// instruction the signal hit and its callers, as gdb shows them.
+func TestSignalFrameMatchesGDB(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := filepath.Abs(filepath.Join("testdata", "sighandler.c"))
+	gccIn(t, dir, "-g", "-O2", "-fomit-frame-pointer", "-o", "sighandler", src)
+	pid := startStopped(t, exec.Command(filepath.Join(dir, "sighandler")), func(pid int) bool {
+		return countNr(taskSyscalls(pid), nrRead) == 1
+	})
+	needLibcDebug(t, pid)
+	gdb := compareWithGDB(t, pid)
+	want := []string{"in_handler", SignalFrameName, "interrupted_work", "main"}
+	if ns := names(gdb[pid]); !slices.Equal(ns[len(ns)-len(want)-3:len(ns)-3], want) {
+		t.Errorf("gdb's frames %v lack %v before libc's start", ns, want)
 	}
 }
 

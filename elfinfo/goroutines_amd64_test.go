@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // buildGowait builds testdata/gowait with the toolchain toolchain names ("" for the one
@@ -245,8 +246,8 @@ func TestGoroutines(t *testing.T) {
 
 			// Stopped, with every thread's registers: the spinner runs on one of them. A
 			// thread may be stopped inside a signal handler (sysmon preempts the spinner with
-			// SIGURG every 10ms), whose frame neither elfinfo's unwinder nor delve crosses:
-			// stop it again until no thread is in one.
+			// SIGURG every 10ms), whose frame delve's goroutine unwinder does not cross
+			// (elfinfo's does: TestGoSignalFrames): stop it again until no thread is in one.
 			r := NewResolver()
 			defer r.Close()
 			var regs map[int]syscall.PtraceRegs
@@ -423,5 +424,67 @@ func TestGoReaderConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestGoSignalFrames: a Go program's thread stopped inside the runtime's signal handler (a
+// flood of SIGURG, the runtime's preemption signal, puts one there soon) unwinds through
+// the signal frame into the code the signal interrupted, down to its thread's first
+// function, with and without cgo (the runtime's own trampoline, or glibc's).
+func TestGoSignalFrames(t *testing.T) {
+	for _, cgo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go", true: "cgo"}[cgo], func(t *testing.T) {
+			exe := buildGowait(t, "", cgo, false)
+			pid := startGowait(t, exe)
+			mem := procMem(t, pid)
+			r := NewResolver()
+			defer r.Close()
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+						syscall.Kill(pid, syscall.SIGURG)
+					}
+				}
+			}()
+			// Stop it until a thread is in the handler (the test waits on that state; each
+			// stop lands there with a small probability).
+			deadline := time.Now().Add(120 * time.Second)
+			for try := 0; ; try++ {
+				groupStop(t, pid)
+				runtime.LockOSThread()
+				regs := threadRegs(t, pid)
+				runtime.UnlockOSThread()
+				maps, err := ReadMaps(pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for tid, rg := range regs {
+					fs := r.Unwind(pid, maps, rg.Rip, rg.Rsp, rg.Rbp, 0, "amd64", mem, 64)
+					k := slices.IndexFunc(fs, func(f Frame) bool { return f.Function == "runtime.sigtramp" })
+					if k < 0 {
+						continue
+					}
+					t.Logf("stop %d, thread %d: %s", try, tid, stackNames(fs))
+					switch {
+					case k+2 >= len(fs) || !fs[k+1].Signal || fs[k+1].SourceFrames()[0].Function != SignalFrameName:
+						t.Errorf("no signal frame after runtime.sigtramp: %+v", fs)
+					case fs[k+2].Function == "" || fs[k+2].Signal:
+						t.Errorf("the interrupted frame is unnamed: %+v", fs[k+2])
+					case !outermost[fs[len(fs)-1].Function]:
+						t.Errorf("the stack ends in %s", fs[len(fs)-1].Location)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no thread was in the signal handler in %d stops", try+1)
+				}
+				groupCont(t, pid)
+			}
+		})
 	}
 }
