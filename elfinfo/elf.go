@@ -193,32 +193,39 @@ func (d *elfData) funcForVaddr(v uint64) (symbol, bool) {
 // debugInfoDirs are searched for separate debug files; delve appends .build-id/xx/… itself.
 var debugInfoDirs = []string{"/usr/lib/debug"}
 
-// dwarfAvailable reports whether delve will find DWARF for the file at path: in the file, by
-// build-id under the debug directories, or by .gnu_debuglink (delve's openSeparateDebugInfo
-// order). Delve prints "no debug info found" straight to os.Stderr when it finds none, so it is
-// only asked about files for which this returns true.
-func (d *elfData) dwarfAvailable(path string) bool {
+// dwarfAvailable reports whether delve will find DWARF for the file at path. Delve prints
+// "no debug info found" straight to os.Stderr when it finds none, so it is only asked about
+// files for which this returns true.
+func (d *elfData) dwarfAvailable(path string) bool { return d.debugFile(path) != "" }
+
+// debugFile is the file that holds the DWARF of the file at path, in delve's
+// openSeparateDebugInfo order: the file itself, by build-id under the debug directories, or by
+// .gnu_debuglink; "" when there is none.
+func (d *elfData) debugFile(path string) string {
 	if d.hasDWARF {
-		return true
+		return path
 	}
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
-	for _, dir := range debugInfoDirs {
-		if len(d.buildID) > 2 && exists(filepath.Join(dir, ".build-id", d.buildID[:2], d.buildID[2:]+".debug")) {
-			return true
+	if len(d.buildID) > 2 {
+		for _, dir := range debugInfoDirs {
+			if p := filepath.Join(dir, ".build-id", d.buildID[:2], d.buildID[2:]+".debug"); exists(p) {
+				return p
+			}
 		}
 	}
 	if d.debugLink != "" {
 		dir := filepath.Dir(path)
-		if exists(filepath.Join(dir, d.debugLink)) || exists(filepath.Join(dir, ".debug", d.debugLink)) {
-			return true
-		}
+		cands := []string{filepath.Join(dir, d.debugLink), filepath.Join(dir, ".debug", d.debugLink)}
 		for _, dd := range debugInfoDirs {
-			if exists(filepath.Join(dd, strings.TrimPrefix(dir, "/"), d.debugLink)) {
-				return true
+			cands = append(cands, filepath.Join(dd, strings.TrimPrefix(dir, "/"), d.debugLink))
+		}
+		for _, p := range cands {
+			if exists(p) {
+				return p
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // ReadCode reads n bytes of the file at path at link-time address vaddr (from the PT_LOAD

@@ -21,15 +21,23 @@ type Location struct {
 	FuncOff  uint64 // pc - function start
 	File     string
 	Line     int
-	// InlinedInto are the functions Function's code was inlined into, innermost first (the
-	// last is the function the pc is really in); empty when it was not inlined.
-	InlinedInto []string
+	// InlinedInto are the functions Function's code was inlined into, innermost first, each
+	// at the line of its inlined call (DW_AT_call_file/DW_AT_call_line), the last being the
+	// function the pc is really in; empty when it was not inlined. gdb shows each as a frame
+	// of its own with the same pc (SourceFrames).
+	InlinedInto []SourceFrame
 	// Symbol is the ELF symbol that contains the pc, from the symbol tables alone (the same
 	// with or without DWARF: a stable name for keys), "" if none.
 	Symbol string
 	// LinesPending: the module has DWARF that a Deferred resolver did not load; Function is
 	// the ELF symbol, File and Line are empty until Resolver.LoadLines installs it.
 	LinesPending bool
+}
+
+// SourceFrames are the frames gdb shows for the location, innermost first: Function at
+// File:Line (all empty when unknown: gdb's "??"), then InlinedInto.
+func (l Location) SourceFrames() []SourceFrame {
+	return append([]SourceFrame{{Function: l.Function, File: l.File, Line: l.Line}}, l.InlinedInto...)
 }
 
 // String formats the location as gdb and glibc backtraces do: "libc.so.6+0x156219".
@@ -67,7 +75,8 @@ type module struct {
 	fdesLoaded bool
 	cfi        map[uint64]*frame.FrameContext // frameContext's memo
 
-	lines map[uint64]funcLine // memo of symbolize, by link-time address
+	lines map[uint64]funcLine       // memo of symbolize, by link-time address
+	tails map[tailKey][]SourceFrame // memo of Resolver.tailCalls with this module as the caller
 }
 
 type funcLine struct {
@@ -77,7 +86,7 @@ type funcLine struct {
 	file    string
 	line    int
 	known   bool
-	inlined []string
+	inlined []SourceFrame
 }
 
 // Resolver caches parsed files by build-id. It is safe for use from one goroutine.
@@ -114,7 +123,7 @@ type LinesJob struct {
 func (j *LinesJob) Path() string { return j.mod.path }
 
 // Load reads the module's DWARF (the slow part: hundreds of milliseconds for a libc).
-func (j *LinesJob) Load() { j.sym, j.err = newDelveSymbolizer(j.mod.path, j.mod.d) }
+func (j *LinesJob) Load() { j.sym, j.err = newSymbolizer(j.mod.path, j.mod.d) }
 
 // WantLines marks for PendingLines the modules mapped executable in maps whose DWARF is not
 // loaded yet, so that it can be loaded off the caller's goroutine before they are looked up.
@@ -311,19 +320,24 @@ func (mod *module) symbolize(v uint64, deferLines bool) (funcLine, bool) {
 		}
 		mod.symLoaded = true
 		if mod.hasLines() {
-			mod.sym, _ = newDelveSymbolizer(mod.path, mod.d)
+			mod.sym, _ = newSymbolizer(mod.path, mod.d)
 		}
 	}
 	var fl funcLine
+	var file string
+	var line int
 	if mod.sym != nil {
-		if name, entry, file, line := mod.sym.PCToLine(v); name != "" {
+		var name string
+		var entry uint64
+		if name, entry, file, line = mod.sym.PCToLine(v); name != "" {
 			fl = funcLine{name: name, off: v - entry, file: file, line: line, known: true, inlined: mod.sym.InlinedInto(v)}
 		}
 	}
 	if s, ok := mod.d.funcForVaddr(v); ok {
 		fl.symbol = s.name
 		if !fl.known {
-			fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, known: true}
+			// No DWARF function (assembly): the symbol, at the line table's line if any.
+			fl = funcLine{symbol: s.name, name: s.name, off: v - s.value, file: file, line: line, known: true}
 		}
 	}
 	if len(mod.lines) > 1<<16 {

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 
@@ -15,12 +14,23 @@ import (
 // Symbolizer maps a link-time address of one module to function and source line. It keeps
 // delve behind a small interface (dependencies.md) so callers never import it.
 type Symbolizer interface {
-	// PCToLine returns the function containing the link-time address vaddr, its link-time
-	// entry, and the file:line; name is "" when unknown.
+	// PCToLine returns the function containing the link-time address vaddr (the innermost
+	// inlined one when code was inlined there, as gdb's innermost frame), its link-time
+	// entry, and vaddr's file:line; name is "" when unknown (file and line may still be
+	// known: assembly has lines and no DWARF function).
 	PCToLine(vaddr uint64) (name string, entry uint64, file string, line int)
 	// InlinedInto returns, when the code at vaddr was inlined, the functions it was inlined
-	// into, innermost first, the last being the function the code really is in.
-	InlinedInto(vaddr uint64) []string
+	// into, innermost first, each at the line of its inlined call, the last being the
+	// function the code really is in.
+	InlinedInto(vaddr uint64) []SourceFrame
+	// CallTarget says what the call returning to link-time address ra calls: its entry when
+	// the function is in this module (local), or the names to find it by in another (a call
+	// through the PLT); ok is false when DWARF describes no direct call there.
+	CallTarget(ra uint64) (entry uint64, local bool, names []string, ok bool)
+	// TailChain returns the link-time pcs of the functions that, entered at start, jumped on
+	// (tail calls) towards the function holding calleeAt, innermost first: frames gdb shows
+	// that are not on the stack. It is empty when start is that function's own entry.
+	TailChain(start, calleeAt uint64) []uint64
 	Close() error
 }
 
@@ -47,71 +57,40 @@ func silence() {
 
 // delveSymbolizer is one delve BinaryInfo for one file, loaded module-relative: the file's own
 // entry point is passed as the runtime entry, so delve's StaticBase is 0 and lookups use
-// link-time addresses, the same for every process that maps the file.
+// link-time addresses, the same for every process that maps the file. Delve gives the line
+// of a pc; funcs (when the DWARF could be indexed) gives the functions and inlined calls.
 type delveSymbolizer struct {
-	bi   *proc.BinaryInfo
-	bias uint64 // added to link-time addresses before asking delve
-	// inlined are the address ranges of code inlined into its callers (DWARF
-	// DW_TAG_inlined_subroutine), by start, built on the first lookup.
-	inlined     []inlinedRange
-	inlinedDone bool
-}
-
-// inlinedRange is one inlined call: [lo, hi) (delve addresses) runs the code of name.
-type inlinedRange struct {
-	lo, hi uint64
-	name   string
-}
-
-// inlinedAt returns the inlined calls whose code holds pc, innermost (smallest) first.
-func (s *delveSymbolizer) inlinedAt(pc uint64) []inlinedRange {
-	if !s.inlinedDone {
-		s.inlinedDone = true
-		for i := range s.bi.Functions {
-			fn := &s.bi.Functions[i]
-			for _, c := range fn.InlinedCalls {
-				if c.HighPC > c.LowPC {
-					s.inlined = append(s.inlined, inlinedRange{c.LowPC, c.HighPC, fn.Name})
-				}
-			}
-		}
-		sort.Slice(s.inlined, func(i, j int) bool { return s.inlined[i].lo < s.inlined[j].lo })
-	}
-	// Ranges that start at or before pc and still hold it.
-	n := sort.Search(len(s.inlined), func(i int) bool { return s.inlined[i].lo > pc })
-	var out []inlinedRange
-	for i := n - 1; i >= 0 && i >= n-4096; i-- {
-		if r := s.inlined[i]; pc < r.hi {
-			out = append(out, r)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].hi-out[i].lo < out[j].hi-out[j].lo })
-	return out
-}
-
-// innermostInlined is the function whose code, inlined into its caller, is at pc: the
-// smallest inlined range that holds it (nested inlining), or "".
-func (s *delveSymbolizer) innermostInlined(pc uint64) (name string, lo uint64) {
-	if in := s.inlinedAt(pc); len(in) > 0 {
-		return in[0].name, in[0].lo
-	}
-	return "", 0
+	bi    *proc.BinaryInfo
+	bias  uint64 // added to link-time addresses before asking delve
+	funcs *funcIndex
 }
 
 // InlinedInto implements Symbolizer.
-func (s *delveSymbolizer) InlinedInto(vaddr uint64) []string {
-	in := s.inlinedAt(vaddr + s.bias)
-	if len(in) == 0 {
+func (s *delveSymbolizer) InlinedInto(vaddr uint64) []SourceFrame {
+	if s.funcs == nil {
 		return nil
 	}
-	out := make([]string, 0, len(in))
-	for _, r := range in[1:] {
-		out = append(out, strings.TrimPrefix(r.name, "C."))
+	fn, ok := s.funcs.lookup(vaddr)
+	if !ok {
+		return nil
 	}
-	if fn := s.bi.PCToFunc(vaddr + s.bias); fn != nil {
-		out = append(out, strings.TrimPrefix(fn.Name, "C."))
+	return fn.callers
+}
+
+// CallTarget implements Symbolizer.
+func (s *delveSymbolizer) CallTarget(ra uint64) (uint64, bool, []string, bool) {
+	if s.funcs == nil {
+		return 0, false, nil, false
 	}
-	return out
+	return s.funcs.callTarget(ra)
+}
+
+// TailChain implements Symbolizer.
+func (s *delveSymbolizer) TailChain(start, calleeAt uint64) []uint64 {
+	if s.funcs == nil {
+		return nil
+	}
+	return s.funcs.tailChain(start, calleeAt)
 }
 
 var goarchOf = map[elf.Machine]string{
@@ -119,6 +98,58 @@ var goarchOf = map[elf.Machine]string{
 	elf.EM_AARCH64: "arm64",
 	elf.EM_PPC64:   "ppc64le",
 }
+
+// newSymbolizer loads the DWARF of the file at path: a Go program or library through delve
+// (its names and lines are the Go toolchain's own), anything else with elfinfo's own index
+// of functions and line tables, which reads each compile unit on its first lookup instead of
+// every one up front (libc's DWARF: a fifth of delve's time) and holds one copy of it.
+func newSymbolizer(path string, d *elfData) (Symbolizer, error) {
+	if d.isGo() {
+		return newDelveSymbolizer(path, d)
+	}
+	dbg := d.debugFile(path)
+	if dbg == "" {
+		return nil, fmt.Errorf("load debug info of %s: none found", path)
+	}
+	x, err := openFuncIndex(dbg, d.syms)
+	if err != nil {
+		return nil, fmt.Errorf("load debug info of %s: %w", path, err)
+	}
+	return dwarfSymbolizer{x}, nil
+}
+
+// isGo says whether the file holds Go code (a Go program, or a Go c-shared library).
+func (d *elfData) isGo() bool {
+	_, ok := d.syms["runtime.goexit"]
+	return ok
+}
+
+// dwarfSymbolizer is elfinfo's own DWARF index of one file, addressed by link-time addresses.
+type dwarfSymbolizer struct{ x *funcIndex }
+
+func (s dwarfSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
+	file, line, _ := s.x.lineAt(vaddr)
+	fn, ok := s.x.lookup(vaddr)
+	if !ok {
+		return "", 0, file, line
+	}
+	return fn.name, fn.entry, file, line
+}
+
+func (s dwarfSymbolizer) InlinedInto(vaddr uint64) []SourceFrame {
+	fn, _ := s.x.lookup(vaddr)
+	return fn.callers
+}
+
+func (s dwarfSymbolizer) CallTarget(ra uint64) (uint64, bool, []string, bool) {
+	return s.x.callTarget(ra)
+}
+
+func (s dwarfSymbolizer) TailChain(start, calleeAt uint64) []uint64 {
+	return s.x.tailChain(start, calleeAt)
+}
+
+func (s dwarfSymbolizer) Close() error { return nil }
 
 func newDelveSymbolizer(path string, d *elfData) (Symbolizer, error) {
 	silence()
@@ -138,7 +169,11 @@ func newDelveSymbolizer(path string, d *elfData) (Symbolizer, error) {
 		bi.Close()
 		return nil, fmt.Errorf("load debug info of %s: %w", path, err)
 	}
-	return &delveSymbolizer{bi: bi, bias: bias}, nil
+	s := &delveSymbolizer{bi: bi, bias: bias}
+	if dbg := d.debugFile(path); dbg != "" {
+		s.funcs, _ = openFuncIndex(dbg, d.syms) // without it, delve's names and no inlined frames
+	}
+	return s, nil
 }
 
 func (s *delveSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
@@ -146,14 +181,16 @@ func (s *delveSymbolizer) PCToLine(vaddr uint64) (string, uint64, string, int) {
 	if fn == nil {
 		return "", 0, "", 0
 	}
-	name, entry := fn.Name, fn.Entry
+	// Delve names C functions "C.name".
+	name, entry := strings.TrimPrefix(fn.Name, "C."), fn.Entry-s.bias
 	// Code inlined into fn is named after the inlined function, as gdb's innermost frame is;
 	// the line table already gives its own file:line.
-	if in, lo := s.innermostInlined(vaddr + s.bias); in != "" {
-		name, entry = in, lo
+	if s.funcs != nil {
+		if in, ok := s.funcs.lookup(vaddr); ok && in.name != "" {
+			name, entry = in.name, in.entry
+		}
 	}
-	// Delve names C functions "C.name".
-	return strings.TrimPrefix(name, "C."), entry - s.bias, file, line
+	return name, entry, file, line
 }
 
 func (s *delveSymbolizer) Close() error { return s.bi.Close() }

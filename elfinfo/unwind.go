@@ -3,6 +3,8 @@ package elfinfo
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 )
@@ -16,6 +18,79 @@ type MemReader func(addr uint64, buf []byte) error
 type Frame struct {
 	PC uint64
 	Location
+	// TailCalls are functions this frame's call entered that left by a jump (a tail call)
+	// towards the function of the frame below, innermost first, each at the line of its
+	// jump. They have no frame on the stack; gdb shows them from DWARF call sites
+	// (DW_TAG_call_site with DW_AT_call_tail_call), between the two frames.
+	TailCalls []SourceFrame
+	// Signal marks the kernel's signal frame: PC is the signal trampoline a handler returns
+	// to (glibc's __restore_rt), and the next frame is the code the signal interrupted, at
+	// the exact pc it was interrupted at (not a return address).
+	Signal bool
+}
+
+// SourceFrames are the frames gdb shows for f, innermost first: its tail calls, then its
+// location's (Location.SourceFrames); a signal frame is gdb's "<signal handler called>".
+func (f Frame) SourceFrames() []SourceFrame {
+	if f.Signal {
+		return []SourceFrame{{Function: SignalFrameName}}
+	}
+	if len(f.TailCalls) == 0 {
+		return f.Location.SourceFrames()
+	}
+	return append(slices.Clone(f.TailCalls), f.Location.SourceFrames()...)
+}
+
+// SignalFrameName is how gdb shows a signal frame.
+const SignalFrameName = "<signal handler called>"
+
+// goSigtramps are the Go runtime's signal handler entries (amd64).
+var goSigtramps = map[string]bool{"runtime.sigtramp": true, "runtime.cgoSigtramp": true}
+
+// sigreturnSyms are signal trampolines with no signal-frame CFI: the Go runtime's (a Go
+// program without cgo installs its handlers with its own restorer).
+var sigreturnSyms = map[string]bool{"runtime.sigreturn__sigaction": true, "runtime.sigreturn": true}
+
+// isSigreturn says whether a handler's return address pc is a signal trampoline, where the
+// kernel's rt_sigframe (a ucontext) is: its FDE's CIE says so with the 'S' augmentation, as
+// glibc's __restore_rt's does (libgcc's unwinder and gdb read it so), or it is Go's.
+func (r *Resolver) isSigreturn(pid int, maps []Mapping, pc uint64) bool {
+	mod, v := r.moduleAt(pid, maps, pc, false)
+	if mod == nil {
+		return false
+	}
+	if fde, err := mod.frames().FDEForPC(v); err == nil && fde.CIE != nil && strings.ContainsRune(fde.CIE.Augmentation, 'S') {
+		return true
+	}
+	s, ok := mod.d.funcForVaddr(v)
+	return ok && s.value == v && sigreturnSyms[strings.TrimSuffix(s.name, ".abi0")] // assembly's ABI suffix
+}
+
+// ucontext gregs of amd64 (sys/ucontext.h: REG_R8 ... REG_RIP) by DWARF register number, and
+// where they are: the ucontext is at the trampoline's sp (the handler's return popped the
+// rt_sigframe's pretcode), its uc_mcontext.gregs 40 bytes in.
+var amd64Gregs = [...]struct{ dwarf, greg uint64 }{
+	{8, 0}, {9, 1}, {10, 2}, {11, 3}, {12, 4}, {13, 5}, {14, 6}, {15, 7},
+	{5, 8}, {4, 9}, {6, 10}, {3, 11}, {1, 12}, {0, 13}, {2, 14}, {7, 15},
+}
+
+const (
+	amd64UCGregs = 40
+	amd64RegRIP  = 16
+)
+
+// sigcontext replaces regs with those the signal interrupted, from the ucontext at sp, and
+// returns the interrupted pc.
+func sigcontext(regs map[uint64]uint64, sp uint64, mem MemReader) (uint64, bool) {
+	var b [8 * (amd64RegRIP + 1)]byte
+	if err := mem(sp+amd64UCGregs, b[:]); err != nil {
+		return 0, false
+	}
+	clear(regs)
+	for _, g := range amd64Gregs {
+		regs[g.dwarf] = binary.LittleEndian.Uint64(b[8*g.greg:])
+	}
+	return binary.LittleEndian.Uint64(b[8*amd64RegRIP:]), true
 }
 
 // DWARF register numbers of the registers the unwinder tracks (psABI of each arch).
@@ -60,34 +135,10 @@ func (mod *module) frames() frame.FrameDescriptionEntries {
 // cfiStep unwinds one frame with CFI. regs holds known register values by DWARF number and is
 // updated to the caller's; it returns the caller's PC.
 func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs map[uint64]uint64, ur unwindRegs, mem MemReader) (uint64, error) {
-	lookup := pc
-	if caller {
-		lookup-- // a return address may be past the end of the calling function's FDE
-	}
-	m, ok := FindMapping(maps, lookup)
-	if !ok || !m.IsFile() {
-		return 0, fmt.Errorf("pc %#x: not in a file mapping", pc)
-	}
-	mod, err := r.module(pid, m)
+	ctx, cfa, err := r.cfa(pid, maps, pc, caller, regs)
 	if err != nil {
 		return 0, err
 	}
-	v, ok := mod.d.fileOffToVaddr(lookup - m.Start + m.Offset)
-	if !ok {
-		return 0, fmt.Errorf("pc %#x: not in a PT_LOAD of %s", pc, m.Path)
-	}
-	ctx, err := mod.frameContext(v)
-	if err != nil {
-		return 0, err
-	}
-	if ctx.CFA.Rule != frame.RuleCFA {
-		return 0, fmt.Errorf("pc %#x: CFA rule %v not supported", pc, ctx.CFA.Rule)
-	}
-	base, ok := regs[ctx.CFA.Reg]
-	if !ok {
-		return 0, fmt.Errorf("pc %#x: CFA register %d unknown", pc, ctx.CFA.Reg)
-	}
-	cfa := uint64(int64(base) + ctx.CFA.Offset)
 	next := map[uint64]uint64{}
 	for reg, val := range regs {
 		next[reg] = val // callee-saved unless a rule says otherwise
@@ -125,6 +176,39 @@ func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs
 		regs[reg] = val
 	}
 	return ra, nil
+}
+
+// cfa returns the CFI rules at pc (a return address when caller is set) and the canonical
+// frame address they give with regs.
+func (r *Resolver) cfa(pid int, maps []Mapping, pc uint64, caller bool, regs map[uint64]uint64) (*frame.FrameContext, uint64, error) {
+	lookup := pc
+	if caller {
+		lookup-- // a return address may be past the end of the calling function's FDE
+	}
+	m, ok := FindMapping(maps, lookup)
+	if !ok || !m.IsFile() {
+		return nil, 0, fmt.Errorf("pc %#x: not in a file mapping", pc)
+	}
+	mod, err := r.module(pid, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, ok := mod.d.fileOffToVaddr(lookup - m.Start + m.Offset)
+	if !ok {
+		return nil, 0, fmt.Errorf("pc %#x: not in a PT_LOAD of %s", pc, m.Path)
+	}
+	ctx, err := mod.frameContext(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ctx.CFA.Rule != frame.RuleCFA {
+		return nil, 0, fmt.Errorf("pc %#x: CFA rule %v not supported", pc, ctx.CFA.Rule)
+	}
+	base, ok := regs[ctx.CFA.Reg]
+	if !ok {
+		return nil, 0, fmt.Errorf("pc %#x: CFA register %d unknown", pc, ctx.CFA.Reg)
+	}
+	return ctx, uint64(int64(base) + ctx.CFA.Offset), nil
 }
 
 // frameContext is the CFI rule set at link-time address v, memoized per module: the threads
@@ -226,20 +310,49 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		regs[ur.lr] = lr
 	}
 	frames := []Frame{{PC: pc, Location: r.Locate(pid, maps, pc)}}
+	exact := true // pc is where the thread is, not a return address
 	for len(frames) < max {
 		prevSP := regs[ur.sp]
-		first := len(frames) == 1
-		ra, err := r.cfiStep(pid, maps, pc, !first, regs, ur, mem)
+		if arch == "amd64" && goSigtramps[frames[len(frames)-1].Function] {
+			// Go marks its signal handler's entry TOPFRAME (no return address in its CFI),
+			// but its CFA is where the kernel's rt_sigframe starts: the trampoline to return
+			// to, then the ucontext of the code the signal interrupted.
+			if _, cfa, err := r.cfa(pid, maps, pc, !exact, regs); err == nil {
+				if ret, err := readWord(mem, cfa-8); err == nil && r.isSigreturn(pid, maps, ret) {
+					frames = append(frames, Frame{PC: ret, Location: r.Locate(pid, maps, ret), Signal: true})
+					ipc, ok := sigcontext(regs, cfa, mem)
+					if !ok || ipc == 0 || len(frames) >= max {
+						break
+					}
+					pc, exact = ipc, true
+					frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
+					continue
+				}
+			}
+		}
+		ra, err := r.cfiStep(pid, maps, pc, !exact, regs, ur, mem)
 		if err != nil {
 			var ok bool
-			if ra, ok = fpStep(arch, first, regs, ur, mem); !ok {
+			if ra, ok = fpStep(arch, len(frames) == 1, regs, ur, mem); !ok {
 				break
 			}
 		}
 		if ra == 0 || regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
 			break // end of stack, or a corrupt one going backwards
 		}
-		pc = ra
+		pc, exact = ra, false
+		if arch == "amd64" && r.isSigreturn(pid, maps, pc) {
+			// A handler returns to the trampoline, which is not a call: what called it is the
+			// code the signal interrupted, whose registers the kernel saved in the ucontext.
+			frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc), Signal: true})
+			ipc, ok := sigcontext(regs, regs[ur.sp], mem)
+			if !ok || ipc == 0 || len(frames) >= max {
+				break
+			}
+			pc, exact = ipc, true
+			frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
+			continue
+		}
 		loc := r.callerLocation(pid, maps, pc)
 		frames = append(frames, Frame{PC: pc, Location: loc})
 		if outermost[loc.Function] {
@@ -256,7 +369,96 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		}
 		break
 	}
+	r.addTailCalls(pid, maps, frames)
 	return frames
+}
+
+// addTailCalls fills in each frame's TailCalls from the DWARF call sites of its module and
+// of the module of the frame below (a call through the PLT into a library that then jumps
+// on: the callee is found there by name, as gdb does).
+func (r *Resolver) addTailCalls(pid int, maps []Mapping, frames []Frame) {
+	var calleeMod *module
+	var calleeAt uint64
+	for i := range frames {
+		mod, v := r.moduleAt(pid, maps, frames[i].PC, !exactPC(frames, i))
+		// Calls only: not into a signal frame, nor out of one into the interrupted code.
+		call := i > 0 && !frames[i].Signal && !frames[i-1].Signal
+		if call && mod != nil && calleeMod != nil && mod.sym != nil && calleeMod.sym != nil {
+			frames[i].TailCalls = r.tailCalls(mod, v+1, calleeMod, calleeAt)
+		}
+		calleeMod, calleeAt = mod, v
+	}
+}
+
+// exactPC says whether frame i's PC is where its code is (the innermost frame, a signal
+// trampoline, the code a signal interrupted) rather than a return address.
+func exactPC(frames []Frame, i int) bool {
+	return i == 0 || frames[i].Signal || frames[i-1].Signal
+}
+
+// moduleAt is the module and link-time address of a frame's pc (of the call before it, for
+// a caller's return address), nil when it is in none.
+func (r *Resolver) moduleAt(pid int, maps []Mapping, pc uint64, caller bool) (*module, uint64) {
+	if caller {
+		pc--
+	}
+	m, ok := FindMapping(maps, pc)
+	if !ok || !m.IsFile() {
+		return nil, 0
+	}
+	mod, err := r.module(pid, m)
+	if err != nil {
+		return nil, 0
+	}
+	v, ok := mod.d.fileOffToVaddr(pc - m.Start + m.Offset)
+	if !ok {
+		return nil, 0
+	}
+	return mod, v
+}
+
+// tailCalls returns the frames between a caller (in mod, returning to ra) and its callee
+// (in calleeMod, at calleeAt), memoized in the caller's module.
+func (r *Resolver) tailCalls(mod *module, ra uint64, calleeMod *module, calleeAt uint64) []SourceFrame {
+	key := tailKey{ra, calleeMod, calleeAt}
+	if fs, ok := mod.tails[key]; ok {
+		return fs
+	}
+	var pcs []uint64
+	if entry, local, names, ok := mod.sym.CallTarget(ra); ok {
+		if !local && calleeMod != mod {
+			for _, n := range names {
+				if v, ok := calleeMod.d.syms[n]; ok {
+					entry, local = v, true
+					break
+				}
+			}
+		}
+		if local {
+			pcs = calleeMod.sym.TailChain(entry, calleeAt)
+		}
+	}
+	var fs []SourceFrame
+	for _, pc := range pcs {
+		// A jump's frame is shown, as a caller's, at the instruction before its pc.
+		fl, _ := calleeMod.symbolize(pc-1, r.deferLines)
+		if fl.known {
+			fs = append(fs, SourceFrame{Function: fl.name, File: fl.file, Line: fl.line})
+			fs = append(fs, fl.inlined...)
+		}
+	}
+	if mod.tails == nil || len(mod.tails) > 1<<14 {
+		mod.tails = map[tailKey][]SourceFrame{}
+	}
+	mod.tails[key] = fs
+	return fs
+}
+
+// tailKey is a caller's return address and the callee's pc.
+type tailKey struct {
+	ra       uint64
+	callee   *module
+	calleeAt uint64
 }
 
 // callerLocation is where a return address is: the call instruction before it is looked up
@@ -277,20 +479,27 @@ func (r *Resolver) callerLocation(pid int, maps []Mapping, ra uint64) Location {
 func (r *Resolver) Relocate(pid int, maps []Mapping, frames []Frame) []Frame {
 	out := make([]Frame, len(frames))
 	for i, f := range frames {
-		if i == 0 {
-			out[i] = Frame{PC: f.PC, Location: r.Locate(pid, maps, f.PC)}
+		if exactPC(frames, i) {
+			out[i] = Frame{PC: f.PC, Location: r.Locate(pid, maps, f.PC), Signal: f.Signal}
 		} else {
 			out[i] = Frame{PC: f.PC, Location: r.callerLocation(pid, maps, f.PC)}
 		}
 	}
+	r.addTailCalls(pid, maps, out)
 	return out
 }
 
-var garbageModule = map[string]bool{"[anon]": true, "[heap]": true, "[stack]": true}
+// garbageModule are where a "return address" read past a stack's end may point: no file
+// ("" is outside every mapping).
+var garbageModule = map[string]bool{"": true, "[anon]": true, "[heap]": true, "[stack]": true}
 
 // outermost are the functions every thread starts in (glibc's _start and clone, Go's
-// runtime.goexit for goroutines and runtime.mstart for its threads).
+// runtime.goexit for goroutines and runtime.mstart for its threads), and Go's
+// runtime.mcall and runtime.morestack: they switch from a goroutine's stack to the thread's
+// own (g0) and call a function that never returns, so nothing above them on g0 is a caller
+// (what the CFI finds there is whatever g0's stack held: delve stops there too).
 var outermost = map[string]bool{
 	"_start": true, "__clone3": true, "__clone": true, "clone": true, "clone3": true, "thread_start": true,
 	"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true,
+	"runtime.mcall": true, "runtime.morestack": true,
 }

@@ -107,7 +107,7 @@ func TestCrashKeys(t *testing.T) {
 	// crash told before its lines were loaded keys like one told after.
 	lined := append([]elfinfo.Frame(nil), stack...)
 	lined[0].Function, lined[0].File, lined[0].Line = "inlined_copy", "copy.c", 12
-	lined[0].InlinedInto = []string{"memcpy"}
+	lined[0].InlinedInto = []elfinfo.SourceFrame{{Function: "memcpy", File: "memcpy.c", Line: 3}}
 	if stackHash(lined, 3) != stackHash(stack, 3) {
 		t.Error("lines and inlined names changed the hash")
 	}

@@ -1,0 +1,3 @@
+module gowait
+
+go 1.22
