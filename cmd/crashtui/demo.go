@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 )
 
@@ -52,7 +53,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr
 	} else {
-		log, err := os.CreateTemp("", "crashtui-demo-*.log")
+		log, err := outfile.CreateTemp("", "crashtui-demo-*.log")
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tui"
 )
@@ -80,12 +81,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if err := needTerminal("run"); err != nil {
 			return err
 		}
+		if err := c.openCast(); err != nil {
+			return err
+		}
 	}
 	spec := tracer.LaunchSpec{N: *n, Argv: argv}
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr // stdout carries only JSON
 	} else {
-		log, err := os.CreateTemp("", "crashtui-ranks-*.log")
+		log, err := outfile.CreateTemp("", "crashtui-ranks-*.log")
 		if err != nil {
 			return err
 		}
@@ -111,6 +115,9 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	if !c.json {
 		if err := needTerminal(mode); err != nil {
+			return err
+		}
+		if err := c.openCast(); err != nil {
 			return err
 		}
 	}
