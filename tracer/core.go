@@ -12,6 +12,7 @@ import (
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 )
 
 // coreStopTimeout bounds how long writing a core waits for each other thread to stop (one in
@@ -93,13 +94,15 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 		SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
 		Filter: elfinfo.ReadCoreFilter(tk.pid), Anon: anon, Mem: mem.readFull}
 	path := filepath.Join(c.opts.CoresDir, "core."+strconv.Itoa(cr.Group)+"."+strconv.Itoa(tk.pid))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Mode 0600, owned by crashtui's user (root), created O_EXCL|O_NOFOLLOW in a directory
+	// checked again here (cmd checked it at flag time; it is re-walked for every core, so a
+	// directory swapped meanwhile is refused, not written into).
+	f, err := outfile.Create(path)
 	if err != nil {
 		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
 	}
 	if err := elfinfo.WriteCore(f, in); err != nil {
-		f.Close()
-		os.Remove(path)
+		f.Abort()
 		return "", err
 	}
 	if err := f.Close(); err != nil {
