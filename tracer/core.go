@@ -78,9 +78,11 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
 	}
 	auxv, _ := os.ReadFile(procPath(tk.pid, "auxv"))
-	anon, err := elfinfo.ReadAnonMappings(tk.pid)
+	// Without smaps crashtui cannot tell which mappings are MADV_DONTDUMP: no core, rather
+	// than one holding what the kernel's would leave out.
+	smaps, err := elfinfo.ReadSmaps(tk.pid)
 	if err != nil {
-		anon = nil // unreadable: every writable private mapping is taken to hold anonymous pages
+		return "", fmt.Errorf("write core of %d: %w", tk.pid, err)
 	}
 	// Every mapping is read in large chunks; the pages process_vm_readv cannot read through
 	// /proc/PID/mem (FOLL_FORCE, like the kernel's own dumper), opened here once.
@@ -92,7 +94,7 @@ func (t *Tracer) writeCore(tk *task, cr *sessions.Crash, sig int, si siginfo, re
 	in := elfinfo.CoreInput{Arch: string(c.arch), PID: tk.pid, PPID: p.ppid, UID: readUID(tk.pid),
 		GID: readGID(tk.pid), Comm: readComm(tk.pid), Args: strings.Join(p.argv, " "), Signal: sig,
 		SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
-		Filter: elfinfo.ReadCoreFilter(tk.pid), Anon: anon, Mem: mem.readFull}
+		Filter: elfinfo.ReadCoreFilter(tk.pid), Smaps: smaps, Mem: mem.readFull}
 	path := filepath.Join(c.opts.CoresDir, "core."+strconv.Itoa(cr.Group)+"."+strconv.Itoa(tk.pid))
 	// Mode 0600, owned by crashtui's user (root), created O_EXCL|O_NOFOLLOW in a directory
 	// checked again here (cmd checked it at flag time; it is re-walked for every core, so a
