@@ -460,11 +460,17 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, u *unwound, sig int, si si
 		c.groups[cr.Key] = g
 	}
 	// The representative is the first member whose core can be had: when cores are
-	// crashtui's or deduplicated, a process that set its own RLIMIT_CORE to 0 never gets one.
+	// crashtui's or deduplicated, a process that set its own RLIMIT_CORE to 0, or that is
+	// not dumpable, never gets one. Until one is found, each member says why.
 	limiting := c.opts.CoresDir != "" || c.opts.DedupKernelCores
-	if g.rep == 0 && (!limiting || coreAllowed(tk.pid)) {
-		g.rep = tk.pid
-		cr.Representative = true
+	if g.rep == 0 {
+		if limiting {
+			cr.NoCore = coreBlocked(tk.pid, c.opts.CoresDir != "")
+		}
+		if cr.NoCore == "" {
+			g.rep = tk.pid
+			cr.Representative = true
+		}
 	}
 	g.count++
 	cr.Group = g.id
@@ -488,6 +494,7 @@ func (t *Tracer) decide(tk *task, cr *sessions.Crash, u *unwound, sig int, si si
 		c.stats.Cores += time.Since(cs)
 		if err != nil {
 			t.emitErr(tk.pid, "write core", err)
+			cr.NoCore = sessions.NoCoreWriteFailed
 		} else {
 			cr.Core, g.core = &path, &path
 		}

@@ -91,6 +91,14 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 				}
 				return fmt.Errorf("run rank %d: seize %d: %w", i, p.Pid, err)
 			}
+			if o := t.crash.opts; o.CoresDir != "" || o.DedupKernelCores {
+				// Cores were asked for: as `ulimit -c unlimited` before mpirun would, so the
+				// default soft limit 0 of most shells does not leave --cores with nothing.
+				// Before the exec; a limit the program sets itself is still honoured.
+				if err := raiseCoreLimit(p.Pid); err != nil {
+					t.emitErr(p.Pid, "raise core limit", err)
+				}
+			}
 			t.addTask(p.Pid, p.Pid)
 			pr := t.procs[p.Pid]
 			pr.launched, pr.rank = true, sessions.Rank(i)
