@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tui"
@@ -74,8 +76,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	// Before anything is created or started: a command that cannot run, a TUI without a
 	// terminal (no empty ranks' log left behind).
-	if _, err := exec.LookPath(argv[0]); err != nil {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
 		return usageErr("run: %w: %w", tracer.ErrNoCommand, err)
+	}
+	if lost := tracer.PrivilegesLost(path); lost.Any() {
+		fmt.Fprintln(stderr, "crashtui: warning: "+lostSentence(lost))
 	}
 	if !c.json {
 		if err := needTerminal("run"); err != nil {
@@ -104,6 +110,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	})
+}
+
+// lostSentence is the one line run prints before starting a program that ptrace strips of
+// its privileges.
+func lostSentence(l tracer.LostPrivileges) string {
+	var what []string
+	if l.Setuid {
+		what = append(what, fmt.Sprintf("setuid (uid %d)", l.UID))
+	}
+	if l.Setgid {
+		what = append(what, fmt.Sprintf("setgid (gid %d)", l.GID))
+	}
+	if l.Caps {
+		what = append(what, "file capabilities")
+	}
+	return fmt.Sprintf("%s has %s, which the kernel ignores for a traced exec: it will run with your own ids and capabilities (run crashtui as root to keep them)",
+		sessions.Sanitize(l.Path), strings.Join(what, " and "))
 }
 
 // traceJob runs a tracer on a job until it ends, the user quits, or a signal arrives, then
