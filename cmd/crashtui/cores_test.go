@@ -187,6 +187,12 @@ func TestRunCoresUnderUlimitZero(t *testing.T) {
 		checkGroups(t, res, 3, 3)
 		checkCores(t, res, cores, s.PIE)
 	})
+	t.Run("soft 0, kernel's cores", func(t *testing.T) {
+		// The kernel writes the representatives' cores: it needs the raised limit too.
+		res := startCrashRunLimit(t, "-S -c 0", 6, []string{"--dedup-kernel-cores"}, s.PIE, "two").wait(120 * time.Second)
+		checkGroups(t, res, 3, 3)
+		checkKernelCores(t, res, false)
+	})
 	noCore := func(t *testing.T, res crResult, cores string) {
 		t.Helper()
 		for _, c := range res.Crashes {
