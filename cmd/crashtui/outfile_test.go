@@ -182,6 +182,47 @@ func TestOutputReplacesOwnFile(t *testing.T) {
 	}
 }
 
+// TestOutputAppearsAtOnce: a recording and a crash log replace an old file of ours as soon as
+// crashtui starts, not when it ends: they can be read (tail -f, replay) while they grow.
+func TestOutputAppearsAtOnce(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	rec, log := filepath.Join(dir, "session.jsonl"), filepath.Join(dir, "crashes.csv")
+	for _, p := range []string{rec, log} {
+		os.WriteFile(p, []byte("old\n"), 0o600)
+	}
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	c := startCrashtui(t, "attach", "--json", "--matrix", "off", "--record", rec, "--crash-log", log, "pid:"+strconv.Itoa(sleeper.Process.Pid))
+	c.waitFor(t, "the process event", 30*time.Second, func(evs []event) bool { return count(evs, "process") > 0 })
+	if b, _ := os.ReadFile(rec); !strings.HasPrefix(string(b), `{"format":"crashtui-session"`) {
+		t.Errorf("while crashtui runs, %s holds %.60q, want the new recording", rec, b)
+	}
+	if b, _ := os.ReadFile(log); string(b) != "rank,pid,group,representative,signal,site\n" {
+		t.Errorf("while crashtui runs, %s holds %q, want the new log's header", log, b)
+	}
+	if code, _ := c.stop(t); code != 0 {
+		t.Errorf("crashtui attach: exit %d", code)
+	}
+
+	// A cast too, while the screen it records is up.
+	cast := filepath.Join(dir, "screen.cast")
+	os.WriteFile(cast, []byte("old\n"), 0o600)
+	scr := tuitest.Open(t, 120, 40)
+	cmd := exec.Command(crashtuiBin, "replay", "--cast", cast, filepath.Join("..", "..", "demo", "session.jsonl"))
+	cmd.Env = append(cmd.Environ(), "TERM=xterm-256color")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	startWaited(t, cmd, syscall.SIGTERM)
+	scr.WaitFor(t, 30*time.Second, "crashtui replay")
+	if b, _ := os.ReadFile(cast); !strings.HasPrefix(string(b), `{"version":2`) {
+		t.Errorf("while the replay runs, %s holds %.60q, want the new cast", cast, b)
+	}
+}
+
 func inode(t *testing.T, p string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(p)
