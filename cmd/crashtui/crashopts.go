@@ -61,10 +61,10 @@ func validGroupBy(s string) error {
 
 // createCrashLog creates FILE with the CSV header when the flag is parsed (a log with only
 // the header means nothing crashed) and keeps it open for the crashes: one open, so the path
-// cannot be swapped between the header and the first crash. It is published at once (an
-// existing log of crashtui's is replaced then), so it can be read while crashtui runs.
+// cannot be swapped between the header and the first crash. An existing log of crashtui's
+// is replaced at once, so the log can be read while crashtui runs.
 func createCrashLog(path string) (*outfile.File, error) {
-	f, err := outfile.Create(path)
+	f, err := outfile.CreateStream(path)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +72,6 @@ func createCrashLog(path string) (*outfile.File, error) {
 	w.Write(crashLogHeader)
 	w.Flush()
 	if err := w.Error(); err != nil {
-		f.Abort()
-		return nil, err
-	}
-	if err := f.Publish(); err != nil {
 		f.Abort()
 		return nil, err
 	}

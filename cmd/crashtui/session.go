@@ -194,15 +194,9 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		s.enc.SetEscapeHTML(false)
 	}
 	if c.record != "" {
-		// Published at once: a recording can be read (replayed, tailed) while it grows.
-		f, err := outfile.Create(c.record)
-		if err == nil {
-			err = f.Publish()
-		}
+		// A recording can be read (replayed, tailed) while it grows.
+		f, err := outfile.CreateStream(c.record)
 		if err != nil {
-			if f != nil {
-				f.Abort()
-			}
 			return nil, &exitError{2, fmt.Errorf("record: %w", err)}
 		}
 		rec, err := sessions.NewRecorder(f, s.header)

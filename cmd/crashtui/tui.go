@@ -76,18 +76,13 @@ func (c controller) Detach() error {
 }
 
 // openCast creates the --cast file, once: commands that trace call it before they attach, so
-// a path crashtui may not write is bad usage found before the job is touched. It is
-// published at once, as a recording is: asciinema can play it while it grows.
+// a path crashtui may not write is bad usage found before the job is touched. Like a
+// recording, it can be played while it grows.
 func (c *common) openCast() error {
 	if c.cast == "" || c.json || c.castF != nil {
 		return nil
 	}
-	f, err := outfile.Create(c.cast)
-	if err == nil {
-		if err = f.Publish(); err != nil {
-			f.Abort()
-		}
-	}
+	f, err := outfile.CreateStream(c.cast)
 	if err != nil {
 		return &exitError{2, fmt.Errorf("cast: %w", err)}
 	}

@@ -113,6 +113,20 @@ func Create(path string) (*File, error) {
 	return f, nil
 }
 
+// CreateStream is Create for a file that is read while it grows (a recording, a cast, a
+// crash log): a replacement takes the path at once instead of at Close.
+func CreateStream(path string) (*File, error) {
+	f, err := Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Publish(); err != nil {
+		f.Abort()
+		return nil, err
+	}
+	return f, nil
+}
+
 // CreateTemp creates a new file in dir (os.TempDir() when empty), named by pattern as
 // os.CreateTemp names it (the last "*" becomes a random string), mode 0600, after checking
 // dir as Create does. The caller removes it when it is no longer wanted.

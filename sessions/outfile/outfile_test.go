@@ -100,19 +100,17 @@ func TestCreateReplacesOwnFile(t *testing.T) {
 	}
 }
 
-func TestPublishThenWrite(t *testing.T) {
+// TestCreateStream: a replacement takes the path at once, and what is written after lands there.
+func TestCreateStream(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "crashes.csv")
 	os.WriteFile(p, []byte("old\n"), 0o600)
-	f, err := Create(p)
+	f, err := CreateStream(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("header\n")
-	if err := f.Publish(); err != nil {
-		t.Fatal(err)
-	}
 	if b, _ := os.ReadFile(p); string(b) != "header\n" {
-		t.Errorf("after Publish the path holds %q", b)
+		t.Errorf("while it is written, the path holds %q", b)
 	}
 	f.WriteString("row\n")
 	if err := f.Close(); err != nil {
