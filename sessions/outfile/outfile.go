@@ -237,8 +237,14 @@ func walk(path string, mkdir bool) (*os.File, error) {
 		}
 		next, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) && mkdir {
-			if err = unix.Mkdirat(fd, comp, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+			made := unix.Mkdirat(fd, comp, 0o700)
+			if made == nil || errors.Is(made, unix.EEXIST) {
 				next, err = unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			} else {
+				err = made
+			}
+			if made == nil && err == nil {
+				unix.Fchmod(next, 0o700) // whatever the umask took away
 			}
 		}
 		if err != nil {

@@ -228,7 +228,10 @@ func TestDir(t *testing.T) {
 	u := testuser.New(t)
 	base := t.TempDir()
 	made := filepath.Join(base, "cores", "deeper")
-	if err := Dir(made); err != nil {
+	old := syscall.Umask(0o277) // would leave 0500
+	err := Dir(made)
+	syscall.Umask(old)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(base, "cores"), made} {
