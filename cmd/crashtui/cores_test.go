@@ -81,9 +81,9 @@ func kernelCore(t *testing.T, argv ...string) (out []string, core string, dumped
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
 		t.Fatalf("%v: %v, want killed by SIGSEGV", argv, cmd.ProcessState)
 	}
-	ents, _ := os.ReadDir(dir)
+	ents, _ := os.ReadDir(dir) // a new directory: only the kernel writes there
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "core") {
+		if e.Type().IsRegular() {
 			core = filepath.Join(dir, e.Name())
 		}
 	}
@@ -222,6 +222,47 @@ func TestRunCoresUnderUlimitZero(t *testing.T) {
 		res := startCrashRun(t, 4, []string{"--cores", cores}, "/bin/sh", "-c", `ulimit -S -c 0; exec "$0" "$@"`, s.PIE, "same").wait(120 * time.Second)
 		noCore(t, res, cores)
 	})
+}
+
+// TestAttachNoMemberMayDump: attached to a job started under a soft `ulimit -c 0` (crashtui
+// leaves an attached job's limits alone), --cores keeps no core, and the crash event and the
+// summary say that no member may dump.
+func TestAttachNoMemberMayDump(t *testing.T) {
+	needRoot(t)
+	prog := buildC(t, "secret")
+	sh := exec.Command("/bin/sh", "-c", `ulimit -S -c 0; read go; exec "$0" dontdump`, prog)
+	in, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+	cores := t.TempDir()
+	c := startCrashtui(t, "attach", "--json", "--matrix", "off", "--cores", cores, "pid:"+strconv.Itoa(sh.Process.Pid))
+	c.waitFor(t, "the shell attached", 30*time.Second, func(evs []event) bool { return count(evs, "process") > 0 })
+	in.Write([]byte("\n"))
+	evs := c.waitFor(t, "the crash", 30*time.Second, func(evs []event) bool { return count(evs, "crash") > 0 })
+	for _, e := range evs {
+		if e.kind() == "crash" && (e["core"] != nil || e.str("no_core") != string(sessions.NoCoreRlimit)) {
+			t.Errorf("crash: core %v, no_core %q; want none, %q", e["core"], e.str("no_core"), sessions.NoCoreRlimit)
+		}
+	}
+	sh.Wait()
+	_, evs = c.stop(t)
+	var groups []any
+	for _, e := range evs {
+		if e.kind() == "summary" {
+			groups, _ = e["groups"].([]any)
+		}
+	}
+	if len(groups) != 1 || groups[0].(map[string]any)["no_core"] != string(sessions.NoCoreRlimit) {
+		t.Errorf("summary groups %v, want one with no_core %q", groups, sessions.NoCoreRlimit)
+	}
+	if ents, _ := os.ReadDir(cores); len(ents) != 0 {
+		t.Errorf("files in --cores: %v", ents)
+	}
 }
 
 // setprivAs is a command prefix that runs the rest as u.
