@@ -34,11 +34,13 @@ type CoreInput struct {
 	Auxv       []byte
 	Mem        MemReader // reads each dumped mapping
 	// Filter is the process's /proc/PID/coredump_filter (DefaultCoreFilter when unknown), and
-	// Anon names (by start address) the mappings that hold anonymous pages (smaps Anonymous
-	// above 0: the kernel's vma->anon_vma). Together they decide, as fs/coredump.c
-	// vma_dump_size does, how much of each mapping is written.
+	// Smaps its /proc/PID/smaps by start address (ReadSmaps). Together they decide, as
+	// fs/coredump.c vma_dump_size does, how much of each mapping is written. With Smaps, a
+	// mapping it does not list (one that appeared after it was read) is not written; without
+	// it (nil), nothing is known to be MADV_DONTDUMP and every writable private mapping is
+	// taken to hold anonymous pages: callers that dump a real process always give it.
 	Filter uint32
-	Anon   map[uint64]bool
+	Smaps  map[uint64]Smap
 }
 
 // DefaultCoreFilter is the kernel's default coredump_filter: anonymous private and shared
@@ -52,11 +54,16 @@ const (
 	filterMappedPrivate
 	filterMappedShared
 	filterELFHeaders
+	filterHugetlbPrivate
+	filterHugetlbShared
 )
 
 // dumpSize is how many bytes of m, from its start, go into the core: the whole mapping, its
 // first page (an ELF header under filterELFHeaders), or none (its PT_LOAD then only says
-// where it was), following fs/coredump.c vma_dump_size.
+// where it was), following fs/coredump.c vma_dump_size in its order: the special mappings
+// always; never VM_DONTDUMP; hugetlb by its filter bits; never VM_IO (nor VM_PFNMAP, whose
+// pages the kernel cannot read either: get_dump_page fails and it writes a hole); then
+// shared, anonymous and file-backed private memory by the filter.
 func dumpSize(m Mapping, in CoreInput, head func() bool) uint64 {
 	size := m.End - m.Start
 	filter := in.Filter
@@ -64,14 +71,30 @@ func dumpSize(m Mapping, in CoreInput, head func() bool) uint64 {
 	case "[vdso]", "[vsyscall]", "[sigpage]":
 		return size // always_dump_vma: special mappings the debugger needs
 	}
-	if len(m.Perms) >= 4 && m.Perms[3] == 's' {
+	sm, known := in.Smaps[m.Start]
+	if in.Smaps != nil && !known {
+		return 0
+	}
+	shared := len(m.Perms) >= 4 && m.Perms[3] == 's'
+	switch {
+	case sm.Flags.Has("dd"):
+		return 0 // MADV_DONTDUMP: where OpenSSL's secure heap, gpg and ssh-agent keep keys
+	case sm.Flags.Has("ht"):
+		if (shared && filter&filterHugetlbShared != 0) || (!shared && filter&filterHugetlbPrivate != 0) {
+			return size
+		}
+		return 0
+	case sm.Flags.Has("io"), sm.Flags.Has("pf"):
+		return 0
+	}
+	if shared {
 		anonShared := !m.IsFile() || m.Deleted || strings.HasPrefix(m.Path, "/SYSV") || m.Path == "/dev/zero"
 		if (anonShared && filter&filterAnonShared != 0) || (!anonShared && filter&filterMappedShared != 0) {
 			return size
 		}
 		return 0
 	}
-	anon := in.Anon[m.Start] || (in.Anon == nil && len(m.Perms) > 1 && m.Perms[1] == 'w')
+	anon := sm.Anon || (in.Smaps == nil && len(m.Perms) > 1 && m.Perms[1] == 'w')
 	if anon && filter&filterAnonPrivate != 0 {
 		return size
 	}
@@ -235,7 +258,7 @@ func WriteCore(w io.Writer, in CoreInput) error {
 			appendNote(&notes, ntFILE, ntFile(in.Maps))
 		}
 	}
-	if in.Filter == 0 && in.Anon == nil {
+	if in.Filter == 0 && in.Smaps == nil {
 		in.Filter = 0x7f // no filter given: every readable mapping whole
 	}
 	var loads []Mapping

@@ -141,3 +141,46 @@ func TestWriteCoreLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestDumpSizeFollowsVmaDumpSize: fs/coredump.c vma_dump_size, rule by rule, under the
+// kernel's default coredump_filter (0x33: anonymous private and shared, ELF headers, private
+// hugetlb).
+func TestDumpSizeFollowsVmaDumpSize(t *testing.T) {
+	const page = corePageSize
+	anon := Mapping{Start: 0x10000, End: 0x10000 + 4*page, Perms: "rw-p"}
+	shm := Mapping{Start: 0x10000, End: 0x10000 + 4*page, Perms: "rw-s", Path: "/dev/zero", Inode: 5}
+	file := Mapping{Start: 0x10000, End: 0x10000 + 4*page, Perms: "r--p", Path: "/usr/lib/libc.so.6", Inode: 9}
+	vdso := Mapping{Start: 0x10000, End: 0x10000 + 2*page, Perms: "r-xp", Path: "[vdso]"}
+	for _, tc := range []struct {
+		name string
+		m    Mapping
+		smap *Smap // nil: not in smaps
+		elf  bool  // the mapping starts with an ELF header
+		want uint64
+	}{
+		{"anonymous, written", anon, &Smap{Anon: true, Flags: "rd wr mr mw me ac"}, false, 4 * page},
+		{"anonymous, never written", anon, &Smap{Flags: "rd wr mr mw me ac"}, false, 0},
+		{"MADV_DONTDUMP", anon, &Smap{Anon: true, Flags: "rd wr mr mw me ac dd"}, false, 0},
+		{"VM_IO", anon, &Smap{Anon: true, Flags: "rd wr io pf dd"}, false, 0},
+		{"VM_PFNMAP", anon, &Smap{Anon: true, Flags: "rd wr pf"}, false, 0},
+		{"hugetlb private", anon, &Smap{Flags: "rd wr ht"}, false, 4 * page},
+		{"hugetlb shared", Mapping{Start: 0x10000, End: 0x20000, Perms: "rw-s", Path: "/anon_hugepage (deleted)"}, &Smap{Flags: "rd wr sh ht"}, false, 0},
+		{"shared anonymous", shm, &Smap{Flags: "rd wr sh"}, false, 4 * page},
+		{"shared anonymous, DONTDUMP", shm, &Smap{Flags: "rd wr sh dd"}, false, 0},
+		{"file, ELF header", file, &Smap{Flags: "rd mr"}, true, page},
+		{"file, no ELF header", file, &Smap{Flags: "rd mr"}, false, 0},
+		{"file, written (relro)", file, &Smap{Anon: true, Flags: "rd mr ac"}, false, 4 * page},
+		{"vdso, always", vdso, &Smap{Flags: "rd ex dd"}, false, 2 * page},
+		{"not in smaps (appeared later)", anon, nil, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := CoreInput{Filter: DefaultCoreFilter, Smaps: map[uint64]Smap{}}
+			if tc.smap != nil {
+				in.Smaps[tc.m.Start] = *tc.smap
+			}
+			if got := dumpSize(tc.m, in, func() bool { return tc.elf }); got != tc.want {
+				t.Errorf("dumpSize = %#x, want %#x", got, tc.want)
+			}
+		})
+	}
+}

@@ -149,30 +149,76 @@ func ReadCoreFilter(pid int) uint32 {
 	return uint32(v)
 }
 
-// ReadAnonMappings returns the start addresses of pid's mappings that hold anonymous pages
-// (a non-zero "Anonymous:" in /proc/PID/smaps): private memory written at least once.
-func ReadAnonMappings(pid int) (map[uint64]bool, error) {
+// Smap is what /proc/PID/smaps says of one mapping that decides its part of a core, as
+// fs/coredump.c vma_dump_size reads the VMA.
+type Smap struct {
+	// Anon: the mapping holds anonymous pages, resident or swapped out (smaps Anonymous or
+	// Swap above 0): private memory written at least once, the kernel's vma->anon_vma.
+	Anon bool
+	// Flags are the VmFlags mnemonics (fs/proc/task_mmu.c show_smap_vma_flags).
+	Flags VmFlags
+}
+
+// VmFlags is the VmFlags line of one smaps entry: "rd wr mr mw me ac dd".
+type VmFlags string
+
+// Has reports whether the two-letter flag is set: "dd" VM_DONTDUMP (madvise MADV_DONTDUMP,
+// device and [vvar] mappings), "io" VM_IO, "pf" VM_PFNMAP, "ht" hugetlb.
+func (v VmFlags) Has(flag string) bool {
+	for _, f := range strings.Fields(string(v)) {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadSmaps reads pid's /proc/PID/smaps, keyed by each mapping's start address.
+func ReadSmaps(pid int) (map[uint64]Smap, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps")
 	if err != nil {
 		return nil, err
 	}
-	out := map[uint64]bool{}
+	return ParseSmaps(b), nil
+}
+
+// ParseSmaps parses the text of /proc/PID/smaps: a maps line opens each entry, "Key: value"
+// lines follow. Lines it does not know are ignored.
+func ParseSmaps(data []byte) map[uint64]Smap {
+	out := map[uint64]Smap{}
 	var start uint64
-	for _, line := range strings.Split(string(b), "\n") {
+	open := false
+	for _, line := range strings.Split(string(data), "\n") {
 		if line == "" {
 			continue
 		}
 		if c := line[0]; (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') {
-			if lo, _, ok := strings.Cut(strings.Fields(line)[0], "-"); ok {
-				start, _ = strconv.ParseUint(lo, 16, 64)
+			lo, _, ok := strings.Cut(strings.Fields(line)[0], "-")
+			v, err := strconv.ParseUint(lo, 16, 64)
+			open = ok && err == nil
+			if open {
+				start = v
+				out[start] = Smap{}
 			}
 			continue
 		}
-		if v, ok := strings.CutPrefix(line, "Anonymous:"); ok {
-			if f := strings.Fields(v); len(f) > 0 && f[0] != "0" {
-				out[start] = true
-			}
+		if !open {
+			continue
 		}
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		sm := out[start]
+		switch key {
+		case "Anonymous", "Swap":
+			if f := strings.Fields(val); len(f) > 0 && f[0] != "0" {
+				sm.Anon = true
+			}
+		case "VmFlags":
+			sm.Flags = VmFlags(strings.TrimSpace(val))
+		}
+		out[start] = sm
 	}
-	return out, nil
+	return out
 }

@@ -119,3 +119,48 @@ func FuzzParseMaps(f *testing.F) {
 		}
 	})
 }
+
+const sampleSmaps = `55d473519000-55d47351b000 r--p 00000000 fe:00 247278                     /usr/bin/head
+Size:                  8 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+VmFlags: rd mr mw me 
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0 
+Anonymous:             4 kB
+Swap:                  0 kB
+VmFlags: rd wr mr mw me ac dd 
+7f0000001000-7f0000002000 rw-p 00000000 00:00 0 
+Anonymous:             0 kB
+Swap:                  4 kB
+VmFlags: rd wr mr mw me ac 
+`
+
+func TestParseSmaps(t *testing.T) {
+	got := ParseSmaps([]byte(sampleSmaps))
+	want := map[uint64]Smap{
+		0x55d473519000: {Flags: "rd mr mw me"},
+		0x7f0000000000: {Anon: true, Flags: "rd wr mr mw me ac dd"},
+		0x7f0000001000: {Anon: true, Flags: "rd wr mr mw me ac"}, // swapped out counts
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%#x: %+v, want %+v", k, got[k], w)
+		}
+	}
+	if !got[0x7f0000000000].Flags.Has("dd") || got[0x7f0000001000].Flags.Has("dd") || got[0x7f0000000000].Flags.Has("d") {
+		t.Errorf("Has")
+	}
+}
+
+func FuzzParseSmaps(f *testing.F) {
+	f.Add([]byte(sampleSmaps))
+	f.Add([]byte("VmFlags: dd\nffff-\n0-1 x\nAnonymous: 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, sm := range ParseSmaps(data) {
+			sm.Flags.Has("dd")
+		}
+	})
+}

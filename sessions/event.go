@@ -150,11 +150,36 @@ type Crash struct {
 	Unrepaired bool    `json:"unrepaired,omitempty"`
 	Stack      []Frame `json:"stack,omitempty"`
 	Core       *string `json:"core"`
+	// NoCore says why no core was kept for this crash where crashtui keeps them (--cores,
+	// --dedup-kernel-cores) and its group has none yet; empty otherwise.
+	NoCore NoCore `json:"no_core,omitempty"`
 	// Regs are the crashing thread's registers by kernel name, for the detail view.
 	Regs map[string]Hex `json:"regs,omitempty"`
 	// Disasm is the code around the faulting pc, decoded from the start of its function.
 	Disasm []Insn `json:"disasm,omitempty"`
 }
+
+// NoCore is why a crash got no core: a fact the tracer reports, worded by the views.
+type NoCore string
+
+const (
+	// NoCoreNonDumpable: the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a setuid,
+	// setgid or file-capability exec or credential change under fs.suid_dumpable 0), so the
+	// kernel writes no core for it either (fs/coredump.c do_coredump).
+	NoCoreNonDumpable NoCore = "non_dumpable"
+	// NoCoreDumpableUnknown: whether the process is dumpable cannot be told from outside
+	// (tracer/crash_rlimit.go says when), so crashtui writes none rather than one the
+	// kernel might not.
+	NoCoreDumpableUnknown NoCore = "dumpable_unknown"
+	// NoCoreRlimit: the process's own RLIMIT_CORE is 0, and so was every earlier member's
+	// of its group.
+	NoCoreRlimit NoCore = "rlimit_core_0"
+	// NoCoreWriteFailed: writing the core failed (an error event with op "write core" says
+	// why).
+	NoCoreWriteFailed NoCore = "write_failed"
+	// NoCoreMixed: the group's members lacked a core for different reasons (State only).
+	NoCoreMixed NoCore = "mixed"
+)
 
 // CrashLines amends the crash of PID/TID with the key Key: the tracer tells a crash at once,
 // with functions from the symbol tables, and its file:line and inlined frames when the line
@@ -447,6 +472,7 @@ type GroupSummary struct {
 	Hosts          []string `json:"hosts,omitempty"`
 	Representative int      `json:"representative"`
 	Core           *string  `json:"core"`
+	NoCore         NoCore   `json:"no_core,omitempty"` // why Core is null, when crashtui knows
 }
 
 // Summary closes a session.

@@ -85,7 +85,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ErrFutureVersion is returned when a recording was written by a newer format.
 var ErrFutureVersion = errors.New("recording format is newer than this crashtui")
 
-// MaxLine bounds one line of a recording (a matrix of a large job is the longest event).
+// MaxLine bounds one line of a recording (a matrix of a large job is the longest event); a
+// longer line is skipped, with a LineError wrapping ErrLineTooLong, and reading goes on.
 const MaxLine = 64 << 20
 
 // Damaged lists the lines of a recording that were not events and were skipped.
@@ -101,8 +102,9 @@ func (d Damaged) Error() string {
 // MaxDamaged bounds how many damaged lines are listed; more still only count as skipped.
 const MaxDamaged = 100
 
-// ReadRecording reads a recording. A line that is not an event is skipped, as crashtui view
-// does, and err is then a Damaged naming those lines (up to MaxDamaged); a missing or foreign
+// ReadRecording reads a recording. A line that is not an event, or is longer than MaxLine,
+// is skipped, as crashtui view does, and err is then a Damaged naming those lines (up to
+// MaxDamaged); a missing or foreign
 // header, a recording of a future version or a read error stop reading and are a *LineError
 // (or the read error), with every event read before.
 func ReadRecording(r io.Reader) (Header, []Event, error) {
@@ -127,6 +129,14 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 			return nil
 		}
 		evs = append(evs, upgrade(h.Version, e))
+		return nil
+	}, func(line int) error {
+		if !seen {
+			return &LineError{line, errTooLong} // no header: not a recording to go on with
+		}
+		if len(damaged) < MaxDamaged {
+			damaged = append(damaged, &LineError{line, errTooLong})
+		}
 		return nil
 	})
 	if err == nil && !seen {
@@ -156,7 +166,8 @@ func parseHeader(b []byte) (Header, error) {
 // StreamEvents reads JSON Lines events from r as they come and calls fn for each: a live
 // stream (crashtui agent or --json output, possibly several hosts' merged line by line by a
 // launcher) or a recording, whose header lines are checked and skipped. A line that is not
-// an event is passed to bad and skipped, so one damaged line does not end a live session; a
+// an event, or is longer than MaxLine, is passed to bad and skipped, so one damaged line
+// does not end a live session; a
 // recording of a future version, or a read error, ends the stream with that error. Events
 // after a version 1 header, or with no header before them, are upgraded as ReadRecording does.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
@@ -177,25 +188,34 @@ func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
 		}
 		fn(upgrade(version, e))
 		return nil
+	}, func(line int) error {
+		bad(&LineError{line, errTooLong})
+		return nil
 	})
 }
 
-// eachLine calls fn with every non-empty line of r and its number; an error from fn, or
-// from reading, ends it.
-func eachLine(r io.Reader, fn func(line int, b []byte) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
-	line := 0
+// eachLine calls fn with every non-empty line of r and its number, and long with the number
+// of a line over MaxLine, which is skipped without being held in memory; an error from
+// either, or from reading, ends it.
+func eachLine(r io.Reader, fn func(line int, b []byte) error, long func(line int) error) error {
+	sc := NewLineScanner(r, MaxLine)
 	for sc.Scan() {
-		line++
-		if b := sc.Bytes(); len(b) > 0 {
-			if err := fn(line, b); err != nil {
-				return err
-			}
+		var err error
+		switch b := sc.Bytes(); {
+		case sc.TooLong():
+			err = long(sc.Line())
+		case len(b) > 0:
+			err = fn(sc.Line(), b)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &LineError{line + 1, err}
+		return &LineError{sc.Line() + 1, err}
 	}
 	return nil
 }
+
+// errTooLong is a line over MaxLine.
+var errTooLong = TooLongError{MaxLine}

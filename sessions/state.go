@@ -56,8 +56,11 @@ type Group struct {
 	Members        []CrashRef
 	Representative ProcKey
 	Core           *string
-	Stack          []Frame
-	First, Last    time.Time
+	// NoCore is why Core is nil: the reason every member without a core gave, or
+	// NoCoreMixed when they gave different ones; empty once the group has a core.
+	NoCore      NoCore
+	Stack       []Frame
+	First, Last time.Time
 }
 
 // Count is the number of crashes in the group.
@@ -207,8 +210,13 @@ func (s *State) Apply(e Event) {
 				g.Stack = b.Stack
 			}
 		}
-		if b.Core != nil {
-			g.Core = b.Core
+		switch {
+		case b.Core != nil:
+			g.Core, g.NoCore = b.Core, ""
+		case g.Core == nil && b.NoCore != "" && g.NoCore == "":
+			g.NoCore = b.NoCore
+		case g.Core == nil && b.NoCore != "" && g.NoCore != b.NoCore:
+			g.NoCore = NoCoreMixed
 		}
 		g.Last = e.Time
 		g.Members = append(g.Members, CrashRef{Host: h, Crash: b, Time: e.Time})
@@ -320,7 +328,7 @@ func (s *State) Summary() Summary {
 	for _, g := range s.Groups {
 		gs := GroupSummary{Group: g.ID, Key: g.Key, Signal: g.Signal, Module: g.Module,
 			Offset: g.Offset, Function: g.Function, AbortMessage: g.AbortMessage,
-			Count: g.Count(), Representative: g.Representative.PID, Core: g.Core}
+			Count: g.Count(), Representative: g.Representative.PID, Core: g.Core, NoCore: g.NoCore}
 		hosts := false
 		for _, m := range g.Members {
 			gs.PIDs = append(gs.PIDs, m.Crash.PID)

@@ -22,6 +22,9 @@ type LaunchSpec struct {
 	Env    []string // extra environment for every rank
 	Stdout *os.File // ranks' stdout and stderr (nil: /dev/null)
 	Stderr *os.File
+	// RaiseCoreLimit raises each rank's soft RLIMIT_CORE to its hard limit before its exec
+	// (cores were asked for: --cores, --dedup-kernel-cores).
+	RaiseCoreLimit bool
 }
 
 // Launch starts N ranks of Argv in their own process group, traced from their first
@@ -91,6 +94,14 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 				}
 				return fmt.Errorf("run rank %d: seize %d: %w", i, p.Pid, err)
 			}
+			if spec.RaiseCoreLimit {
+				// Cores were asked for: as `ulimit -c unlimited` before mpirun would, so the
+				// default soft limit 0 of most shells does not leave --cores with nothing.
+				// Before the exec; a limit the program sets itself is still honoured.
+				if err := raiseCoreLimit(p.Pid); err != nil {
+					t.emitErr(p.Pid, "raise core limit", err)
+				}
+			}
 			t.addTask(p.Pid, p.Pid)
 			pr := t.procs[p.Pid]
 			pr.launched, pr.rank = true, sessions.Rank(i)
@@ -98,6 +109,62 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 		return nil // closing the gates lets every rank exec
 	})
 	return pgid, err
+}
+
+// LostPrivileges is what the kernel will not grant a program exec'd under crashtui's ptrace:
+// a traced exec keeps the caller's ids and capabilities unless the tracer has CAP_SYS_PTRACE
+// (fs/exec.c LSM_UNSAFE_PTRACE, security/commoncap.c cap_bprm_creds_from_file with
+// ptracer_capable), so a setuid, setgid or file-capability program runs unprivileged.
+type LostPrivileges struct {
+	Path           string
+	Setuid, Setgid bool
+	UID, GID       int // the file's owner and group: the ids setuid and setgid would give
+	Caps           bool
+}
+
+// Any reports whether anything is lost.
+func (l LostPrivileges) Any() bool { return l.Setuid || l.Setgid || l.Caps }
+
+// PrivilegesLost says what running the program at path under crashtui's ptrace (run) loses,
+// nothing when crashtui has CAP_SYS_PTRACE (root) or the program gains nothing by its exec:
+// no setuid bit to another uid, no setgid bit (with group execute) to another gid, no
+// security.capability, a nosuid mount (bprm_fill_uid: mnt_may_suid), or a script (whose bits
+// the kernel never honours).
+func PrivilegesLost(path string) LostPrivileges {
+	l := LostPrivileges{Path: path}
+	if hasPtraceCap() {
+		return l
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return l
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	var fs unix.Statfs_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || unix.Fstatfs(int(f.Fd()), &fs) != nil || fs.Flags&unix.ST_NOSUID != 0 {
+		return l
+	}
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 2 && string(magic[:]) == "#!" {
+		return l
+	}
+	l.UID, l.GID = int(st.Uid), int(st.Gid)
+	l.Setuid = st.Mode&unix.S_ISUID != 0 && l.UID != os.Geteuid()
+	l.Setgid = st.Mode&(unix.S_ISGID|unix.S_IXGRP) == unix.S_ISGID|unix.S_IXGRP && l.GID != os.Getegid()
+	_, err = unix.Fgetxattr(int(f.Fd()), "security.capability", nil)
+	l.Caps = err == nil
+	return l
+}
+
+// hasPtraceCap says whether crashtui's effective capabilities include CAP_SYS_PTRACE.
+func hasPtraceCap() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return os.Geteuid() == 0
+	}
+	return data[unix.CAP_SYS_PTRACE/32].Effective&(1<<(unix.CAP_SYS_PTRACE%32)) != 0
 }
 
 // SignalJob sends sig to every traced process, by pid. run and demo use it to end the ranks
@@ -129,4 +196,21 @@ func (t *Tracer) SignalProcess(pid int, sig unix.Signal) error {
 		}
 		return nil
 	})
+}
+
+// raiseCoreLimit raises pid's soft RLIMIT_CORE to its hard limit (ulimit -c unlimited, or as
+// far as the hard limit lets an unprivileged shell go).
+func raiseCoreLimit(pid int) error {
+	var lim unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, nil, &lim); err != nil {
+		return fmt.Errorf("prlimit %d RLIMIT_CORE: %w", pid, err)
+	}
+	if lim.Cur >= lim.Max {
+		return nil
+	}
+	lim.Cur = lim.Max
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &lim, nil); err != nil {
+		return fmt.Errorf("prlimit %d RLIMIT_CORE %d: %w", pid, lim.Max, err)
+	}
+	return nil
 }

@@ -384,6 +384,26 @@ func handledList(st *Styles, s *sessions.State, o CrashOptions) string {
 	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
 }
 
+// NoCoreSentence says why a crash group has no core, from the tracer's reason (a recorded
+// one may be anything: unknown reasons are shown sanitised).
+func NoCoreSentence(why sessions.NoCore) string {
+	switch why {
+	case "":
+		return "core: none kept (crashtui keeps one per crash site with --cores DIR)"
+	case sessions.NoCoreRlimit:
+		return "no core: every member has RLIMIT_CORE 0; ulimit -c unlimited before starting the job"
+	case sessions.NoCoreNonDumpable:
+		return "no core: the process is not dumpable (PR_SET_DUMPABLE 0, or a setuid/setgid exec), and the kernel would write none either"
+	case sessions.NoCoreDumpableUnknown:
+		return "no core: whether the process may be dumped cannot be told from outside (root of its user namespace), so none is written"
+	case sessions.NoCoreWriteFailed:
+		return "no core: writing it failed (the Log tab says why)"
+	case sessions.NoCoreMixed:
+		return "no core: members lacked one for different reasons (RLIMIT_CORE 0, not dumpable); see each crash"
+	}
+	return "no core: " + sessions.Sanitize(string(why))
+}
+
 // crashDetailHead is the part of a group's detail that never scrolls away: what it is, its
 // core's path (whole, wrapped when long) and who the representative is.
 func crashDetailHead(st *Styles, s *sessions.State, g *sessions.Group, width int) []string {
@@ -391,7 +411,7 @@ func crashDetailHead(st *Styles, s *sessions.State, g *sessions.Group, width int
 	if g.Core != nil {
 		out = append(out, hardWrap("core ", sessions.Sanitize(*g.Core), width, 3)...)
 	} else {
-		out = append(out, st.Warn.Render(cut("core: none kept (crashtui keeps one per crash site with --cores DIR)", width)))
+		out = append(out, st.Warn.Render(cut(NoCoreSentence(g.NoCore), width)))
 	}
 	rep := "representative"
 	if width < 100 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,9 +39,15 @@ func serveRequests(r io.Reader, c requester, s *session, host string, detach fun
 		s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sessions.Error{Op: "request",
 			Message: fmt.Sprintf("%s: %v", req, err)}})
 	}
-	sc := bufio.NewScanner(r)
+	// A line over maxRequest is no request: it is skipped (never held in memory) with an
+	// error event naming it, and the requests after it are read as before.
+	sc := sessions.NewLineScanner(r, maxRequest)
 	for sc.Scan() {
-		line := strings.TrimSpace(strings.TrimRight(sc.Text(), "\r"))
+		if sc.TooLong() {
+			fail(fmt.Sprintf("line %d", sc.Line()), sessions.TooLongError{Max: maxRequest})
+			continue
+		}
+		line := strings.TrimSpace(string(sc.Bytes()))
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
@@ -70,6 +75,9 @@ func serveRequests(r io.Reader, c requester, s *session, host string, detach fun
 		}
 	}
 }
+
+// maxRequest bounds one request line of agent --control.
+const maxRequest = 64 << 10
 
 // signalRequest is "signal PID SIG", for a controller that can send one.
 func signalRequest(c requester, pidText, sig string) error {

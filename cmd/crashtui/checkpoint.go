@@ -4,13 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/views"
 )
 
@@ -46,13 +46,12 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var image io.Writer
-	var imageFile *os.File
+	var imageFile *outfile.File
 	if *imagePath != "" {
-		imageFile, err = os.Create(*imagePath)
+		imageFile, err = outfile.Create(*imagePath)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("image: %w", err)}
 		}
-		defer imageFile.Close()
 		image = imageFile
 	}
 

@@ -81,8 +81,14 @@ type crRun struct {
 // ranks' wait statuses: only representatives may dump.
 func startCrashRun(t *testing.T, n int, flags []string, argv ...string) *crRun {
 	t.Helper()
+	return startCrashRunLimit(t, "unlimited", n, flags, argv...)
+}
+
+// startCrashRunLimit is startCrashRun with crashtui started under `ulimit -c LIMIT`.
+func startCrashRunLimit(t *testing.T, limit string, n int, flags []string, argv ...string) *crRun {
+	t.Helper()
 	r := &crRun{t: t, dir: t.TempDir(), changed: make(chan struct{}, 1), done: make(chan struct{}), exe: argv[0]}
-	args := append([]string{"-c", `ulimit -c unlimited 2>/dev/null; exec "$0" "$@"`, crashtuiBin, "run", "--json", "-n", strconv.Itoa(n)}, flags...)
+	args := append([]string{"-c", `ulimit -c ` + limit + ` 2>/dev/null; exec "$0" "$@"`, crashtuiBin, "run", "--json", "-n", strconv.Itoa(n)}, flags...)
 	args = append(append(args, "--"), argv...)
 	r.cmd = exec.Command("/bin/sh", args...)
 	r.cmd.Dir = r.dir

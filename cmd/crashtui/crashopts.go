@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/crash"
 )
 
@@ -59,24 +59,28 @@ func validGroupBy(s string) error {
 	return fmt.Errorf("want site or stack")
 }
 
-// createCrashLog creates FILE with the CSV header (checked at flag time).
-func createCrashLog(path string) error {
-	f, err := os.Create(path)
+// createCrashLog creates FILE with the CSV header when the flag is parsed (a log with only
+// the header means nothing crashed) and keeps it open for the crashes: one open, so the path
+// cannot be swapped between the header and the first crash. An existing log of crashtui's
+// is replaced at once, so the log can be read while crashtui runs.
+func createCrashLog(path string) (*outfile.File, error) {
+	f, err := outfile.CreateStream(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w := csv.NewWriter(f)
 	w.Write(crashLogHeader)
 	w.Flush()
 	if err := w.Error(); err != nil {
-		f.Close()
-		return err
+		f.Abort()
+		return nil, err
 	}
-	return f.Close()
+	return f, nil
 }
 
 // crashOptions turns the crash flags (--cores, --crash-log, --group-by, --stack-depth) into
-// tracer options. The flags were validated when parsed; the crash log stays open until exit.
+// tracer options. The flags were validated when parsed (the cores directory checked, the
+// crash log created); the crash log stays open until exit.
 func crashOptions(c *common) *crash.Options {
 	o := &crash.Options{GroupBy: crash.GroupBy(strings.ToLower(c.groupBy)), CoresDir: c.cores}
 	if abs, err := filepath.Abs(c.cores); err == nil && c.cores != "" {
@@ -86,13 +90,8 @@ func crashOptions(c *common) *crash.Options {
 	o.StackKeyFrames = crashFlags.stackDepth[c]
 	o.DedupKernelCores = crashFlags.dedup[c]
 	crashFlags.Unlock()
-	if c.crashLog != "" {
-		f, err := os.OpenFile(c.crashLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "crashtui: --crash-log: %v\n", err)
-		} else {
-			o.CrashLog = f
-		}
+	if c.crashLogF != nil {
+		o.CrashLog = c.crashLogF
 	}
 	return o
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 )
 
@@ -49,10 +50,13 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "crashtui demo: not root, so rank 1 cannot switch to uid 65534 (no uid row in the matrix) and crashes keep the kernel's core settings; everything else is shown")
 	}
 	spec := tracer.LaunchSpec{N: demoRanks, Argv: []string{rank}}
+	if co := crashOptions(&c); co.CoresDir != "" || co.DedupKernelCores {
+		spec.RaiseCoreLimit = true // as ulimit -c unlimited before the job
+	}
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr
 	} else {
-		log, err := os.CreateTemp("", "crashtui-demo-*.log")
+		log, err := outfile.CreateTemp("", "crashtui-demo-*.log")
 		if err != nil {
 			return err
 		}

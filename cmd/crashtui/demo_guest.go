@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/qemu"
 	"github.com/crashtui/crashtui/tui"
 	"github.com/crashtui/crashtui/views"
@@ -100,7 +101,7 @@ func demoGuest(c *common, archName, cpu string, stdout, stderr io.Writer) error 
 	// screen is the TUI's.
 	var log io.Writer = stderr
 	if !c.json {
-		f, err := os.CreateTemp("", "crashtui-guest-*.log")
+		f, err := outfile.CreateTemp("", "crashtui-guest-*.log")
 		if err != nil {
 			return err
 		}

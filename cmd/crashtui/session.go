@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/views"
 )
@@ -30,11 +31,14 @@ type common struct {
 	cores    string
 	cast     string
 	crashLog string
-	groupBy  string
-	host     string
-	matrix   string        // auto, off, predict, measure
-	wholeNS  bool          // the JOB may contain init (--whole-namespace)
-	duration time.Duration // demo: end after this long (0: never)
+	// crashLogF is --crash-log, created with its header when the flag is parsed.
+	crashLogF *outfile.File
+	castF     *outfile.File // --cast, created by openCast
+	groupBy   string
+	host      string
+	matrix    string        // auto, off, predict, measure
+	wholeNS   bool          // the JOB may contain init (--whole-namespace)
+	duration  time.Duration // demo: end after this long (0: never)
 	// sampleEvery is how often stacks are sampled on their own (0: off; -1: the default, 5 s
 	// in the TUI and in agents, off with --json).
 	sampleEvery time.Duration
@@ -45,14 +49,18 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	c.registerOneShot(fs)
-	fs.Func("cores", "write one core per crash site into `DIR`; suppress the kernel's cores", func(s string) error {
+	fs.Func("cores", "write one core per crash site into `DIR` (created 0700; refused when another user owns or can write it); suppress the kernel's cores", func(s string) error {
 		c.cores = s
-		return os.MkdirAll(s, 0o755)
+		return outfile.Dir(s)
 	})
 	fs.StringVar(&c.cast, "cast", "", "also record the screen as an asciicast v2 `FILE`")
 	fs.Func("crash-log", "write a CSV crash log (rank,pid,group,representative,signal,site) to `FILE`", func(s string) error {
-		c.crashLog = s
-		return createCrashLog(s)
+		if c.crashLogF != nil {
+			c.crashLogF.Close() // the flag given twice: the last one counts
+		}
+		f, err := createCrashLog(s)
+		c.crashLog, c.crashLogF = s, f
+		return err
 	})
 	c.groupBy = "site"
 	fs.Func("group-by", "group crashes by `site` or by stack (site + top --stack-depth frames)", func(s string) error {
@@ -163,7 +171,7 @@ type session struct {
 	out     *bufio.Writer // --json
 	enc     *json.Encoder
 	rec     *sessions.Recorder
-	recF    *os.File
+	recF    *outfile.File
 	queue   *eventQueue // to the TUI
 	writes  *eventQueue // to writeLoop (--json, recording)
 	written chan struct{}
@@ -186,7 +194,8 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		s.enc.SetEscapeHTML(false)
 	}
 	if c.record != "" {
-		f, err := os.Create(c.record)
+		// A recording can be read (replayed, tailed) while it grows.
+		f, err := outfile.CreateStream(c.record)
 		if err != nil {
 			return nil, &exitError{2, fmt.Errorf("record: %w", err)}
 		}

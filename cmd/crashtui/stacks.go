@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sync/atomic"
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/views"
 )
@@ -80,6 +80,14 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The .dot file is created before anything is attached: a path crashtui may not write
+	// is bad usage, found before the job is touched.
+	var dotFile *outfile.File
+	if *dot != "" {
+		if dotFile, err = outfile.Create(*dot); err != nil {
+			return &exitError{2, fmt.Errorf("dot: %w", err)}
+		}
+	}
 	opts := sf.options()
 	var merged sessions.Stacks
 	err = attachOnce(ctx, c, stdout, "stacks", job,
@@ -103,13 +111,13 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 			merged = st.Stacks(opts)
 			return merged
 		})
-	if err == nil && *dot != "" {
-		f, ferr := os.Create(*dot)
-		if ferr != nil {
-			return &exitError{2, fmt.Errorf("dot: %w", ferr)}
+	if dotFile != nil {
+		if err != nil {
+			dotFile.Abort()
+			return err
 		}
-		views.WriteDot(f, merged)
-		if cerr := f.Close(); cerr != nil {
+		views.WriteDot(dotFile, merged)
+		if cerr := dotFile.Close(); cerr != nil {
 			return fmt.Errorf("dot: %w", cerr)
 		}
 	}

@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tui"
 )
@@ -73,19 +76,29 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	// Before anything is created or started: a command that cannot run, a TUI without a
 	// terminal (no empty ranks' log left behind).
-	if _, err := exec.LookPath(argv[0]); err != nil {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
 		return usageErr("run: %w: %w", tracer.ErrNoCommand, err)
+	}
+	if lost := tracer.PrivilegesLost(path); lost.Any() {
+		fmt.Fprintln(stderr, "crashtui: warning: "+lostSentence(lost))
 	}
 	if !c.json {
 		if err := needTerminal("run"); err != nil {
 			return err
 		}
+		if err := c.openCast(); err != nil {
+			return err
+		}
 	}
 	spec := tracer.LaunchSpec{N: *n, Argv: argv}
+	if co := crashOptions(&c); co.CoresDir != "" || co.DedupKernelCores {
+		spec.RaiseCoreLimit = true // as ulimit -c unlimited before the job
+	}
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr // stdout carries only JSON
 	} else {
-		log, err := os.CreateTemp("", "crashtui-ranks-*.log")
+		log, err := outfile.CreateTemp("", "crashtui-ranks-*.log")
 		if err != nil {
 			return err
 		}
@@ -102,6 +115,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	})
 }
 
+// lostSentence is the one line run prints before starting a program that ptrace strips of
+// its privileges.
+func lostSentence(l tracer.LostPrivileges) string {
+	var what []string
+	if l.Setuid {
+		what = append(what, fmt.Sprintf("setuid (uid %d)", l.UID))
+	}
+	if l.Setgid {
+		what = append(what, fmt.Sprintf("setgid (gid %d)", l.GID))
+	}
+	if l.Caps {
+		what = append(what, "file capabilities")
+	}
+	return fmt.Sprintf("%s has %s, which the kernel ignores for a traced exec: it will run with your own ids and capabilities (run crashtui as root to keep them)",
+		sessions.Sanitize(l.Path), strings.Join(what, " and "))
+}
+
 // traceJob runs a tracer on a job until it ends, the user quits, or a signal arrives, then
 // detaches everything and writes the summary. run and demo end the ranks they started
 // before detaching: SIGINT first, as a terminal would have sent it, then SIGKILL.
@@ -111,6 +141,9 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	if !c.json {
 		if err := needTerminal(mode); err != nil {
+			return err
+		}
+		if err := c.openCast(); err != nil {
 			return err
 		}
 	}

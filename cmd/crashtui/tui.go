@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/tui"
 	"github.com/crashtui/crashtui/views"
@@ -64,16 +64,30 @@ func (c controller) Detach() error {
 	return c.t.Close()
 }
 
+// openCast creates the --cast file, once: commands that trace call it before they attach, so
+// a path crashtui may not write is bad usage found before the job is touched. Like a
+// recording, it can be played while it grows.
+func (c *common) openCast() error {
+	if c.cast == "" || c.json || c.castF != nil {
+		return nil
+	}
+	f, err := outfile.CreateStream(c.cast)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("cast: %w", err)}
+	}
+	c.castF = f
+	return nil
+}
+
 // runTUI shows a session in the TUI until the user quits or ctx ends, also recording the
 // screen when c asks for --cast.
 func runTUI(ctx context.Context, c *common, o tui.Options) error {
-	if c.cast != "" {
-		f, err := os.Create(c.cast)
-		if err != nil {
-			return &exitError{2, fmt.Errorf("cast: %w", err)}
-		}
-		defer f.Close()
-		o.Cast = f
+	if err := c.openCast(); err != nil {
+		return err
+	}
+	if c.castF != nil {
+		defer c.castF.Close()
+		o.Cast = c.castF
 	}
 	_, err := tui.Run(ctx, o)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -11,6 +11,7 @@ import (
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
 )
@@ -44,9 +45,11 @@ func (c *Crashes) writeCore(l *tracer.Loop, s *tracer.SignalStop, p tracer.Proce
 			return fmt.Errorf("write core of %d: %w", pid, err)
 		}
 		auxv, _ := os.ReadFile(procfs.Path(pid, "auxv"))
-		anon, err := elfinfo.ReadAnonMappings(pid)
+		// Without smaps crashtui cannot tell which mappings are MADV_DONTDUMP: no core, rather
+		// than one holding what the kernel's would leave out.
+		smaps, err := elfinfo.ReadSmaps(pid)
 		if err != nil {
-			anon = nil // unreadable: every writable private mapping is taken to hold anonymous pages
+			return fmt.Errorf("write core of %d: %w", pid, err)
 		}
 		// Every mapping is read in large chunks; the pages process_vm_readv cannot read through
 		// /proc/PID/mem (FOLL_FORCE, like the kernel's own dumper), opened here once.
@@ -58,15 +61,17 @@ func (c *Crashes) writeCore(l *tracer.Loop, s *tracer.SignalStop, p tracer.Proce
 		in := elfinfo.CoreInput{Arch: string(c.arch), PID: pid, PPID: p.PPID, UID: procfs.UID(pid),
 			GID: procfs.GID(pid), Comm: procfs.Comm(pid), Args: strings.Join(p.Argv, " "), Signal: sig,
 			SigCode: int(si.Code), SigAddr: si.Addr, SigErrno: int(si.Errno), Threads: threads, Maps: maps, Auxv: auxv,
-			Filter: elfinfo.ReadCoreFilter(pid), Anon: anon, Mem: mem.ReadFull}
+			Filter: elfinfo.ReadCoreFilter(pid), Smaps: smaps, Mem: mem.ReadFull}
 		path = filepath.Join(c.opts.CoresDir, "core."+strconv.Itoa(cr.Group)+"."+strconv.Itoa(pid))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		// Mode 0600, owned by crashtui's user (root), created O_EXCL|O_NOFOLLOW in a directory
+		// checked again here (cmd checked it at flag time; it is re-walked for every core, so
+		// a directory swapped meanwhile is refused, not written into).
+		f, err := outfile.Create(path)
 		if err != nil {
 			return fmt.Errorf("write core of %d: %w", pid, err)
 		}
 		if err := elfinfo.WriteCore(f, in); err != nil {
-			f.Close()
-			os.Remove(path)
+			f.Abort()
 			return err
 		}
 		if err := f.Close(); err != nil {

@@ -414,11 +414,17 @@ func (c *Crashes) decide(l *tracer.Loop, s *tracer.SignalStop, p tracer.Process,
 		c.groups[cr.Key] = g
 	}
 	// The representative is the first member whose core can be had: when cores are
-	// crashtui's or deduplicated, a process that set its own RLIMIT_CORE to 0 never gets one.
+	// crashtui's or deduplicated, a process that set its own RLIMIT_CORE to 0, or that is
+	// not dumpable, never gets one. Until one is found, each member says why.
 	limiting := c.opts.CoresDir != "" || c.opts.DedupKernelCores
-	if g.rep == 0 && (!limiting || coreAllowed(pid)) {
-		g.rep = pid
-		cr.Representative = true
+	if g.rep == 0 {
+		if limiting {
+			cr.NoCore = coreBlocked(pid, c.opts.CoresDir != "")
+		}
+		if cr.NoCore == "" {
+			g.rep = pid
+			cr.Representative = true
+		}
 	}
 	g.count++
 	cr.Group = g.id
@@ -439,6 +445,7 @@ func (c *Crashes) decide(l *tracer.Loop, s *tracer.SignalStop, p tracer.Process,
 		coring = time.Since(cs)
 		if err != nil {
 			l.EmitErr(pid, "write core", err)
+			cr.NoCore = sessions.NoCoreWriteFailed
 		} else {
 			cr.Core, g.core = &path, &path
 		}
