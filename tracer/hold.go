@@ -214,9 +214,13 @@ func (t *Tracer) hold(tks []*task, o HoldOptions) (got []*task, late []Late) {
 			}
 		}
 	}
-	stopped := func() bool {
-		return !slices.ContainsFunc(waiting, func(tk *task) bool { return t.waitable(tk) })
+	// Outside a callback a peeked task is still on its way: the loop delivers its signal, and
+	// its pending interrupt brings it back held. Inside one it stays peeked: it is as stopped
+	// as it will get.
+	pending := func(tk *task) bool {
+		return t.waitable(tk) || (t.callbacks == 0 && tk.state == peeked && t.tasks[tk.tid] == tk)
 	}
+	stopped := func() bool { return !slices.ContainsFunc(waiting, pending) }
 	var vforks []*task
 	if !t.waitUntil(waiting, stopped, min(vforkGrace, o.Timeout-time.Since(start))) {
 		for _, tk := range waiting {
@@ -225,16 +229,14 @@ func (t *Tracer) hold(tks []*task, o HoldOptions) (got []*task, late []Late) {
 			}
 		}
 		waitingNow := slices.DeleteFunc(slices.Clone(waiting), func(tk *task) bool { return slices.Contains(vforks, tk) })
-		t.waitUntil(waitingNow, func() bool {
-			return !slices.ContainsFunc(waitingNow, func(tk *task) bool { return t.waitable(tk) })
-		}, o.Timeout-time.Since(start))
+		t.waitUntil(waitingNow, func() bool { return !slices.ContainsFunc(waitingNow, pending) }, o.Timeout-time.Since(start))
 	}
 	for _, tk := range waiting {
 		switch {
 		case t.tasks[tk.tid] != tk:
 			// Gone meanwhile: its hold goes with it.
 			lateOf(tk, LateExited, "")
-		case t.waitable(tk):
+		case pending(tk):
 			// Not stopped: its late stop is resumed by dispatch (no holder is left).
 			tk.holders--
 			why := LateTimeout

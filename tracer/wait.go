@@ -190,9 +190,17 @@ const drainMax = 256
 
 // drain dispatches the wait statuses that are ready (at most drainMax), without blocking,
 // and says how many. It must run on the loop thread outside a callback.
-func (t *Tracer) drain() int {
+func (t *Tracer) drain() int { return t.drainUntil(nil) }
+
+// drainUntil is drain that stops as soon as done (when not nil) holds: a stop its caller
+// waits for may be left peeked (an injection's signal stop), and the next peek would report
+// it again, to be dispatched as the loop's before its owner has handled it.
+func (t *Tracer) drainUntil(done func() bool) int {
 	n := 0
 	for n < drainMax {
+		if done != nil && done() {
+			return n
+		}
 		s, e := peek(0, true)
 		if e == unix.EINTR {
 			continue
@@ -302,7 +310,7 @@ func (t *Tracer) waitUntil(own []*task, cond func() bool, timeout time.Duration)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		t.drain()
+		t.drainUntil(cond)
 		if cond() {
 			return true
 		}
@@ -364,9 +372,9 @@ func (t *Tracer) spinOwn(own []*task, cond func() bool) bool {
 			if e == 0 && s.pid == tk.tid {
 				t.dispatch(s)
 			}
-		}
-		if cond() {
-			return true
+			if cond() {
+				return true
+			}
 		}
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
