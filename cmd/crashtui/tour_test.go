@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -31,7 +32,7 @@ func TestTourInReplay(t *testing.T) {
 	scr.Key(t, "q")
 	select {
 	case <-proc.exited:
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("replay did not quit")
 	}
 }
@@ -63,7 +64,7 @@ func TestTourLive(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui exited with %v", proc.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatal("crashtui did not quit")
 	}
 }
