@@ -198,3 +198,50 @@ func (c stretched) Err() error {
 	}
 	return err
 }
+
+// Stopwatch times something that should take at most a given time on a quiet machine (a
+// detach that must not wait for a child, a verdict that must not wait for a timeout): while
+// it runs, a Deadline of that limit is charged at the load of each moment, so the limit
+// stretches as the machine's load does. A test that asserts promptness asserts Over, never a
+// wall-clock bound.
+type Stopwatch struct {
+	mu    sync.Mutex
+	dl    *Deadline
+	start time.Time
+	over  bool
+	done  chan struct{}
+}
+
+// Start starts timing something a quiet machine does within limit.
+func Start(limit time.Duration) *Stopwatch {
+	s := &Stopwatch{dl: New(limit), start: time.Now(), done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(tick(limit))
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.charge()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *Stopwatch) charge() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.over = s.over || s.dl.Passed()
+}
+
+// Stop ends the timing: the wall time it took, and whether that was over the limit at the
+// load it ran under. Call it once.
+func (s *Stopwatch) Stop() (took time.Duration, over bool) {
+	close(s.done)
+	s.charge()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.start), s.over
+}

@@ -116,3 +116,18 @@ func TestAfterAndWithTimeout(t *testing.T) {
 		t.Errorf("WithTimeout's Err after cancel: %v, want Canceled", ctx.Err())
 	}
 }
+
+// A Stopwatch is over once its budget is used at the load of each moment, not before.
+func TestStopwatch(t *testing.T) {
+	sw := Start(time.Hour)
+	if took, over := sw.Stop(); over || took <= 0 {
+		t.Errorf("an hour's stopwatch stopped at once: took %v, over %v", took, over)
+	}
+	factor = func() float64 { return 1 }
+	t.Cleanup(func() { factor = Factor })
+	sw = Start(time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	if _, over := sw.Stop(); !over {
+		t.Error("a 1ms stopwatch was not over after 5ms on a quiet machine")
+	}
+}
