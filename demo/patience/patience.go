@@ -210,12 +210,14 @@ type Stopwatch struct {
 	start time.Time
 	over  bool
 	done  chan struct{}
+	ended chan struct{} // the charging goroutine has returned
 }
 
 // Start starts timing something a quiet machine does within limit.
 func Start(limit time.Duration) *Stopwatch {
-	s := &Stopwatch{dl: New(limit), start: time.Now(), done: make(chan struct{})}
+	s := &Stopwatch{dl: New(limit), start: time.Now(), done: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
+		defer close(s.ended)
 		t := time.NewTicker(tick(limit))
 		defer t.Stop()
 		for {
@@ -240,6 +242,7 @@ func (s *Stopwatch) charge() {
 // load it ran under. Call it once.
 func (s *Stopwatch) Stop() (took time.Duration, over bool) {
 	close(s.done)
+	<-s.ended
 	s.charge()
 	s.mu.Lock()
 	defer s.mu.Unlock()
