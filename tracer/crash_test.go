@@ -14,6 +14,7 @@ import (
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/crashes"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -258,7 +259,7 @@ func stormRun(tb testing.TB, s crashes.Suite, n int, opts *CrashOptions) ([]sess
 	}
 	select {
 	case <-ready:
-	case <-time.After(120 * time.Second):
+	case <-patience.After(120 * time.Second):
 		tb.Fatal("ranks did not start")
 	}
 	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
@@ -266,7 +267,7 @@ func stormRun(tb testing.TB, s crashes.Suite, n int, opts *CrashOptions) ([]sess
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(120 * time.Second):
+	case <-patience.After(120 * time.Second):
 		tb.Fatal("ranks did not all crash")
 	}
 	st := tr.CrashStats()
@@ -406,7 +407,7 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 			}
 			select {
 			case <-tr.JobDone():
-			case <-time.After(60 * time.Second):
+			case <-patience.After(60 * time.Second):
 				t.Fatal("ranks did not finish")
 			}
 			mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -230,7 +231,7 @@ func TestProcReaders(t *testing.T) {
 	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
 	// Until exec has set up the new stack the environment reads empty (env_start is 0).
 	r := readRank(child.Process.Pid)
-	for deadline := time.Now().Add(5 * time.Second); r == sessions.NoRank && time.Now().Before(deadline); r = readRank(child.Process.Pid) {
+	for deadline := patience.New(5 * time.Second); r == sessions.NoRank && !deadline.Passed(); r = readRank(child.Process.Pid) {
 		time.Sleep(time.Millisecond)
 	}
 	if r != 7 {
@@ -248,7 +249,7 @@ func TestProcReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); readComm(other.Process.Pid) != "sleep" && time.Now().Before(deadline); {
+	for deadline := patience.New(5 * time.Second); readComm(other.Process.Pid) != "sleep" && !deadline.Passed(); {
 		time.Sleep(time.Millisecond)
 	}
 	if u, g := readUID(other.Process.Pid), readGID(other.Process.Pid); u != 1000 || g != 1001 {
@@ -310,13 +311,13 @@ func startEnv(t *testing.T, env []string, argv ...string) *exec.Cmd {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
+	for dl := patience.New(5 * time.Second); ; {
 		b, _ := os.ReadFile(procPath(cmd.Process.Pid, "environ"))
 		if strings.Contains("\x00"+string(b), "\x00"+env[0]+"\x00") {
 			return cmd
 		}
-		if i > 5000 {
-			t.Fatalf("%v: not exec'd after 5 s", argv)
+		if dl.Passed() {
+			t.Fatalf("%v: not exec'd after %v", argv, dl.Waited())
 		}
 		time.Sleep(time.Millisecond) // exec has no event to wait on from here
 	}
@@ -405,9 +406,9 @@ func TestSlurmJobUnderStepd(t *testing.T) {
 	// The shell forks the sleep and waits: the sleep's parent is "slurmstepd".
 	parent := startEnv(t, []string{jobEnv}, stepd, "-c", "sleep 60 & wait")
 	var task int
-	for i := 0; task == 0; i++ {
-		if i > 5000 {
-			t.Fatal("the shell under slurmstepd's name started no sleep in 5 s")
+	for dl := patience.New(5 * time.Second); task == 0; {
+		if dl.Passed() {
+			t.Fatalf("the shell under slurmstepd's name started no sleep in %v", dl.Waited())
 		}
 		time.Sleep(time.Millisecond)
 		scanStat(func(s procStat) bool {

@@ -3,11 +3,12 @@ package tracer
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/crashtui/crashtui/sessions"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/sessions"
 
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/elfinfo"

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/access"
@@ -38,7 +39,7 @@ func readLines(r io.Reader) lineReader {
 
 func (ch lineReader) expect(t *testing.T, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := patience.After(timeout)
 	for {
 		select {
 		case l, ok := <-ch:
@@ -81,9 +82,9 @@ func pgroupMembers(pgid int) []int {
 // waitProc polls /proc (there is nothing to wait on) until cond holds for pid.
 func waitProc(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := patience.New(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -124,15 +125,15 @@ func TestZombieLeaderProcess(t *testing.T) {
 	if err != nil || res.Processes != 1 || res.Threads != 1 {
 		t.Fatalf("attach to a process with a zombie leader: %+v %v", res, err)
 	}
-	start := time.Now()
+	sw := patience.Start(5 * time.Second)
 	if _, _, err := tr.Matrix(true); err != nil {
 		t.Fatalf("matrix: %v", err)
 	}
 	if _, err := tr.Checkpoint("none", nil); err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("matrix and checkpoint took %v: something waited on the zombie leader", d)
+	if d, over := sw.Stop(); over {
+		t.Errorf("matrix and checkpoint took %v (load factor now %.1f): something waited on the zombie leader", d, patience.Factor())
 	}
 	// The worker still handles signals under tracing.
 	syscall.Kill(pid, syscall.SIGUSR1)
@@ -141,7 +142,7 @@ func TestZombieLeaderProcess(t *testing.T) {
 	in.Write([]byte("x"))
 	select {
 	case <-tr.JobDone():
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("the job never ended")
 	}
 	closed = true
@@ -173,12 +174,12 @@ func TestZombieLeaderDetach(t *testing.T) {
 	if _, err := tr.Attach(Job{Kind: JobPID, ID: pid, Spec: "pid"}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	sw := patience.Start(3 * time.Second)
 	if err := tr.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("detach took %v", d)
+	if d, over := sw.Stop(); over {
+		t.Errorf("detach took %v (load factor now %.1f)", d, patience.Factor())
 	}
 	syscall.Kill(pid, syscall.SIGUSR1)
 	lines.expect(t, "usr1 1", 5*time.Second)
@@ -275,13 +276,13 @@ func TestForkStormIsFollowedAndDetachedPromptly(t *testing.T) {
 		tr.do(func() error { pids = tr.jobPIDs(); return nil })
 		return len(pids) == 1 && pids[0] == pid
 	})
-	begin := time.Now()
+	sw := patience.Start(3 * time.Second)
 	closed = true
 	if err := tr.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if d := time.Since(begin); d > 3*time.Second {
-		t.Errorf("detach took %v", d)
+	if d, over := sw.Stop(); over {
+		t.Errorf("detach took %v (load factor now %.1f)", d, patience.Factor())
 	}
 	close(evch)
 	for e := range evch {
@@ -373,18 +374,18 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 func TestDetachVforkParentPromptly(t *testing.T) {
 	tr, pid, lines := tracedVforkParent(t)
 	// The child exists a moment before its parent blocks in the vfork wait.
-	for deadline := time.Now().Add(5 * time.Second); !inVfork(pid, pid) && time.Now().Before(deadline); {
+	for deadline := patience.New(5 * time.Second); !inVfork(pid, pid) && !deadline.Passed(); {
 		time.Sleep(time.Millisecond)
 	}
 	if !inVfork(pid, pid) {
 		t.Fatalf("inVfork(%d) is false for a vfork parent (syscall %q)", pid, readFileString(procPath(pid, "syscall")))
 	}
-	start := time.Now()
+	sw := patience.Start(time.Second)
 	if err := tr.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("detach took %v with a vfork parent", d)
+	if d, over := sw.Stop(); over {
+		t.Errorf("detach took %v with a vfork parent (load factor now %.1f; parent still in vfork: %v)", d, patience.Factor(), inVfork(pid, pid))
 	}
 	lines.expect(t, "beat", 10*time.Second)
 	if _, tp := taskStatus(pid); tp != 0 {
@@ -467,7 +468,7 @@ func TestDetachReleasesEveryThreadAtOnce(t *testing.T) {
 // waitState waits until pid's state letter is want.
 func waitState(t *testing.T, pid int, want byte) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := patience.New(5 * time.Second); !deadline.Passed(); time.Sleep(time.Millisecond) {
 		if st, err := readStat(pid); err == nil && st.state == want {
 			return
 		}
