@@ -70,6 +70,7 @@ type excerpt struct {
 	fails []string
 	after int // lines still to keep after the last match
 	tail  []string
+	lines int
 }
 
 const (
@@ -81,6 +82,7 @@ const (
 var failRE = regexp.MustCompile(`--- FAIL|panic:|FAIL`)
 
 func (e *excerpt) add(line string) {
+	e.lines++
 	if failRE.MatchString(line) {
 		e.after = afterFail + 1
 	}
@@ -217,13 +219,17 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 		con.println(fmt.Sprintf("FAIL %s %s: %s (%s; log: %s)", o.name, took, orDash(r.Closing), why, o.log))
 		if !o.all { // with -all its failures are on the console already
 			var b strings.Builder
-			if len(ex.fails) > 0 {
-				b.WriteString("     its failures:\n")
-				for _, l := range ex.fails {
-					b.WriteString("     " + l + "\n")
+			if ex.lines <= tailLines {
+				b.WriteString("     its log:\n") // all of it: the failures are in it
+			} else {
+				if len(ex.fails) > 0 {
+					b.WriteString("     its failures:\n")
+					for _, l := range ex.fails {
+						b.WriteString("     " + l + "\n")
+					}
 				}
+				b.WriteString("     the end of its log:\n")
 			}
-			b.WriteString("     the end of its log:\n")
 			for _, l := range ex.tail {
 				b.WriteString("     " + l + "\n")
 			}

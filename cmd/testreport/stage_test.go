@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -149,5 +150,52 @@ func TestReportStillRunning(t *testing.T) {
 	r.heartbeat(now, time.Minute)
 	if out.Len() != 0 {
 		t.Errorf("a still-running line after the closing lines began: %q", out.String())
+	}
+}
+
+// TestMakeTestRunsEveryStage runs the Makefile's own test target on three stand-in stages
+// (MAKEFILES adds them to every make, the stages' own included): one fails, the next still
+// runs and passes, one never starts (its target fails first); the summary names each and
+// make test exits non-zero.
+func TestMakeTestRunsEveryStage(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := t.TempDir()
+	extra := filepath.Join(dir, "stages.mk")
+	mk := `
+fake-fail: testreport
+	$(call stage,fake-fail)
+stage-fake-fail:
+	@echo "progress: step one ok (1s)"; echo "--- FAIL: TestX"; echo "fake-fail: 1 passed, 1 failed"; exit 1
+fake-pass: testreport
+	$(call stage,fake-pass)
+stage-fake-pass:
+	@echo "progress: step two ok (2s)"; echo "fake-pass: 2 passed, 0 failed, 1 skipped"
+fake-never:
+	@echo "installing: nothing"; exit 1
+`
+	if err := os.WriteFile(extra, []byte(mk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := filepath.Join(dir, "build")
+	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "test", "STAGES=fake-fail fake-never fake-pass", "BUILD="+build)
+	cmd.Env = append(os.Environ(), "MAKEFILES="+extra, "MAKEFLAGS=")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+		t.Fatalf("make test with a failing stage: %v, want a non-zero exit\n%s", err, out)
+	}
+	got := durations.ReplaceAllString(string(out), "${1}D")
+	contains(t, "make test's output", got,
+		"== fake-fail (log: "+build+"/test-logs/fake-fail.log)", "     step one ok (1s)\n",
+		"FAIL fake-fail D: fake-fail: 1 passed, 1 failed (exit status 2; log: ", "--- FAIL: TestX",
+		"installing: nothing",
+		"== fake-pass", "     step two ok (2s)\n", "ok   fake-pass D: fake-pass: 2 passed, 0 failed, 1 skipped",
+		"== summary\n",
+		"FAIL fake-fail ", "FAIL fake-never ", "did not run: make fake-never failed before the stage started",
+		"ok   fake-pass ",
+		"make test: FAIL (fake-fail, fake-never): 1 of 3 stages passed; tests 3 passed, 1 failed, 1 skipped; D in all")
+	if i, j := strings.Index(got, "== fake-fail"), strings.Index(got, "== fake-pass"); i < 0 || j < i {
+		t.Errorf("the stages did not run in order:\n%s", got)
 	}
 }
