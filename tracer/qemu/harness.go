@@ -663,9 +663,11 @@ func (a *Arch) FetchKernel(ctx context.Context, cacheDir string, log io.Writer) 
 		return "", &SkipError{Reason: "no cached " + a.GOARCH + " kernel in " + cacheDir + " and " + err.Error()}
 	}
 	fmt.Fprintf(log, ProgressPrefix+"%s: fetching Debian's %s package list (for its kernel)\n", a.GOARCH, a.DebArch)
+	t0 := time.Now()
 	// A security-index mirror sync error can make update exit 100 while the
 	// main index is fine: judge by whether the package is found below.
 	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+	fmt.Fprintf(log, ProgressPrefix+"%s: fetched Debian's %s package list (%s)\n", a.GOARCH, a.DebArch, fmtDur(time.Since(t0)))
 	pkg, err := a.pickKernelPackage(ctx, o)
 	if err != nil {
 		return "", &SkipError{Reason: "no " + a.GOARCH + " kernel package: " + err.Error()}
@@ -698,7 +700,9 @@ func (a *Arch) FetchBusybox(ctx context.Context, cacheDir string, log io.Writer)
 	if err != nil {
 		// The private lists may be missing or stale (the kernel was cached without them).
 		fmt.Fprintf(log, ProgressPrefix+"%s: fetching Debian's %s package list (for busybox-static)\n", a.GOARCH, a.DebArch)
+		t0 := time.Now()
 		_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+		fmt.Fprintf(log, ProgressPrefix+"%s: fetched Debian's %s package list (%s)\n", a.GOARCH, a.DebArch, fmtDur(time.Since(t0)))
 		if deb, err = a.downloadDeb(ctx, log, cacheDir, o, pkg); err != nil {
 			return "", err
 		}
