@@ -163,7 +163,11 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 					silent, said := now.Sub(con.last), con.said
 					con.mu.Unlock()
 					if silent >= o.quiet {
-						con.println(fmt.Sprintf("     %s: still running, %s so far; its last line: %s", o.name, fmtDur(now.Sub(start)), clip(said, 100)))
+						last := "it has printed nothing yet"
+						if said != "" {
+							last = "its last line: " + clip(said, 100)
+						}
+						con.println(fmt.Sprintf("     %s: still running, %s so far; %s", o.name, fmtDur(now.Sub(start)), last))
 					}
 				}
 			}
