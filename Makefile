@@ -10,38 +10,58 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 DEMO_SRC := $(wildcard demo/c/*.c)
 DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
-# Debian packages the tests and demo programs need (command:package): gcc for the C demo
-# programs, gdb to read the cores crashtui writes, Open MPI for the real-MPI matrix test.
-APT_NEEDS := gcc:gcc gdb:gdb mpirun:openmpi-bin mpicc:libopenmpi-dev
+# What the demo needs (command:package, installed with apt-get when the command is missing): gcc
+# compiles the demo's C programs, gdb is what g in the TUI opens on a core. make test adds Open
+# MPI for the real-MPI matrix and stacks tests, and dlv (go install) for the Stacks tab's Go
+# hand-off test; the Slurm and QEMU stages install their own (test-slurm, qemu-deps-*).
+DEMO_NEEDS := gcc:gcc gdb:gdb
+TEST_NEEDS := mpirun:openmpi-bin mpicc:libopenmpi-dev
+DLV := github.com/go-delve/delve/cmd/dlv@v1.27.2
 
-.PHONY: all build install demo test test-go test-slurm test-ppc64le test-arm64 bench soak cross deps apt-deps go-deps clean vet fmt
+.PHONY: all build install demo test test-go test-slurm test-ppc64le test-arm64 bench soak cross deps test-deps apt-deps go-deps dlv clean vet fmt testreport
 
 all: build
 
-apt-deps:
-	@missing=""; for pair in $(APT_NEEDS); do cmd=$${pair%%:*}; pkg=$${pair##*:}; \
-	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+# apt_need PAIRS: apt-get install the packages of the NEED:PACKAGE pairs whose NEED (a command,
+# or an absolute path) is missing, saying what it installs and how long that took.
+define apt_need
+	@missing=""; for pair in $(1); do f=$${pair%%:*}; pkg=$${pair##*:}; \
+	  case $$f in /*) test -e "$$f" ;; *) command -v "$$f" >/dev/null 2>&1 ;; esac || missing="$$missing $$pkg"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
+	  echo "installing:$$missing (apt-get)"; t=$$(date +%s); \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
 	  { DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; } || exit 1; \
+	  echo "installed:$$missing ($$(( $$(date +%s) - t ))s)"; \
 	fi
+endef
 
+apt-deps:
+	$(call apt_need,$(DEMO_NEEDS))
+
+# Go modules: downloaded (and said so) only when the module cache lacks them.
 go-deps:
-	@$(GO) mod download
-	@command -v dlv >/dev/null 2>&1 || { echo "installing: dlv"; $(GO) install github.com/go-delve/delve/cmd/dlv@v1.27.2; }
+	@GOPROXY=off $(GO) list -deps -test ./... >/dev/null 2>&1 || { \
+	  echo "downloading: Go modules (go mod download)"; t=$$(date +%s); $(GO) mod download && \
+	  echo "downloaded: Go modules ($$(( $$(date +%s) - t ))s)"; }
 
+dlv:
+	@command -v dlv >/dev/null 2>&1 || { echo "installing: dlv (go install $(DLV))"; t=$$(date +%s); \
+	  $(GO) install $(DLV) && echo "installed: dlv ($$(( $$(date +%s) - t ))s)"; }
+
+# What make demo needs; test-deps is that and what the tests add.
 deps: apt-deps go-deps
+test-deps: deps dlv
+	$(call apt_need,$(TEST_NEEDS))
 
 $(BUILD)/demo/%: demo/c/%.c | apt-deps
 	@mkdir -p $(BUILD)/demo
 	@gcc -g -O1 -pthread -o $@ $< -ldl
 
 build: go-deps $(DEMO_BIN)
-	@$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui
-	@echo "built $(BIN)"
+	@t=$$(date +%s); $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/crashtui && \
+	  echo "built $(BIN) ($$(( $$(date +%s) - t ))s)"
 
 # crashtui on your PATH: PREFIX/bin/crashtui (PREFIX=/usr/local by default; DESTDIR for
 # staged installs). `go install ./cmd/crashtui` puts it in $(go env GOPATH)/bin instead.
@@ -51,40 +71,65 @@ install: build
 	install -m 0755 $(BIN) "$(DESTDIR)$(PREFIX)/bin/crashtui"
 
 # The built-in demo job in the TUI (as root it shows everything; otherwise it says what it cannot).
-demo: build
+# It installs only what the demo uses (deps: gcc, gdb, the Go modules).
+demo: deps build
 	$(BIN) demo
 
-# All tests: unit and real-process tests with the race detector, a one-node Slurm cluster, the
-# cross builds, and the ppc64le and arm64 stages on real kernels under QEMU (installing
-# qemu-system-ppc and qemu-system-arm and fetching Debian's kernels when absent).
-test: deps build test-go test-slurm cross test-ppc64le test-arm64
-
-# The output is one line per package and per stage, with its time; the full logs go to
-# $(LOGS), and what failed is printed in full.
+# All tests, as five stages that all run even when one fails: test-go (unit and real-process
+# tests with the race detector), test-slurm (a one-node Slurm cluster), cross (the arm64 and
+# ppc64le builds), test-ppc64le and test-arm64 (real kernels under QEMU, installing
+# qemu-system-ppc and qemu-system-arm and fetching Debian's kernels when absent). Each stage
+# prints its progress lines and an ok or FAIL line with its time, its whole output goes to
+# $(LOGS)/STAGE.log, and the summary at the end has one line per stage and the totals; make
+# test fails if any stage did.
+STAGES := test-go test-slurm cross test-ppc64le test-arm64
 LOGS := $(BUILD)/test-logs
+RESULTS := $(LOGS)/stages.jsonl
+TESTREPORT := $(BUILD)/testreport
 
-test-go:
+test: testreport
+	@rm -f $(RESULTS)
+	@for s in $(STAGES); do $(MAKE) --no-print-directory $$s; done; \
+	  $(TESTREPORT) -summary $(RESULTS) $(STAGES)
+
+testreport:
 	@mkdir -p $(LOGS)
-	@echo "go test -race ./... (log: $(LOGS)/go-test.log)"
-	@set -o pipefail; $(GO) test -race -count=1 -timeout 20m -json ./... 2>&1 | \
-	  $(GO) run ./cmd/testreport -log $(LOGS)/go-test.log
+	@$(GO) build -o $(TESTREPORT) ./cmd/testreport
 
-# stage NAME CMD: run CMD with its output in $(LOGS)/NAME.log; print its closing line, or the
-# end of the log when it fails.
-define stage
-	@mkdir -p $(LOGS); start=$$(date +%s); \
-	if $(2) > $(LOGS)/$(1).log 2>&1; then \
-	  echo "ok   stage $(1) $$(( $$(date +%s) - start ))s: $$(grep -E 'passed, [0-9]+ failed|^SKIP' $(LOGS)/$(1).log | tail -1) (log: $(LOGS)/$(1).log)"; \
-	else \
-	  echo "FAIL stage $(1) $$(( $$(date +%s) - start ))s (log: $(LOGS)/$(1).log); its failures:"; \
-	  grep -E -A15 -- '--- FAIL|panic:|FAIL' $(LOGS)/$(1).log | head -150; tail -30 $(LOGS)/$(1).log; exit 1; \
-	fi
-endef
+# stage NAME [-all]: run the recipe of the target stage-NAME as the stage NAME (cmd/testreport
+# -stage): its output in $(LOGS)/NAME.log, its progress lines on the console, then its ok or
+# FAIL line, and its result in $(RESULTS) for make test's summary.
+stage = @$(TESTREPORT) -stage $(1) $(2) -log $(LOGS)/$(1).log -results $(RESULTS) -- \
+  $(MAKE) --no-print-directory -s stage-$(1)
+
+# go test's output is one line per package with its time (cmd/testreport), and a line naming
+# the running test when a package is silent for a minute; go test's whole output goes to
+# $(LOGS)/go-test.log, and what failed is printed in full. The timeout is per package and
+# generous: a loaded machine runs cmd/crashtui's real-process tests several times slower.
+test-go: test-deps build testreport
+	$(call stage,test-go,-all)
+
+stage-test-go:
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 60m -json ./... 2>&1 | \
+	  $(TESTREPORT) -log $(LOGS)/go-test.log
 
 # A one-node Slurm cluster of this machine (slurmctld, slurmd and munge installed with apt-get
 # when absent), started for crashtui's Slurm tests and stopped after them: .ci/slurm.
-test-slurm: deps
-	$(call stage,slurm,GO=$(GO) LOGS=$(LOGS) .ci/slurm)
+test-slurm: deps testreport
+	$(call stage,test-slurm)
+
+stage-test-slurm:
+	@GO=$(GO) LOGS=$(LOGS) .ci/slurm
+
+# The arm64 and ppc64le builds and vets, one progress line (with its time) per step.
+cross: testreport
+	$(call stage,cross)
+
+stage-cross:
+	@for arch in arm64 ppc64le; do for step in build vet; do t=$$(date +%s); \
+	  GOOS=linux GOARCH=$$arch $(GO) $$step ./... || exit 1; \
+	  echo "progress: GOARCH=$$arch go $$step ./... ok ($$(( $$(date +%s) - t ))s)"; done; done; \
+	echo "progress: GOARCH=arm64 and ppc64le: go build and go vet ./... clean"
 
 # The QEMU stages' C programs (glibc's own scv, the C crash suite) are built on the host with
 # Debian's cross compilers and libcs (PATH:PACKAGE pairs), installed with apt-get when absent;
@@ -94,20 +139,7 @@ QEMU_NEEDS_ppc64le := /usr/bin/powerpc64le-linux-gnu-gcc:gcc-powerpc64le-linux-g
 QEMU_NEEDS_arm64 := /usr/bin/aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu \
   /usr/aarch64-linux-gnu/lib/libc.a:libc6-dev-arm64-cross
 
-# apt_need PAIRS: apt-get install the packages of the PATH:PACKAGE pairs whose path is missing.
-define apt_need
-	@missing=""; for pair in $(1); do f=$${pair%%:*}; pkg=$${pair##*:}; \
-	  test -e "$$f" || missing="$$missing $$pkg"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing >/dev/null 2>&1 || \
-	  { DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; }; \
-	fi
-endef
-
-.PHONY: qemu-deps-ppc64le qemu-deps-arm64 guest
+.PHONY: qemu-deps-ppc64le qemu-deps-arm64 guest stage-test-go stage-test-slurm stage-cross stage-test-ppc64le stage-test-arm64
 qemu-deps-ppc64le:
 	$(call apt_need,$(QEMU_NEEDS_ppc64le))
 
@@ -116,13 +148,21 @@ qemu-deps-arm64:
 
 # Each stage ends with TestDemoGuest: `crashtui demo --guest ARCH --json` boots the guest once
 # more, with sigpending under the guest's agent, and checkpoints it over the console.
-demo_guest_test = CRASHTUI_QEMU=1 CRASHTUI_DEMO_GUEST=$(1) $(GO) test -count=1 -v -run TestDemoGuest ./cmd/crashtui
+demo_guest_test = { echo "progress: TestDemoGuest: crashtui demo --guest $(1) --json"; t=$$(date +%s); \
+  CRASHTUI_QEMU=1 CRASHTUI_DEMO_GUEST=$(1) $(GO) test -count=1 -v -timeout 30m -run TestDemoGuest ./cmd/crashtui && \
+  echo "progress: TestDemoGuest ok ($$(( $$(date +%s) - t ))s)"; }
 
-test-ppc64le: qemu-deps-ppc64le
-	$(call stage,ppc64le,{ $(GO) run ./tracer/qemu/cmd/ppc64le-test && $(call demo_guest_test,ppc64le:power10); })
+test-ppc64le: qemu-deps-ppc64le testreport
+	$(call stage,test-ppc64le)
 
-test-arm64: qemu-deps-arm64
-	$(call stage,arm64,{ $(GO) run ./tracer/qemu/cmd/arm64-test && $(call demo_guest_test,arm64:max); })
+stage-test-ppc64le:
+	@$(GO) run ./tracer/qemu/cmd/ppc64le-test && $(call demo_guest_test,ppc64le:power10)
+
+test-arm64: qemu-deps-arm64 testreport
+	$(call stage,test-arm64)
+
+stage-test-arm64:
+	@$(GO) run ./tracer/qemu/cmd/arm64-test && $(call demo_guest_test,arm64:max)
 
 # A guest for users (workshops: the scv bug on a laptop): boots ARCH (ppc64le, arm64) on CPU
 # (power8, power9, power10; max; default power10 or max) with crashtui, busybox, the C test
@@ -148,13 +188,8 @@ bench: build
 # 200 SIGKILLs of crashtui at random moments of matrix, checkpoint and a measured attach,
 # against a 20-process job that checks its own registers, results and SIGTRAP handler; then
 # 50 matrix runs under a SIGSTOP/SIGCONT storm.
-soak: deps
+soak: test-deps
 	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_STORM_RUNS=50 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^(TestKill9DuringInjection|TestStopStormDuringMatrix)$$' -v -timeout 30m ./cmd/crashtui
-
-cross:
-	@GOOS=linux GOARCH=arm64 $(GO) build ./... && GOOS=linux GOARCH=arm64 $(GO) vet ./...
-	@GOOS=linux GOARCH=ppc64le $(GO) build ./... && GOOS=linux GOARCH=ppc64le $(GO) vet ./...
-	@echo "ok   cross: GOARCH=arm64 and ppc64le build and vet"
 
 vet:
 	$(GO) vet ./...

@@ -3,7 +3,8 @@
 // `crashtui demo`, `make demo` and the tests of every package. It never traces anything.
 //
 // Sub-packages: crashes (the crash-pattern suite), access (the access-matrix peer), restart
-// (threads blocked in syscalls).
+// (threads blocked in syscalls), patience (how long the tests and the QEMU stages wait on a
+// loaded machine).
 package demo
 
 import (

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 const guardVictimEnv = "CRASHTUI_GUARD_VICTIM"
@@ -59,7 +60,7 @@ func TestGuardVictimProcess(t *testing.T) {
 		unix.Kill(os.Getpid(), unix.SIGTRAP)
 		select {
 		case <-traps:
-		case <-time.After(5 * time.Second):
+		case <-patience.After(5 * time.Second):
 			fmt.Println("bad SIGTRAP not caught")
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // TestInjectSyscallKeepsRestart injects getpid, the way the product does (injectSyscall: the
@@ -95,7 +96,7 @@ func TestInjectSyscallKeepsRestart(t *testing.T) {
 func waitSyscallNr(t *testing.T, pid, tid int, nrs []int) int {
 	t.Helper()
 	nr := -1
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := patience.New(5 * time.Second); !deadline.Passed(); time.Sleep(time.Millisecond) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
 		if err != nil {
 			t.Fatalf("syscall of %d: %v", tid, err)

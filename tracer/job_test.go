@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tracer/procfs"
 )
 
@@ -189,13 +190,13 @@ func startEnv(t *testing.T, env []string, argv ...string) *exec.Cmd {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	for i := 0; ; i++ {
+	for dl := patience.New(5 * time.Second); ; {
 		b, _ := os.ReadFile(procfs.Path(cmd.Process.Pid, "environ"))
 		if strings.Contains("\x00"+string(b), "\x00"+env[0]+"\x00") {
 			return cmd
 		}
-		if i > 5000 {
-			t.Fatalf("%v: not exec'd after 5 s", argv)
+		if dl.Passed() {
+			t.Fatalf("%v: not exec'd after %v", argv, dl.Waited())
 		}
 		time.Sleep(time.Millisecond) // exec has no event to wait on from here
 	}
@@ -284,9 +285,9 @@ func TestSlurmJobUnderStepd(t *testing.T) {
 	// The shell forks the sleep and waits: the sleep's parent is "slurmstepd".
 	parent := startEnv(t, []string{jobEnv}, stepd, "-c", "sleep 60 & wait")
 	var task int
-	for i := 0; task == 0; i++ {
-		if i > 5000 {
-			t.Fatal("the shell under slurmstepd's name started no sleep in 5 s")
+	for dl := patience.New(5 * time.Second); task == 0; {
+		if dl.Passed() {
+			t.Fatalf("the shell under slurmstepd's name started no sleep in %v", dl.Waited())
 		}
 		time.Sleep(time.Millisecond)
 		procfs.ScanStat(func(s procfs.Stat) bool {

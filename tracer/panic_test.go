@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/procfs"
 )
@@ -71,7 +72,7 @@ func panicHelper(pg string) {
 	// The loop closes its done channel while it unwinds from the panic (after detaching), so
 	// Matrix may return "tracer: stopped" just before the panic ends the process: give the
 	// panic the time to do so; exiting here would race it.
-	time.Sleep(10 * time.Second)
+	time.Sleep(patience.Scale(10 * time.Second))
 	os.Stdout.WriteString("matrix returned without the planned panic: " + fmt.Sprint(err) + "\n")
 	os.Exit(4)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/access"
@@ -69,7 +70,7 @@ func TestZombieLeaderProcess(t *testing.T) {
 	in.Write([]byte("x"))
 	select {
 	case <-tr.JobDone():
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("the job never ended")
 	}
 	closed = true

@@ -27,6 +27,7 @@ import (
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/crashes"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -144,7 +145,7 @@ func startCrashRunLimit(t *testing.T, limit string, n int, flags []string, argv 
 			r.cmd.Process.Signal(syscall.SIGINT) // crashtui detaches
 			select {
 			case <-r.done:
-			case <-time.After(20 * time.Second):
+			case <-patience.After(20 * time.Second):
 				r.cmd.Process.Kill()
 				<-r.done
 			}
@@ -182,7 +183,7 @@ func (r *crRun) pids() []int {
 // waitUntil waits for cond on (events, stderr lines) or fails after timeout.
 func (r *crRun) waitUntil(what string, timeout time.Duration, cond func([]sessions.Event, []string) bool) {
 	r.t.Helper()
-	deadline := time.After(timeout)
+	deadline := patience.After(timeout)
 	for {
 		r.mu.Lock()
 		ok := cond(r.events, r.stderr)
@@ -234,7 +235,7 @@ func (r *crRun) wait(timeout time.Duration) crResult {
 	r.t.Helper()
 	select {
 	case <-r.done:
-	case <-time.After(timeout):
+	case <-patience.After(timeout):
 		r.t.Fatalf("crashtui still running after %v\n%s", timeout, r.tail())
 	}
 	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
@@ -713,12 +714,12 @@ func TestCrashKillSegvFromOutside(t *testing.T) {
 	// "ready" is printed just before pause(): wait until each is asleep in it, so every rank
 	// is keyed at the same place.
 	for pid := range pids {
-		for i := 0; ; i++ {
+		for dl := patience.New(5 * time.Second); ; {
 			if inPause(pid) {
 				break
 			}
-			if i > 5000 {
-				t.Fatalf("pid %d never slept in pause()", pid)
+			if dl.Passed() {
+				t.Fatalf("pid %d never slept in pause() (%v)", pid, dl.Waited())
 			}
 			time.Sleep(time.Millisecond) // polling /proc: the state change has no event to wait on
 		}
@@ -780,7 +781,7 @@ func TestCrashAttachedJob(t *testing.T) {
 	for i := 0; i < n; i++ {
 		select {
 		case <-ready:
-		case <-time.After(30 * time.Second):
+		case <-patience.After(30 * time.Second):
 			t.Fatal("processes did not start")
 		}
 	}
@@ -803,16 +804,16 @@ func TestCrashAttachedJob(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
+		case <-patience.After(20 * time.Second):
 			cmd.Process.Kill()
 			<-done
 		}
 	})
 	// Attached means a TracerPid (crashtui's tracer thread), for every process.
 	for _, c := range procs {
-		for i := 0; tracerPID(c.Process.Pid) == 0 || !inPause(c.Process.Pid); i++ {
-			if i > 10000 {
-				t.Fatalf("pid %d: not attached and asleep in pause", c.Process.Pid)
+		for dl := patience.New(10 * time.Second); tracerPID(c.Process.Pid) == 0 || !inPause(c.Process.Pid); {
+			if dl.Passed() {
+				t.Fatalf("pid %d: not attached and asleep in pause (%v)", c.Process.Pid, dl.Waited())
 			}
 			time.Sleep(time.Millisecond) // polling /proc: attach and sleep have no event to wait on
 		}
@@ -828,7 +829,7 @@ func TestCrashAttachedJob(t *testing.T) {
 		if waitErr != nil {
 			t.Fatalf("crashtui attach: %v", waitErr)
 		}
-	case <-time.After(30 * time.Second):
+	case <-patience.After(30 * time.Second):
 		t.Fatal("crashtui did not end with the job")
 	}
 	res := crResult{}
@@ -891,7 +892,7 @@ func gdbTopFrame(t *testing.T, exe, core string) string {
 	if err != nil {
 		t.Skip("gdb is not installed: cannot check that cores are readable")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := patience.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, gdb, "-nx", "-batch", "-ex", "bt", exe, core).CombinedOutput()
 	for _, l := range strings.Split(string(out), "\n") {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/crashtui/crashtui/demo"
@@ -16,11 +18,31 @@ const demoSynopsis = "demo [--json] [--record FILE] [--duration D] [--tour] [--g
 // demoRanks is the size of the built-in demo job (demo/c/rank.c says what each rank does).
 const demoRanks = 8
 
+// parseDurationFlag is time.ParseDuration with an error that says what to type: flag's own is
+// only "parse error", and a bare number (--duration 3) is the usual mistake.
+func parseDurationFlag(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err == nil && d < 0:
+		return 0, errors.New("want a duration >= 0, like 30s")
+	case err == nil:
+		return d, nil
+	}
+	if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+		return 0, fmt.Errorf("use a unit: %ss (or ms, m, h)", s)
+	}
+	return 0, errors.New("want a duration with a unit, like 30s, 1m30s or 500ms")
+}
+
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("demo", demoSynopsis, stderr)
 	c.register(fs)
-	duration := fs.Duration("duration", 0, "end the demo after this long (default: at q in the TUI, 12s with --json)")
+	duration := new(time.Duration)
+	fs.Func("duration", "end the demo after `D` (a unit is needed: 30s, 2m; default: at q in the TUI, 12s with --json)", func(s string) (err error) {
+		*duration, err = parseDurationFlag(s)
+		return err
+	})
 	fs.BoolVar(&c.tour, "tour", false, "a guided tour of the four capabilities: each key shows the next (esc leaves it, the session goes on)")
 	guestArch := fs.String("guest", "", "boot a QEMU guest of this `ARCH` (ppc64le, arm64) running demo/restart's sigpending under crashtui's agent, and show it here; c checkpoints it (with --json: request lines on stdin, as agent --control reads them)")
 	cpu := fs.String("cpu", "", "the guest's QEMU `MODEL`: power8, power9, power10 (default) for ppc64le; max for arm64")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
@@ -48,7 +49,7 @@ func TestDemoGuest(t *testing.T) {
 
 	start := time.Now()
 	// SIGTERM at cleanup: the agent detaches and the guest powers off; QEMU dies with crashtui anyway.
-	cmd := exec.Command(crashtuiBin, "demo", "--guest", a.GOARCH, "--cpu", cpu, "--json", "--duration", "4m")
+	cmd := exec.Command(crashtuiBin, "demo", "--guest", a.GOARCH, "--cpu", cpu, "--json", "--duration", "30m") // the test ends it (detach) long before
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestDemoGuest(t *testing.T) {
 	send("detach")
 	select {
 	case <-c.done:
-	case <-time.After(30 * time.Second):
+	case <-patience.After(30 * time.Second):
 		t.Fatal("crashtui demo --guest did not end within 30s of detach")
 	}
 	err = c.cmd.Wait()
@@ -141,7 +142,7 @@ func TestDemoGuest(t *testing.T) {
 // waitGuest is waitFor, with the events so far in the failure's message.
 func waitGuest(t *testing.T, c *crashtuiProc, what string, timeout time.Duration, cond func([]event) bool) []event {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := patience.After(timeout)
 	for {
 		evs := c.snapshot()
 		if cond(evs) {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // victimJob is demo/c/victim.c: N processes in their own group that report any harm.
@@ -50,7 +52,7 @@ func startVictims(t *testing.T, n int) *victimJob {
 		}
 		close(v.lines)
 	}()
-	deadline := time.After(20 * time.Second)
+	deadline := patience.After(20 * time.Second)
 	for len(v.pids) < n {
 		select {
 		case l := <-v.lines:
@@ -97,7 +99,7 @@ func (v *victimJob) check(t *testing.T) (harmed int) {
 		syscall.Kill(pid, syscall.SIGUSR2)
 	}
 	reported := map[int]bool{}
-	deadline := time.After(10 * time.Second)
+	deadline := patience.After(10 * time.Second)
 	for len(reported) < len(v.pids)-len(bad) {
 		select {
 		case l, ok := <-v.lines:
@@ -171,7 +173,7 @@ func TestKill9DuringInjection(t *testing.T) {
 		c.Process.Kill()
 		c.Wait()
 		// The kernel detaches in the dead tracer's exit_ptrace.
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for deadline := patience.New(5 * time.Second); !deadline.Passed(); time.Sleep(time.Millisecond) {
 			traced := false
 			for _, pid := range v.pids {
 				if tracerPID(pid) > 0 {
@@ -401,7 +403,7 @@ func TestStopStormDuringMatrix(t *testing.T) {
 			if err != nil {
 				t.Errorf("matrix run %d: %v", i, err)
 			}
-		case <-time.After(60 * time.Second):
+		case <-patience.After(60 * time.Second):
 			c.Process.Kill()
 			t.Fatalf("matrix run %d did not finish in 60 s under the storm", i)
 		}
@@ -411,7 +413,7 @@ func TestStopStormDuringMatrix(t *testing.T) {
 	}
 	close(stop)
 	n := <-stormed
-	time.Sleep(100 * time.Millisecond) // stray traps, if any, arrive now
+	time.Sleep(patience.Scale(100 * time.Millisecond)) // stray traps, if any, arrive now
 	harmed := v.check(t)
 	t.Logf("stop storm: %d SIGSTOP/SIGCONT rounds over %d matrix runs: harmed %d of %d", n, runs, harmed, len(v.pids))
 	if os.Getenv("CRASHTUI_KILL9_REPORT") != "" {
@@ -446,7 +448,7 @@ func TestHandlersAndMasksUnchanged(t *testing.T) {
 	// A thread just created runs with every signal blocked until glibc's start_thread puts
 	// the creator's mask back: take "before" once two snapshots agree.
 	before := masks()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := patience.New(5 * time.Second); !deadline.Passed(); {
 		time.Sleep(50 * time.Millisecond)
 		again := masks()
 		if fmt.Sprint(again) == fmt.Sprint(before) {

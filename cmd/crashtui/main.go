@@ -21,11 +21,11 @@ const usage = `crashtui — a terminal debugger for a whole job
 Usage:
   crashtui attach JOB            TUI on a running job (never kills it; q detaches and leaves it running)
   crashtui run [-n N] -- CMD...  start N ranks of CMD traced from birth (env CRASHTUI_RANK, CRASHTUI_SIZE)
-  crashtui demo                  the built-in demo job, in the TUI
-  crashtui replay FILE           a recorded session, in the TUI (no ptrace, no root)
+  crashtui demo [--tour]         the built-in demo job, in the TUI (--tour: a guided tour)
+  crashtui replay [--tour] FILE  a recorded session (--record), in the TUI (no ptrace, no root)
   crashtui matrix JOB            the access matrix once, as a table (or --json)
   crashtui checkpoint JOB        simulated checkpoint: freeze, show restart state, apply
-                                 --restore=correct|naive|none, resume
+                                 --restore=correct|naive|sc-only|none, resume
   crashtui stacks JOB            where every thread is now: K stack samples merged into a call-path
                                  tree and classes, stuck or moving (--samples, --interval, --dot)
   crashtui agent JOB             one node of a multi-node session: attach, JSON Lines stamped with

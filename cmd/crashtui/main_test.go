@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo"
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // crashtuiBin is the real binary, built once for this test package: end-to-end tests run it
@@ -95,7 +96,7 @@ func startCrashtuiCmd(t *testing.T, cmd *exec.Cmd, stop syscall.Signal) *crashtu
 		c.cmd.Process.Signal(stop) // detaches; never kills the job
 		select {
 		case <-c.done:
-		case <-time.After(15 * time.Second):
+		case <-patience.After(15 * time.Second):
 			c.cmd.Process.Kill()
 		}
 		c.cmd.Wait()
@@ -141,7 +142,7 @@ func (c *crashtuiProc) snapshot() []event {
 // waitFor waits until cond holds on the events so far, or fails the test.
 func (c *crashtuiProc) waitFor(t *testing.T, what string, timeout time.Duration, cond func([]event) bool) []event {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := patience.After(timeout)
 	for {
 		evs := c.snapshot()
 		if cond(evs) {
@@ -170,7 +171,7 @@ func (c *crashtuiProc) stop(t *testing.T) (int, []event) {
 	c.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-c.done:
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatal("crashtui did not exit after SIGINT")
 	}
 	err := c.cmd.Wait()
@@ -290,7 +291,7 @@ func (j *job) waitLines(t *testing.T, prefix string, n int) []string {
 		}
 	}
 	j.backlog = keep
-	deadline := time.After(20 * time.Second)
+	deadline := patience.After(20 * time.Second)
 	for len(got) < n {
 		select {
 		case l, ok := <-j.lines:
@@ -343,7 +344,7 @@ func startWaited(t *testing.T, cmd *exec.Cmd, stop syscall.Signal) *waitedProc {
 		}
 		select {
 		case <-w.exited:
-		case <-time.After(15 * time.Second):
+		case <-patience.After(15 * time.Second):
 			cmd.Process.Kill()
 			<-w.exited
 		}

@@ -73,7 +73,7 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	if m.Measured {
 		how = "measured inside A (predicted where it could not run)"
 	}
-	fmt.Fprintf(w, "\nlegend: first mark process_vm_readv, second kcmp(KCMP_VM); + allowed, - denied, ! measured differs from predicted; %s\n", how)
+	fmt.Fprintf(w, "\nlegend: first mark process_vm_readv, second kcmp(KCMP_VM); + allowed, x denied, ! measured differs from predicted; %s\n", how)
 	var bad []sessions.Cell
 	for _, c := range m.Cells {
 		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" {
@@ -150,18 +150,22 @@ func ok(c sessions.Check) bool {
 	return c.Predicted
 }
 
+// cellMark is a cell as the TUI's Matrix tab draws it (views/matrix.go, glyph): one mark for
+// process_vm_readv and one for kcmp, + allowed and x denied, then ! when a measurement
+// disagreed with the prediction.
 func cellMark(c sessions.Cell) string {
 	mark := func(ch sessions.Check) string {
-		s := "-"
 		if ok(ch) {
-			s = "+"
+			return "+"
 		}
-		if ch.Measured != nil && *ch.Measured != ch.Predicted {
-			s += "!"
-		}
-		return s
+		return "x"
 	}
-	return mark(c.VMReadv) + mark(c.Kcmp)
+	differs := func(ch sessions.Check) bool { return ch.Measured != nil && *ch.Measured != ch.Predicted }
+	m := mark(c.VMReadv) + mark(c.Kcmp)
+	if differs(c.VMReadv) || differs(c.Kcmp) {
+		m += "!"
+	}
+	return m
 }
 
 func verdict(c sessions.Check) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crashtui/crashtui/demo/access/peertest"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
 )
 
 // matrixPeers starts demo/access/peer in four identities in one process group: root, uid
@@ -276,5 +277,54 @@ func TestMatrixTableNonASCIIAndReason(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "1 ñandú-ñandú- ") || !strings.Contains(b.String(), "reason uid") {
 		t.Errorf("label not cut at 12 runes, or reason lost:\n%s", b.String())
+	}
+}
+
+// TestMatrixMarksAsInTheTUI: `crashtui matrix` marks every cell as the TUI's Matrix tab does
+// (+ allowed, x denied, then ! for a measurement that contradicts the prediction), row by row
+// on the same matrix, so a user moving between the two reads one notation.
+func TestMatrixMarksAsInTheTUI(t *testing.T) {
+	yes, no := true, false
+	check := func(predicted bool, measured *bool) sessions.Check {
+		return sessions.Check{Predicted: predicted, Measured: measured}
+	}
+	m := sessions.Matrix{PIDs: []int{101, 102, 103}, Measured: true, Cells: []sessions.Cell{
+		{From: 101, To: 102, VMReadv: check(true, &yes), Kcmp: check(true, &yes)},
+		{From: 101, To: 103, VMReadv: check(false, &no), Kcmp: check(true, &yes)},
+		{From: 102, To: 101, VMReadv: check(false, &no), Kcmp: check(false, &no)},
+		{From: 102, To: 103, VMReadv: check(false, &yes), Kcmp: check(true, &yes)}, // measured allowed
+		{From: 103, To: 101, VMReadv: check(true, nil), Kcmp: check(false, nil)},   // predicted only
+		{From: 103, To: 102, VMReadv: check(true, &no), Kcmp: check(true, &yes)},   // measured denied
+	}}
+	st := sessions.NewState()
+	st.Apply(sessions.Event{Body: m})
+	tui := views.Matrix(views.Plain(), st, views.IndexMatrix("", st.Matrix[""]), views.MatrixOptions{Width: 120, Height: 30, Group: -1})
+	var cli strings.Builder
+	printMatrix(&cli, m, st)
+
+	// marks returns, for each pid's row, its cells' marks in column order.
+	marks := func(text string) map[string][]string {
+		rows := map[string][]string{}
+		for _, l := range strings.Split(text, "\n") {
+			l = strings.NewReplacer(">", " ", "<", " ", "·", " ").Replace(l) // the cursor, the diagonal
+			var pid string
+			for _, f := range strings.Fields(l) {
+				if pid == "" && (f == "101" || f == "102" || f == "103") {
+					pid = f
+				} else if pid != "" && strings.Trim(f, "+x!") == "" {
+					rows[pid] = append(rows[pid], f)
+				}
+			}
+		}
+		return rows
+	}
+	want := map[string][]string{"101": {"++", "x+"}, "102": {"xx", "++!"}, "103": {"+x", "x+!"}}
+	for name, text := range map[string]string{"crashtui matrix": cli.String(), "the TUI": tui} {
+		if got := marks(text); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s marks the rows %v, want %v:\n%s", name, got, want, text)
+		}
+	}
+	if !strings.Contains(cli.String(), "+ allowed, x denied, ! measured differs from predicted") {
+		t.Errorf("the legend does not name x for denied:\n%s", cli.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -27,7 +28,7 @@ func readLineWithin(t *testing.T, r *bufio.Reader, d time.Duration) string {
 	select {
 	case l := <-ch:
 		return strings.TrimSpace(l)
-	case <-time.After(d):
+	case <-patience.After(d):
 		t.Fatalf("no line within %v", d)
 		return ""
 	}
@@ -111,7 +112,7 @@ func TestTUISignalK(t *testing.T) {
 			t.Fatalf("usr1 ended with %v, want killed by SIGTERM", err)
 		}
 		waited <- err // for the cleanup
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("usr1 did not end after K SIGTERM")
 	}
 	scr.WaitFor(t, 10*time.Second, "killed SIGTERM")
@@ -124,7 +125,7 @@ func TestTUISignalK(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui exited with %v", proc.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatalf("crashtui did not quit on q:\n%s", scr.Text())
 	}
 }
@@ -181,7 +182,7 @@ func TestTUIGdbOnCore(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui exited with %v", proc.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatalf("crashtui did not quit on q:\n%s", scr.Text())
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -73,14 +74,14 @@ func slurmAlloc(t *testing.T, ntasks int) string {
 // slurmEnd cancels job id and waits until it is no longer pending, running or completing.
 func slurmEnd(t *testing.T, id string) {
 	exec.Command("scancel", id).Run()
-	for i := 0; ; i++ {
+	for dl := patience.New(30 * time.Second); ; {
 		out, _ := exec.Command("squeue", "-h", "-j", id, "-o", "%T").Output()
 		st := strings.TrimSpace(string(out))
 		if st == "" || !slices.Contains([]string{"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"}, st) {
 			return
 		}
-		if i > 300 {
-			t.Errorf("job %s still %s 30 s after scancel", id, st)
+		if dl.Passed() {
+			t.Errorf("job %s still %s %v after scancel", id, st, dl.Waited())
 			return
 		}
 		time.Sleep(100 * time.Millisecond) // Slurm has no event to wait on from here
@@ -146,35 +147,34 @@ func (l *slurmLines) Write(b []byte) (int, error) {
 // waitLines waits until n stdout lines match re and returns their submatches.
 func (s *slurmCmd) waitLines(t *testing.T, n int, re *regexp.Regexp) [][]string {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
+	deadline := patience.After(60 * time.Second)
+	match := func() ([][]string, []string) {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		var got [][]string
 		for _, l := range s.lines {
 			if m := re.FindStringSubmatch(l); m != nil {
 				got = append(got, m)
 			}
 		}
-		s.mu.Unlock()
-		if len(got) >= n {
+		return got, slices.Clone(s.lines)
+	}
+	for {
+		if got, _ := match(); len(got) >= n {
 			return got
 		}
 		select {
 		case <-s.more:
-		case <-time.After(100 * time.Millisecond): // the command may have ended: check below
-		case <-deadline:
-			t.Fatalf("%v: %d of %d lines matching %s in 60 s; stdout %q; stderr %s", s.w.cmd.Args, len(got), n, re, s.lines, s.output())
-		}
-		select {
 		case <-s.w.exited:
-			if len(got) < n {
-				time.Sleep(100 * time.Millisecond) // the last lines may still be on their way
-				s.mu.Lock()
-				lines := slices.Clone(s.lines)
-				s.mu.Unlock()
-				t.Fatalf("%v ended (%v) with %d of %d lines matching %s; stdout %q; stderr %s", s.w.cmd.Args, s.w.err, len(got), n, re, lines, s.output())
+			// Wait has copied the last of stdout: the lines are all here.
+			got, lines := match()
+			if len(got) >= n {
+				return got
 			}
-		default:
+			t.Fatalf("%v ended (%v) with %d of %d lines matching %s; stdout %q; stderr %s", s.w.cmd.Args, s.w.err, len(got), n, re, lines, s.output())
+		case <-deadline:
+			got, lines := match()
+			t.Fatalf("%v: %d of %d lines matching %s in 60 s of a quiet machine; stdout %q; stderr %s", s.w.cmd.Args, len(got), n, re, lines, s.output())
 		}
 	}
 }
@@ -191,7 +191,7 @@ func (s *slurmCmd) wait(t *testing.T, within time.Duration) error {
 	select {
 	case <-s.w.exited:
 		return s.w.err
-	case <-time.After(within):
+	case <-patience.After(within):
 		t.Fatalf("%v did not end in %s; stderr %s", s.w.cmd.Args, within, s.output())
 		return nil
 	}
@@ -288,7 +288,7 @@ func crashtuiJSON(t *testing.T, env []string, args ...string) ([]sessions.Event,
 	go func() { out, err = cmd.Output(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-patience.After(60 * time.Second):
 		cmd.Process.Kill()
 		<-done
 		t.Fatalf("crashtui %v did not end in 60 s", args)
@@ -333,9 +333,9 @@ func TestUnderSlurmAgentView(t *testing.T) {
 	r.Close()
 
 	for pid := range tasks {
-		for i := 0; tracerPID(pid) <= 0; i++ {
-			if i > 600 {
-				t.Fatalf("task %d not traced 60 s after the agent started; srun: %s", pid, agentErr.String())
+		for dl := patience.New(60 * time.Second); tracerPID(pid) <= 0; {
+			if dl.Passed() {
+				t.Fatalf("task %d not traced %v after the agent started; srun: %s", pid, dl.Waited(), agentErr.String())
 			}
 			time.Sleep(100 * time.Millisecond) // attaching has no event to wait on from here
 		}
@@ -345,7 +345,7 @@ func TestUnderSlurmAgentView(t *testing.T) {
 	}
 	select {
 	case <-viewProc.exited:
-	case <-time.After(60 * time.Second):
+	case <-patience.After(60 * time.Second):
 		t.Fatalf("the view did not end within 60 s of the crashes; srun: %s", agentErr.String())
 	}
 	<-agentProc.exited
@@ -404,9 +404,9 @@ func TestUnderSlurmAttachAndMatrix(t *testing.T) {
 	shell := exec.Command("sleep", "600")
 	shell.Env = append(os.Environ(), "SLURM_JOB_ID="+id, "SLURM_STEP_ID=0", "SLURM_PROCID=7")
 	startWaited(t, shell, syscall.SIGKILL)
-	for i := 0; !strings.Contains(readFile("/proc/"+strconv.Itoa(shell.Process.Pid)+"/environ"), "SLURM_JOB_ID="+id); i++ {
-		if i > 5000 {
-			t.Fatal("sleep with the job's environment did not exec in 5 s")
+	for dl := patience.New(5 * time.Second); !strings.Contains(readFile("/proc/"+strconv.Itoa(shell.Process.Pid)+"/environ"), "SLURM_JOB_ID="+id); {
+		if dl.Passed() {
+			t.Fatalf("sleep with the job's environment did not exec in %v", dl.Waited())
 		}
 		time.Sleep(time.Millisecond) // exec has no event to wait on from here
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -31,7 +32,7 @@ func TestTourInReplay(t *testing.T) {
 	scr.Key(t, "q")
 	select {
 	case <-proc.exited:
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("replay did not quit")
 	}
 }
@@ -50,7 +51,9 @@ func TestTourLive(t *testing.T) {
 	scr.Key(t, " ")
 	scr.WaitFor(t, 10*time.Second, "Tour 3/5", "SIGSEGV")
 	scr.Key(t, " ")
-	scr.WaitFor(t, 20*time.Second, "Tour 4/5", "thread")
+	// The step asks for a checkpoint; "thread" alone is in the header from the start. Wait for
+	// the checkpoint's own line: arriving after esc, it would take the place of "tour left".
+	scr.WaitFor(t, 20*time.Second, "Tour 4/5", "checkpoint correct:")
 	scr.Key(t, " ")
 	scr.WaitFor(t, 20*time.Second, "Tour 5/5", "Class")
 	scr.Key(t, "\x1b")
@@ -63,7 +66,7 @@ func TestTourLive(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui exited with %v", proc.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatal("crashtui did not quit")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // The acceptance tests of the tracer (issue 2), run on the real binary.
@@ -122,7 +124,7 @@ func TestJobControlUnchangedUnderTracing(t *testing.T) {
 
 	waitStates := func(what string, ok func(string) bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := patience.New(10 * time.Second)
 		for {
 			all := true
 			for _, pid := range pids {
@@ -133,7 +135,7 @@ func TestJobControlUnchangedUnderTracing(t *testing.T) {
 			if all {
 				return
 			}
-			if time.Now().After(deadline) {
+			if deadline.Passed() {
 				var states []string
 				for _, pid := range pids {
 					states = append(states, strconv.Itoa(pid)+":"+procState(pid))
@@ -185,9 +187,9 @@ func TestKill9OfCrashtuiLeavesJobRunning(t *testing.T) {
 	c.waitFor(t, "6 process events", 20*time.Second, func(evs []event) bool { return count(evs, "process") >= 6 })
 	c.cmd.Process.Kill()
 	<-c.done
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := patience.New(10 * time.Second)
 	for _, pid := range pids {
-		for tracerPID(pid) != 0 && time.Now().Before(deadline) {
+		for tracerPID(pid) != 0 && !deadline.Passed() {
 			time.Sleep(10 * time.Millisecond) // the kernel detaches in exit_ptrace: poll /proc
 		}
 		if tp := tracerPID(pid); tp != 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -46,7 +47,7 @@ func TestTUIDefectsOnAPty(t *testing.T) {
 	scr.Key(t, "q")
 	select {
 	case <-proc.exited:
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatal("replay did not quit")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -60,7 +61,7 @@ func TestDemoInTheTUI(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui exited with %v", proc.err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-patience.After(20 * time.Second):
 		t.Fatal("crashtui did not quit after q, y")
 	}
 }
@@ -83,7 +84,7 @@ func TestAttachTUISigint(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-exited:
-	case <-time.After(30 * time.Second):
+	case <-patience.After(30 * time.Second):
 		t.Fatalf("crashtui did not exit 30 s after SIGINT:\n%s", scr.Text())
 	}
 	if proc.err != nil {
@@ -123,7 +124,7 @@ func TestViewInTheTUI(t *testing.T) {
 		if proc.err != nil {
 			t.Errorf("crashtui view exited with %v", proc.err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-patience.After(10 * time.Second):
 		t.Fatalf("view did not quit on q:\n%s", scr.Text())
 	}
 }

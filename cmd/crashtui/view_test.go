@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -81,9 +82,9 @@ func TestAgentsMergedInView(t *testing.T) {
 			}
 		}()
 		for _, pid := range ranks {
-			for i := 0; tracerPID(pid) == 0; i++ {
-				if i > 10000 {
-					t.Fatalf("%s: rank pid %d not attached", host, pid)
+			for dl := patience.New(10 * time.Second); tracerPID(pid) == 0; {
+				if dl.Passed() {
+					t.Fatalf("%s: rank pid %d not attached after %v", host, pid, dl.Waited())
 				}
 				time.Sleep(time.Millisecond) // polling /proc: attaching has no event to wait on here
 			}
@@ -98,7 +99,7 @@ func TestAgentsMergedInView(t *testing.T) {
 	}()
 	select {
 	case <-viewProc.exited:
-	case <-time.After(60 * time.Second):
+	case <-patience.After(60 * time.Second):
 		t.Fatal("view did not end after both agents did")
 	}
 	if viewProc.err != nil {

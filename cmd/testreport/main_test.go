@@ -22,7 +22,7 @@ func TestReport(t *testing.T) {
 		`{"Action":"pass","Package":"q","Elapsed":0.2}`,
 	}, "\n") + "\n"
 	var out strings.Builder
-	if code := report(strings.NewReader(in), &out, io.Discard, ""); code != 1 {
+	if code := report(strings.NewReader(in), &out, io.Discard, "", 0); code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
 	got := out.String()
@@ -32,7 +32,7 @@ func TestReport(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := report(strings.NewReader("# p\nx.go:1: undefined: y\n"), &out, io.Discard, ""); code != 1 || !strings.Contains(out.String(), "undefined: y") {
+	if code := report(strings.NewReader("# p\nx.go:1: undefined: y\n"), &out, io.Discard, "", 0); code != 1 || !strings.Contains(out.String(), "undefined: y") {
 		t.Errorf("a build failure: exit %d\n%s", code, out.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/demo/access/peertest"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -362,13 +363,13 @@ func (q *measureQuiet) ask(t *testing.T, cmd string) string {
 func (q *measureQuiet) waitInRead(t *testing.T) {
 	t.Helper()
 	path := fmt.Sprintf("/proc/%d/task/%d/syscall", q.PID, q.PID)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := patience.New(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(path)
 		if f := strings.Fields(string(b)); len(f) > 0 && f[0] == strconv.Itoa(unix.SYS_READ) {
 			return
 		}
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("quiet %d never blocked in read: %q", q.PID, b)
 		}
 		time.Sleep(time.Millisecond)
@@ -558,7 +559,7 @@ func measureStartMPI(t *testing.T, peer, prog, gate string, ompi []string, secco
 		close(r.lines)
 	}()
 	rankLine := regexp.MustCompile(`^rank (\d) pid (\d+) size 2$`)
-	deadline := time.After(60 * time.Second)
+	deadline := patience.After(60 * time.Second)
 	for len(r.ranks) < 2 {
 		select {
 		case l, ok := <-r.lines:
@@ -581,7 +582,7 @@ func measureStartMPI(t *testing.T, peer, prog, gate string, ompi []string, secco
 // finish collects the rest of the output until mpirun exits.
 func (r *measureMPIRun) finish(t *testing.T) (string, error) {
 	t.Helper()
-	deadline := time.After(90 * time.Second)
+	deadline := patience.After(90 * time.Second)
 	for {
 		select {
 		case l, ok := <-r.lines:

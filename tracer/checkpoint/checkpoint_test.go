@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
@@ -511,7 +512,7 @@ func checkThreadsStop(t *testing.T, image CheckpointImage, stop string) {
 // that is not our child have no event to wait on, so this polls /proc.
 func waitStates(t *testing.T, p *restarttest.Proc, st string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := patience.New(20 * time.Second)
 	for {
 		states, _ := p.ThreadStates(t)
 		all := len(states) > 0
@@ -521,7 +522,7 @@ func waitStates(t *testing.T, p *restarttest.Proc, st string) {
 		if all {
 			return
 		}
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("threads never all reached state %s: %v", st, states)
 		}
 		time.Sleep(time.Millisecond)

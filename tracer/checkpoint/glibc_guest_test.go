@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/tracertest"
@@ -181,7 +182,7 @@ func testGlibcSigpending(t *testing.T, bin string, c sigpendingCase) {
 	var tail []byte
 	select {
 	case tail = <-rest:
-	case <-time.After(90 * time.Second):
+	case <-patience.After(90 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("sigpending did not end within 90s after the checkpoint (stderr %q)", stderr.String())
 	}

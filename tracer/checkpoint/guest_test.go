@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/qemu"
@@ -50,9 +51,9 @@ func guestCPU(t *testing.T) string {
 func waitInSyscall(t *testing.T, pid, tid, nr int, arg0 uint64) {
 	t.Helper()
 	path := fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := patience.New(30 * time.Second)
 	var last string
-	for time.Now().Before(deadline) {
+	for !deadline.Passed() {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("read %s: %v", path, err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/procfs"
 )
@@ -116,12 +117,12 @@ func TestAwaitOutcomesPolls(t *testing.T) {
 	// A thread that never re-enters is given up at the deadline.
 	outcomeWait = 30 * time.Millisecond
 	reads = map[int]int{}
-	start := time.Now()
+	sw := patience.Start(5 * time.Second)
 	now = awaitOutcomes([]sessions.Thread{th(20, "none")}, func(pid, tid int) procSyscall {
 		reads[tid]++
 		return procSyscall{running: true}
 	})
-	if reads[20] < 2 || !now[0].running || time.Since(start) > 5*time.Second {
-		t.Errorf("never-back thread: %d reads, %+v", reads[20], now[0])
+	if d, over := sw.Stop(); reads[20] < 2 || !now[0].running || over {
+		t.Errorf("never-back thread: %d reads, %+v, given up after %v", reads[20], now[0], d)
 	}
 }

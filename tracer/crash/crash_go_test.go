@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -88,7 +89,7 @@ func TestCrashGo(t *testing.T) {
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(60 * time.Second):
+	case <-patience.After(60 * time.Second):
 		t.Fatal("the job did not end")
 	}
 
@@ -283,7 +284,7 @@ func TestCrashRepresentativeHonoursCoreLimit(t *testing.T) {
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(30 * time.Second):
+	case <-patience.After(30 * time.Second):
 		t.Fatal("the job did not end")
 	}
 	rep := map[int]sessions.Crash{}
@@ -336,7 +337,7 @@ func TestCoreNoLargerThanKernels(t *testing.T) {
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(30 * time.Second):
+	case <-patience.After(30 * time.Second):
 		t.Fatal("segv did not end")
 	}
 	ents, _ := os.ReadDir(cores)

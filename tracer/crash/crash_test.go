@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/demo/crashes"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
@@ -195,7 +196,7 @@ func stormRun(tb testing.TB, s crashes.Suite, n int, opts *Options) ([]sessions.
 	}
 	select {
 	case <-ready:
-	case <-time.After(120 * time.Second):
+	case <-patience.After(120 * time.Second):
 		tb.Fatal("ranks did not start")
 	}
 	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
@@ -203,7 +204,7 @@ func stormRun(tb testing.TB, s crashes.Suite, n int, opts *Options) ([]sessions.
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(120 * time.Second):
+	case <-patience.After(120 * time.Second):
 		tb.Fatal("ranks did not all crash")
 	}
 	st := c.Stats()
@@ -343,7 +344,7 @@ func TestCrashCoreLimitBeforeSignalProceeds(t *testing.T) {
 			}
 			select {
 			case <-tr.JobDone():
-			case <-time.After(60 * time.Second):
+			case <-patience.After(60 * time.Second):
 				t.Fatal("ranks did not finish")
 			}
 			mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/tracertest"
@@ -119,7 +120,7 @@ func runCrashSuite(t *testing.T, bin string, n int, mode string) crashSuiteRun {
 	}
 	select {
 	case <-tr.JobDone():
-	case <-time.After(60 * time.Second):
+	case <-patience.After(60 * time.Second):
 		t.Fatalf("%s: the job did not end", mode)
 	}
 	for _, e := range log.Events() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -81,7 +82,7 @@ func TestProcReaders(t *testing.T) {
 	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
 	// Until exec has set up the new stack the environment reads empty (env_start is 0).
 	r := Rank(child.Process.Pid)
-	for deadline := time.Now().Add(5 * time.Second); r == sessions.NoRank && time.Now().Before(deadline); r = Rank(child.Process.Pid) {
+	for deadline := patience.New(5 * time.Second); r == sessions.NoRank && !deadline.Passed(); r = Rank(child.Process.Pid) {
 		time.Sleep(time.Millisecond)
 	}
 	if r != 7 {
@@ -99,7 +100,7 @@ func TestProcReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	for deadline := time.Now().Add(5 * time.Second); Comm(other.Process.Pid) != "sleep" && time.Now().Before(deadline); {
+	for deadline := patience.New(5 * time.Second); Comm(other.Process.Pid) != "sleep" && !deadline.Passed(); {
 		time.Sleep(time.Millisecond)
 	}
 	if u, g := UID(other.Process.Pid), GID(other.Process.Pid); u != 1000 || g != 1001 {

@@ -149,7 +149,7 @@ type GuestOptions struct {
 	ModuleRoot string        // as in Options
 	CacheDir   string        // as in Options
 	Kernel     string        // as in Options
-	Timeout    time.Duration // the whole boot, default 10 minutes (the guest watchdog fires 10s earlier)
+	Timeout    time.Duration // the whole boot (from QEMU's start), default 10 minutes (the guest watchdog fires 10s earlier)
 	Stdout     io.Writer     // the command's output, default os.Stdout
 	// Stdin, when set, goes to the guest's console, which is then the command's stdin
 	// (BootConfig.Stdin): a command that reads requests from the host (crashtui agent
@@ -266,9 +266,12 @@ func RunGuest(ctx context.Context, opt GuestOptions) (int, error) {
 		return 0, err
 	}
 	logf("booting %s", opt.CPU)
+	// The command may wait for its user as long as it likes (Idle < 0); the guest must still
+	// reach its /init within DefaultBoot, stretched by the host's load.
 	status, err := BootCommand(ctx, BootConfig{
 		Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: opt.CPU,
-		Command: opt.Command, Timeout: opt.Timeout, Stdin: opt.Stdin, WholeLines: opt.WholeLines,
+		Command: opt.Command, Idle: -1, Timeout: opt.Timeout, Stdin: opt.Stdin, WholeLines: opt.WholeLines,
+		Progress: func(p Progress) { logf("%s", p) },
 	}, opt.Stdout)
 	if err != nil {
 		return 0, err

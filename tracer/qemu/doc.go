@@ -19,6 +19,14 @@
 // dynamic ones need into a newc initramfs, boots one guest per CPU model and
 // parses the verdict line that /init prints before it powers the guest off.
 //
+// A guest is stopped only when it stops making progress: it must reach its /init
+// (Boot), then print a line at least every Idle, both in quiet-machine time
+// (demo/patience stretches them while the host is loaded), with a backstop of
+// an hour for a guest that never stops printing; its own watchdog is set past
+// that. The steps that take a while (installing, downloading, building, a guest
+// booted, each guest test that ended: "power9: 3/12 TestCrashGo PASS") are
+// "progress: " lines of the log, which make test's stage runner shows.
+//
 // The same guest runs one shell command instead (BootCommand, RunGuest: `make
 // guest`, cmd/guest), with busybox as its shell and tools; every stage boots
 // it twice to check that a command's output and exit status come back.

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // VerdictPrefix starts the line the guest's /init prints before power-off
@@ -162,10 +164,15 @@ type Options struct {
 	Kernel     string        // a kernel image to boot instead of the cached Debian one
 	CPUs       []string      // default Arch.CPUs
 	Run        string        // guest -test.run pattern, default Arch.Run
-	Timeout    time.Duration // per boot, default 150s (the guest watchdog fires 10s earlier)
+	Boot, Idle time.Duration // per boot, as in BootConfig: its progress decides, not a clock
+	Timeout    time.Duration // per boot, the backstop (BootConfig), default DefaultTimeout
 	Parallel   int           // guests booted at once, default 2
-	Log        io.Writer     // progress and guest output, default os.Stderr
-	Keep       bool          // keep the build directory (its path is logged)
+	// Log gets the guest output and what the harness does; the steps that take a while
+	// (installing, downloading, building, each boot and each guest test) are lines that
+	// start with "progress: ", which make test's stage runner shows (cmd/testreport -stage).
+	// Default os.Stderr.
+	Log  io.Writer
+	Keep bool // keep the build directory (its path is logged)
 	// Commands are booted in shell mode on the last CPU, as `make guest` runs one, from the
 	// same initramfs, after the test boots (Result.Commands); Add are files put on their
 	// PATH, as `make guest ADD=...` does.
@@ -311,15 +318,20 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Run == "" {
 		opt.Run = a.Run
 	}
-	if opt.Timeout == 0 {
-		opt.Timeout = 150 * time.Second
-	}
 	if opt.Parallel <= 0 {
 		opt.Parallel = 2
 	}
 	start := time.Now()
+	var logMu sync.Mutex // guests booted in parallel report at once
 	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
 		fmt.Fprintf(opt.Log, "%s-test: [%5.1fs] "+format+"\n", append([]any{a.GOARCH, time.Since(start).Seconds()}, args...)...)
+	}
+	progressf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(opt.Log, ProgressPrefix+"%s: "+format+"\n", append([]any{a.GOARCH}, args...)...)
 	}
 
 	gobin, err := goBinary()
@@ -360,9 +372,13 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		err   error
 	}
 	buildDone := make(chan built, 1)
+	progressf("building the guest programs (crashtui, tracer.test, init, the C helpers)")
 	go func() {
+		t0 := time.Now()
 		files, err := a.buildGuest(ctx, gobin, opt.ModuleRoot, work, true)
-		logf("guest programs built")
+		if err == nil {
+			progressf("guest programs built (%s)", fmtDur(time.Since(t0)))
+		}
 		buildDone <- built{files, err}
 	}()
 	wait := func() built { return <-buildDone }
@@ -408,10 +424,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	for i, cpu := range opt.CPUs {
 		jobs = append(jobs, func() {
 			t0 := time.Now()
+			progressf("%s: booting", cpu)
 			out, bootErr := Boot(ctx, BootConfig{
 				Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
-				Run: opt.Run, Timeout: opt.Timeout,
-			}, &prefixWriter{w: opt.Log, prefix: "[" + cpu + "] "})
+				Run: opt.Run, Boot: opt.Boot, Idle: opt.Idle, Timeout: opt.Timeout,
+				Progress: func(p Progress) { progressf("%s", p) },
+			}, &prefixWriter{w: opt.Log, prefix: "[" + cpu + "] ", start: start, out: &logMu})
 			r := CPUResult{CPU: cpu, Output: out, Duration: time.Since(t0)}
 			v, ok := ParseVerdict(out)
 			r.Verdict = v
@@ -429,6 +447,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			r.Regs, _ = ParseRegRecords(out)
 			res.CPUs[i] = r
 			logf("%s: %s (%.1fs)", cpu, r.Verdict, r.Duration.Seconds())
+			progressf("%s: %s (%s)", cpu, clip(r.Verdict, 200), fmtDur(r.Duration))
 		})
 	}
 	for i, command := range opt.Commands {
@@ -436,14 +455,19 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		jobs = append(jobs, func() {
 			t0 := time.Now()
 			var out bytes.Buffer
-			pw := &prefixWriter{w: opt.Log, prefix: "[" + cpu + " sh] "}
+			pw := &prefixWriter{w: opt.Log, prefix: "[" + cpu + " sh] ", start: start, out: &logMu}
 			status, err := BootCommand(ctx, BootConfig{
 				Arch: a, QEMU: qemuBin, Kernel: kernel, Initrd: initrd, CPU: cpu,
-				Command: command, Timeout: opt.Timeout,
+				Command: command, Boot: opt.Boot, Idle: opt.Idle, Timeout: opt.Timeout,
 			}, io.MultiWriter(&out, pw))
 			pw.Flush()
 			res.Commands[i] = CommandResult{Command: command, CPU: cpu, Status: status, Output: out.String(), Err: err, Duration: time.Since(t0)}
 			logf("%s sh -c %q: status %d, err %v (%.1fs)", cpu, command, status, err, time.Since(t0).Seconds())
+			if err != nil {
+				progressf("%s: guest sh -c %q: %s (%s)", cpu, command, clip(oneLine(err.Error()), 200), fmtDur(time.Since(t0)))
+			} else {
+				progressf("%s: guest sh -c %q: exit status %d (%s)", cpu, command, status, fmtDur(time.Since(t0)))
+			}
 		})
 	}
 	queue := make(chan func(), len(jobs))
@@ -563,7 +587,8 @@ func (a *Arch) ensurePackages(ctx context.Context, log io.Writer, what string, p
 	install := func() error {
 		return runLogged(ctx, log, "", "apt-get", append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)...)
 	}
-	fmt.Fprintf(log, "%s-test: installing %s\n", a.GOARCH, list)
+	fmt.Fprintf(log, ProgressPrefix+"%s: installing %s (apt-get)\n", a.GOARCH, list)
+	t0 := time.Now()
 	if err := install(); err != nil {
 		if uerr := runLogged(ctx, log, "", "apt-get", "update"); uerr != nil {
 			fmt.Fprintf(log, "%s-test: apt-get update: %v\n", a.GOARCH, uerr)
@@ -572,6 +597,7 @@ func (a *Arch) ensurePackages(ctx context.Context, log io.Writer, what string, p
 			return &SkipError{Reason: "apt-get install " + list + " failed: " + err.Error()}
 		}
 	}
+	fmt.Fprintf(log, ProgressPrefix+"%s: installed %s (%s)\n", a.GOARCH, list, fmtDur(time.Since(t0)))
 	return nil
 }
 
@@ -636,10 +662,12 @@ func (a *Arch) FetchKernel(ctx context.Context, cacheDir string, log io.Writer) 
 	if err != nil {
 		return "", &SkipError{Reason: "no cached " + a.GOARCH + " kernel in " + cacheDir + " and " + err.Error()}
 	}
-	fmt.Fprintf(log, "%s-test: fetching the %s kernel package list\n", a.GOARCH, a.DebArch)
+	fmt.Fprintf(log, ProgressPrefix+"%s: fetching Debian's %s package list (for its kernel)\n", a.GOARCH, a.DebArch)
+	t0 := time.Now()
 	// A security-index mirror sync error can make update exit 100 while the
 	// main index is fine: judge by whether the package is found below.
 	_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+	fmt.Fprintf(log, ProgressPrefix+"%s: fetched Debian's %s package list (%s)\n", a.GOARCH, a.DebArch, fmtDur(time.Since(t0)))
 	pkg, err := a.pickKernelPackage(ctx, o)
 	if err != nil {
 		return "", &SkipError{Reason: "no " + a.GOARCH + " kernel package: " + err.Error()}
@@ -668,11 +696,13 @@ func (a *Arch) FetchBusybox(ctx context.Context, cacheDir string, log io.Writer)
 		return "", &SkipError{Reason: "no cached busybox in " + cacheDir + " and " + err.Error()}
 	}
 	const pkg = "busybox-static"
-	deb, err := a.downloadDeb(ctx, io.Discard, cacheDir, o, pkg)
+	deb, err := a.downloadDeb(ctx, log, cacheDir, o, pkg)
 	if err != nil {
 		// The private lists may be missing or stale (the kernel was cached without them).
-		fmt.Fprintf(log, "%s-test: fetching the %s package list\n", a.GOARCH, a.DebArch)
+		fmt.Fprintf(log, ProgressPrefix+"%s: fetching Debian's %s package list (for busybox-static)\n", a.GOARCH, a.DebArch)
+		t0 := time.Now()
 		_ = runLogged(ctx, io.Discard, "", "apt-get", append(o, "update")...)
+		fmt.Fprintf(log, ProgressPrefix+"%s: fetched Debian's %s package list (%s)\n", a.GOARCH, a.DebArch, fmtDur(time.Since(t0)))
 		if deb, err = a.downloadDeb(ctx, log, cacheDir, o, pkg); err != nil {
 			return "", err
 		}
@@ -739,7 +769,8 @@ func (a *Arch) downloadDeb(ctx context.Context, log io.Writer, cacheDir string, 
 	if debs, _ := filepath.Glob(filepath.Join(cacheDir, pkg+"_*.deb")); len(debs) > 0 {
 		return debs[0], nil
 	}
-	fmt.Fprintf(log, "%s-test: downloading %s\n", a.GOARCH, pkg)
+	fmt.Fprintf(log, ProgressPrefix+"%s: downloading %s into %s\n", a.GOARCH, pkg, cacheDir)
+	t0 := time.Now()
 	if err := runLogged(ctx, log, cacheDir, "apt-get", append(o, "download", pkg)...); err != nil {
 		return "", &SkipError{Reason: "download " + pkg + ": " + err.Error()}
 	}
@@ -747,6 +778,7 @@ func (a *Arch) downloadDeb(ctx context.Context, log io.Writer, cacheDir string, 
 	if len(debs) == 0 {
 		return "", fmt.Errorf("download %s: no .deb in %s", pkg, cacheDir)
 	}
+	fmt.Fprintf(log, ProgressPrefix+"%s: downloaded %s (%s)\n", a.GOARCH, filepath.Base(debs[0]), fmtDur(time.Since(t0)))
 	return debs[0], nil
 }
 
@@ -1058,10 +1090,21 @@ func WriteInitramfs(path string, files map[string]string) error {
 type BootConfig struct {
 	Arch                 *Arch // default PPC64LE
 	QEMU, Kernel, Initrd string
-	CPU                  string        // QEMU -cpu model, passed to the guest as crashtui.cpu=
-	Run                  string        // guest -test.run pattern
-	Timeout              time.Duration // host-side limit; the guest watchdog is 10s shorter
-	SMP                  int           // default 1
+	CPU                  string // QEMU -cpu model, passed to the guest as crashtui.cpu=
+	Run                  string // guest -test.run pattern
+	// A guest is stopped when it stops making progress, not after a fixed time: Boot is how
+	// long it may take to reach its /init (init's first line), Idle how long it may then
+	// print nothing, both in quiet-machine time (demo/patience: they stretch while the host
+	// is loaded). 0 is DefaultBoot, DefaultIdle; Idle < 0 is no limit (a shell-mode command
+	// that waits for its user). Timeout is the backstop for a guest that never stops
+	// printing, default DefaultTimeout; the guest's own watchdog fires 10s before it.
+	Boot, Idle, Timeout time.Duration
+	// Patience is the host's load factor the guest's tests start with (CRASHTUI_PATIENCE in
+	// the guest, where the host's load does not show); 0: Boot reads it (demo/patience).
+	Patience float64
+	// Progress, when set, hears of the guest's progress: booted, each test that ended.
+	Progress func(Progress)
+	SMP      int // default 1
 	// Command, when set, boots the guest in shell mode: init runs it with busybox's sh -c
 	// instead of the tests (Run is ignored; see BootCommand).
 	Command string
@@ -1090,9 +1133,13 @@ func (b BootConfig) QEMUArgs() []string {
 	if smp <= 0 {
 		smp = 1
 	}
-	watchdog := b.Timeout - 10*time.Second
+	timeout := b.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	watchdog := timeout - 10*time.Second
 	if watchdog < 10*time.Second {
-		watchdog = b.Timeout
+		watchdog = timeout
 	}
 	a := b.Arch
 	if a == nil {
@@ -1100,6 +1147,9 @@ func (b BootConfig) QEMUArgs() []string {
 	}
 	appendLine := fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.run=%s crashtui.timeout=%s",
 		a.console, b.CPU, b.Run, watchdog)
+	if b.Patience > 1 {
+		appendLine += fmt.Sprintf(" crashtui.patience=%.2f", b.Patience)
+	}
 	if b.Command != "" {
 		appendLine = fmt.Sprintf("console=%s quiet loglevel=1 panic=-1 crashtui.cpu=%s crashtui.timeout=%s %s",
 			a.console, b.CPU, watchdog, commandParam(b.Command))
@@ -1114,18 +1164,192 @@ func (b BootConfig) QEMUArgs() []string {
 	)
 }
 
-// Boot runs one guest to power-off (or to the timeout) and returns its
-// console output with \r removed; live streams it while it runs.
+// The limits of a guest boot (BootConfig): to reach /init, between two lines, in all.
+const (
+	DefaultBoot    = 2 * time.Minute
+	DefaultIdle    = 3 * time.Minute
+	DefaultTimeout = time.Hour
+)
+
+// TestsPrefix starts the line on which the guest's init names the tests it will run
+// (guest/init/main.go prints the same literal).
+const TestsPrefix = "crashtui guest: tests:"
+
+// Progress is what a guest boot reports as it goes (BootConfig.Progress).
+type Progress struct {
+	CPU     string
+	Booted  bool   // init printed its first line (this report says only that)
+	Test    string // a top-level test that ended
+	Result  string // its PASS, FAIL or SKIP
+	TestDur string // its time, as go test printed it ("8.33s")
+	// Done of Total tests have ended (Total 0: the guest did not say how many will run).
+	Done, Total int
+	Elapsed     time.Duration // since QEMU started
+}
+
+// String is the progress line: "power9: booted (14s)", "power9: 3/13 TestCrashGo PASS (8.33s)".
+func (p Progress) String() string {
+	if p.Booted {
+		return fmt.Sprintf("%s: booted (%s)", p.CPU, fmtDur(p.Elapsed))
+	}
+	n := strconv.Itoa(p.Done)
+	if p.Total > 0 {
+		n += "/" + strconv.Itoa(p.Total)
+	}
+	d := ""
+	if p.TestDur != "" {
+		d = " (" + p.TestDur + ")"
+	}
+	return fmt.Sprintf("%s: %s %s %s%s", p.CPU, n, p.Test, p.Result, d)
+}
+
+// ProgressPrefix starts the lines of Log that say how far a stage has got: the steps that
+// take a while, each with its time (cmd/testreport -stage shows them on the console).
+const ProgressPrefix = "progress: "
+
+// fmtDur is a step's time: 45s, 3m29s.
+func fmtDur(d time.Duration) string { return d.Round(time.Second).String() }
+
+// oneLine is an error's first line.
+func oneLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// watch follows a guest's console line by line: it reports progress and keeps the deadline
+// that stops a guest which has gone quiet for too long.
+type watch struct {
+	mu       sync.Mutex
+	b        BootConfig
+	start    time.Time
+	part     []byte
+	booted   bool
+	dl       *patience.Deadline
+	last     string // the last line, for the failure
+	running  string // the top-level test running now
+	total    int
+	done     int
+	stopped  string // why the watch stopped the guest ("" while it has not)
+	progress func(Progress)
+}
+
+func newWatch(b BootConfig) *watch {
+	boot := b.Boot
+	if boot == 0 {
+		boot = DefaultBoot
+	}
+	return &watch{b: b, start: time.Now(), dl: patience.New(boot), progress: b.Progress}
+}
+
+func (w *watch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(strings.TrimSpace(string(bytes.TrimRight(w.part[:i], "\r"))))
+		w.part = w.part[i+1:]
+	}
+	return len(p), nil
+}
+
+// line takes one console line; w.mu is held.
+func (w *watch) line(l string) {
+	if l == "" {
+		return
+	}
+	w.last = l
+	report := func(p Progress) {
+		if w.progress != nil {
+			p.CPU, p.Elapsed, p.Done, p.Total = w.b.CPU, time.Since(w.start), w.done, w.total
+			w.progress(p)
+		}
+	}
+	if !w.booted {
+		// Firmware and kernel lines come before init's: only init's own says it is up.
+		if !strings.HasPrefix(l, "crashtui guest:") && l != BeginLine {
+			return
+		}
+		w.booted = true
+		report(Progress{Booted: true})
+	}
+	idle := w.b.Idle
+	if idle == 0 {
+		idle = DefaultIdle
+	}
+	w.dl = nil
+	if idle > 0 {
+		w.dl = patience.New(idle)
+	}
+	switch {
+	case strings.HasPrefix(l, TestsPrefix):
+		w.total = len(strings.Fields(strings.TrimPrefix(l, TestsPrefix)))
+	case strings.HasPrefix(l, "=== RUN "):
+		if f := strings.Fields(l); len(f) == 3 && !strings.Contains(f[2], "/") {
+			w.running = f[2]
+		}
+	case strings.HasPrefix(l, "--- PASS: "), strings.HasPrefix(l, "--- FAIL: "), strings.HasPrefix(l, "--- SKIP: "):
+		// Subtests' lines are indented (and trimmed here): a name with "/" is one of them.
+		f := strings.Fields(l)
+		if len(f) >= 3 && !strings.Contains(f[2], "/") {
+			w.done++
+			w.running = ""
+			dur := ""
+			if len(f) >= 4 {
+				dur = strings.Trim(f[3], "()")
+			}
+			report(Progress{Test: f[2], Result: strings.TrimSuffix(f[1], ":"), TestDur: dur})
+		}
+	}
+}
+
+// expired says why the guest must be stopped now, or "".
+func (w *watch) expired() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped != "" || w.dl == nil || !w.dl.Passed() {
+		return ""
+	}
+	switch {
+	case !w.booted:
+		w.stopped = fmt.Sprintf("did not reach its /init in %v", w.dl.Waited())
+	case w.running != "":
+		w.stopped = fmt.Sprintf("silent for %v in %s, after %q", w.dl.Waited(), w.running, clip(w.last, 120))
+	default:
+		w.stopped = fmt.Sprintf("silent for %v after %q", w.dl.Waited(), clip(w.last, 120))
+	}
+	return w.stopped
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// Boot runs one guest to power-off and returns its console output with \r removed; live
+// streams it while it runs. The guest is stopped early only when it stops making progress
+// (BootConfig's Boot and Idle) or reaches the backstop Timeout.
 func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
 	if b.Timeout == 0 {
-		b.Timeout = 150 * time.Second
+		b.Timeout = DefaultTimeout
+	}
+	if b.Patience == 0 {
+		b.Patience = patience.Factor()
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	cmd := exec.CommandContext(ctx, b.QEMU, b.QEMUArgs()...)
 	cmd.Stdin = b.Stdin // nil is /dev/null: nothing types into the monitor
 	var buf bytes.Buffer
 	var mu sync.Mutex
+	wt := newWatch(b)
 	w := writerFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -1133,6 +1357,7 @@ func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
 		if live != nil {
 			live.Write(p)
 		}
+		wt.Write(p)
 		return len(p), nil
 	})
 	cmd.Stdout = w
@@ -1140,10 +1365,33 @@ func Boot(ctx context.Context, b BootConfig, live io.Writer) (string, error) {
 	cmd.WaitDelay = 5 * time.Second
 	// A host process killed outright (crashtui demo --guest, a test) takes its guest along.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	exited := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-t.C:
+				if wt.expired() != "" {
+					stop()
+					return
+				}
+			}
+		}
+	}()
 	err := cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("qemu %s: killed after %v", b.CPU, b.Timeout)
-	} else if err != nil {
+	close(exited)
+	wt.mu.Lock()
+	why := wt.stopped
+	wt.mu.Unlock()
+	switch {
+	case why != "":
+		err = fmt.Errorf("qemu %s: stopped: %s", b.CPU, why)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		err = fmt.Errorf("qemu %s: killed after %v, still printing", b.CPU, b.Timeout)
+	case err != nil:
 		err = fmt.Errorf("qemu %s: %w", b.CPU, err)
 	}
 	if pw, ok := live.(*prefixWriter); ok {
@@ -1238,12 +1486,15 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// prefixWriter prefixes whole lines, so that guests booted in parallel can
-// be told apart in the log.
+// prefixWriter prefixes whole lines, so that guests booted in parallel can be told apart in
+// the log; with start set, each line also carries the seconds since start, and with out set
+// it writes under that lock (shared with the harness's own lines).
 type prefixWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	prefix string
+	start  time.Time
+	out    *sync.Mutex
 	part   []byte
 }
 
@@ -1256,11 +1507,22 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		line := bytes.TrimRight(p.part[:i], "\r")
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
+		p.emit(bytes.TrimRight(p.part[:i], "\r"))
 		p.part = p.part[i+1:]
 	}
 	return len(b), nil
+}
+
+func (p *prefixWriter) emit(line []byte) {
+	if p.out != nil {
+		p.out.Lock()
+		defer p.out.Unlock()
+	}
+	if p.start.IsZero() {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
+		return
+	}
+	fmt.Fprintf(p.w, "%s[%5.1fs] %s\n", p.prefix, time.Since(p.start).Seconds(), line)
 }
 
 // Flush writes a trailing partial line.
@@ -1268,7 +1530,7 @@ func (p *prefixWriter) Flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.part) > 0 {
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, bytes.TrimRight(p.part, "\r"))
+		p.emit(bytes.TrimRight(p.part, "\r"))
 		p.part = nil
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/demo/patience"
 )
 
 // readNewc parses a newc archive the way init/initramfs.c does, so the
@@ -188,11 +190,16 @@ func FuzzParseRegRecords(f *testing.F) {
 }
 
 func TestQEMUArgs(t *testing.T) {
-	args := strings.Join(BootConfig{QEMU: "q", Kernel: "k", Initrd: "i", CPU: "power10", Run: "PPC64LE", Timeout: 150 * time.Second}.QEMUArgs(), " ")
-	for _, want := range []string{"x-vof=on", "-cpu power10", "-no-reboot", "crashtui.cpu=power10", "crashtui.timeout=2m20s", "-kernel k", "-initrd i"} {
+	args := strings.Join(BootConfig{QEMU: "q", Kernel: "k", Initrd: "i", CPU: "power10", Run: "PPC64LE", Timeout: 150 * time.Second, Patience: 3.25}.QEMUArgs(), " ")
+	for _, want := range []string{"x-vof=on", "-cpu power10", "-no-reboot", "crashtui.cpu=power10", "crashtui.timeout=2m20s", "crashtui.patience=3.25", "-kernel k", "-initrd i"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("qemu args %q lack %q", args, want)
 		}
+	}
+	// A quiet host says nothing of its load; the backstop is an hour when none is given.
+	args = strings.Join(BootConfig{QEMU: "q", Kernel: "k", Initrd: "i", CPU: "power10", Run: "PPC64LE", Patience: 1}.QEMUArgs(), " ")
+	if strings.Contains(args, "crashtui.patience") || !strings.Contains(args, "crashtui.timeout=59m50s") {
+		t.Errorf("qemu args %q: want no crashtui.patience and the guest watchdog at 59m50s", args)
 	}
 }
 
@@ -240,10 +247,9 @@ func TestARM64QEMU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	// No clock of its own: each guest is stopped when it stops making progress (Boot).
 	var log bytes.Buffer
-	res, err := Run(ctx, Options{Arch: ARM64, Log: &log})
+	res, err := Run(t.Context(), Options{Arch: ARM64, Log: &log})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		t.Skip(skip.Reason)
@@ -272,10 +278,8 @@ func TestPPC64LEQEMU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
 	var log bytes.Buffer
-	res, err := Run(ctx, Options{Log: &log})
+	res, err := Run(t.Context(), Options{Log: &log})
 	var skip *SkipError
 	if errors.As(err, &skip) {
 		t.Skip(skip.Reason)
@@ -297,5 +301,99 @@ func TestPPC64LEQEMU(t *testing.T) {
 		if len(c.Regs) != want {
 			t.Errorf("%s: %d register records, want %d", c.CPU, len(c.Regs), want)
 		}
+	}
+}
+
+// TestWatchProgress: the console lines that say how far a guest has got become progress
+// reports (booted once init speaks, not at the firmware's banner; each top-level test that
+// ends, counted against the list init printed; subtests are not counted).
+func TestWatchProgress(t *testing.T) {
+	var got []Progress
+	w := newWatch(BootConfig{CPU: "power9", Progress: func(p Progress) { got = append(got, p) }})
+	w.Write([]byte("VOF: booting\r\n\ncrashtui guest: cpu=power9 AT_HWCAP2=0x0 kernel=6.1\ncrashtui guest: tests: TestA TestB TestC\n"))
+	w.Write([]byte("=== RUN   TestA\n=== RUN   TestA/sub\n    --- PASS: TestA/sub (0.10s)\n--- PASS: TestA (1.50s)\n=== RUN   TestB\n--- SK"))
+	w.Write([]byte("IP: TestB (0.00s)\n=== RUN   TestC\n"))
+	if len(got) != 3 {
+		t.Fatalf("%d progress reports, want booted and two tests: %+v", len(got), got)
+	}
+	if !got[0].Booted || got[0].CPU != "power9" {
+		t.Errorf("first report %+v, want power9 booted", got[0])
+	}
+	if p := got[1]; p.Test != "TestA" || p.Result != "PASS" || p.TestDur != "1.50s" || p.Done != 1 || p.Total != 3 {
+		t.Errorf("second report %+v, want TestA PASS 1.50s, 1 of 3", p)
+	}
+	if p := got[2]; p.Test != "TestB" || p.Result != "SKIP" || p.Done != 2 || p.Total != 3 {
+		t.Errorf("third report %+v, want TestB SKIP, 2 of 3", p)
+	}
+	if w.running != "TestC" {
+		t.Errorf("running %q, want TestC", w.running)
+	}
+	for _, tc := range []struct {
+		p    Progress
+		want string
+	}{
+		{Progress{CPU: "power9", Booted: true, Elapsed: 14 * time.Second}, "power9: booted (14s)"},
+		{Progress{CPU: "power9", Test: "TestCrashGo", Result: "PASS", TestDur: "8.33s", Done: 3, Total: 13}, "power9: 3/13 TestCrashGo PASS (8.33s)"},
+		{Progress{CPU: "max", Test: "TestX", Result: "FAIL", Done: 1}, "max: 1 TestX FAIL"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestWatchLimits: a guest that never reaches init, or goes silent in a test, is stopped with a
+// reason that says which; a line resets the wait; with Idle < 0 a booted guest may be silent.
+func TestWatchLimits(t *testing.T) {
+	expires := func(w *watch) string {
+		t.Helper()
+		var why string
+		if !patience.Until(10*time.Second, time.Millisecond, func() bool { why = w.expired(); return why != "" }) {
+			t.Fatal("the watch never expired")
+		}
+		return why
+	}
+	w := newWatch(BootConfig{Boot: time.Millisecond})
+	w.Write([]byte("firmware banner\n"))
+	if why := expires(w); !strings.HasPrefix(why, "did not reach its /init in ") {
+		t.Errorf("no init line: %q", why)
+	}
+
+	w = newWatch(BootConfig{Boot: time.Hour, Idle: time.Millisecond})
+	w.Write([]byte("crashtui guest: cpu=max\n=== RUN   TestHang\n"))
+	if why := expires(w); !strings.HasPrefix(why, "silent for ") || !strings.Contains(why, `in TestHang, after "=== RUN   TestHang"`) {
+		t.Errorf("silent in a test: %q", why)
+	}
+
+	w = newWatch(BootConfig{Boot: time.Hour, Idle: time.Hour})
+	w.Write([]byte("crashtui guest: cpu=max\n"))
+	if why := w.expired(); why != "" {
+		t.Errorf("a guest that just spoke, with an hour to go: %q", why)
+	}
+
+	w = newWatch(BootConfig{Boot: time.Millisecond, Idle: -1})
+	w.Write([]byte(BeginLine + "\n"))
+	time.Sleep(5 * time.Millisecond) // longer than Boot: only Idle may apply now, and it is off
+	if why := w.expired(); why != "" {
+		t.Errorf("Idle < 0 after boot: %q", why)
+	}
+}
+
+// TestBootStopsASilentGuest: Boot stops a QEMU that has gone silent (here a script standing
+// in for it, which hangs in a test) and says so, with what it printed.
+func TestBootStopsASilentGuest(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "qemu")
+	script := "#!/bin/sh\necho 'crashtui guest: cpu=power9'\necho '=== RUN   TestHang'\nexec sleep 600\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var booted bool
+	out, err := Boot(context.Background(), BootConfig{QEMU: fake, Kernel: "k", Initrd: "i", CPU: "power9", Run: "X",
+		Idle: 50 * time.Millisecond, Progress: func(p Progress) { booted = booted || p.Booted }}, nil)
+	if err == nil || !strings.Contains(err.Error(), "qemu power9: stopped: silent for ") || !strings.Contains(err.Error(), "in TestHang") {
+		t.Errorf("Boot of a guest that hangs: %v", err)
+	}
+	if !booted || !strings.Contains(out, "=== RUN   TestHang") {
+		t.Errorf("booted %v, output %q", booted, out)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // stageCommands are the checks of `make guest` (shell mode, BootCommand) every stage runs
@@ -41,7 +40,9 @@ const (
 // Main is a whole test stage for one architecture, as a command line: boot a guest per CPU
 // model, run the tracer tests in it, run stageCommands in shell mode, print "<arch>: N passed,
 // N failed" (the plain closing line CI reads, one guest boot counting as one test) and return
-// the exit status. It returns 0 after printing "SKIP: reason" only when the stage truly cannot
+// the exit status. Its progress lines (ProgressPrefix) go to stderr with the rest of the log.
+// A guest is stopped only when it stops making progress (-boot, -idle), never after a fixed
+// time: on a loaded host the same guest takes several times as long. It returns 0 after printing "SKIP: reason" only when the stage truly cannot
 // run (SkipError). cmd/ppc64le-test and cmd/arm64-test are this for PPC64LE and ARM64.
 func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 	name := a.GOARCH + "-test"
@@ -53,7 +54,9 @@ func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 	cache := fs.String("cache", os.Getenv(env+"_CACHE"), "kernel cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/crashtui/"+a.GOARCH+")")
 	kernel := fs.String("kernel", os.Getenv(env+"_KERNEL"), "kernel to boot instead of the cached Debian one")
 	record := fs.String("record", "", "write the register words the guest tests saw to DIR as JSON fixtures")
-	timeout := fs.Duration("timeout", 150*time.Second, "limit per guest boot")
+	boot := fs.Duration("boot", DefaultBoot, "how long a guest may take to reach its /init, in quiet-machine time (stretched while the host is loaded)")
+	idle := fs.Duration("idle", DefaultIdle, "how long a booted guest may print nothing, in quiet-machine time (stretched while the host is loaded)")
+	timeout := fs.Duration("timeout", DefaultTimeout, "backstop per guest boot, for a guest that never stops printing")
 	parallel := fs.Int("parallel", 2, "guests booted at once")
 	keep := fs.Bool("keep", false, "keep the build directory")
 	shell := fs.Bool("guest", true, "also boot the `make guest` checks (shell mode)")
@@ -83,7 +86,7 @@ func Main(a *Arch, args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := Run(ctx, Options{
 		Arch: a, CacheDir: *cache, Kernel: *kernel, CPUs: strings.Split(*cpus, ","),
-		Run: *run, Timeout: *timeout, Parallel: *parallel, Keep: *keep, Commands: commands, Add: add,
+		Run: *run, Boot: *boot, Idle: *idle, Timeout: *timeout, Parallel: *parallel, Keep: *keep, Commands: commands, Add: add,
 	})
 	var skip *SkipError
 	if errors.As(err, &skip) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/demo"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -240,37 +241,16 @@ func PgroupMembers(pgid int) []int {
 	return pids
 }
 
-// Wait is how long a test waits for something the machine will do (scaled on a loaded or
-// slow machine: Scale).
-func Wait(d time.Duration) time.Duration { return time.Duration(float64(d) * Scale()) }
-
-// Scale is how much slower than a quiet machine this one may be: the race detector, a
-// CRASHTUI_TEST_SCALE set by the user, and the load average per CPU.
-func Scale() float64 {
-	s := 1.0
-	if RaceSlowdown > 1 {
-		s = 3
-	}
-	if v, err := strconv.ParseFloat(os.Getenv("CRASHTUI_TEST_SCALE"), 64); err == nil && v > 0 {
-		s *= v
-	}
-	var buf [64]byte
-	if b, err := procfs.ReadSmall("/proc/loadavg", buf[:]); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
-				s *= max(1, load/float64(runtime.NumCPU()))
-			}
-		}
-	}
-	return s
-}
+// Wait is how long a test waits for something the machine will do: d on a quiet machine,
+// stretched by the race detector and the load (demo/patience).
+func Wait(d time.Duration) time.Duration { return patience.Scale(d * RaceSlowdown) }
 
 // WaitProc polls /proc (there is nothing to wait on) until cond holds.
 func WaitProc(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Wait(10 * time.Second))
+	deadline := patience.New(10 * time.Second * RaceSlowdown)
 	for !cond() {
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -305,7 +285,7 @@ func ReadLines(r io.Reader) LineReader {
 // Expect waits for a line starting with prefix and returns it.
 func (ch LineReader) Expect(t testing.TB, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.After(Wait(timeout))
+	deadline := patience.After(timeout * RaceSlowdown)
 	for {
 		select {
 		case l, ok := <-ch:

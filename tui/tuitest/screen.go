@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/vt"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/creack/pty"
 )
 
@@ -68,9 +69,9 @@ func (s *Screen) Key(t testing.TB, k string) {
 	t.Helper()
 	before := s.Text()
 	s.Type(k)
-	deadline := time.Now().Add(KeyTimeout)
+	deadline := patience.New(KeyTimeout) // in quiet-machine time: it stretches under load
 	for s.Text() == before {
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("the screen did not change within %v after key %q:\n%s", KeyTimeout, k, before)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -85,7 +86,7 @@ var KeyTimeout = 10 * time.Second
 // or fails the test after timeout.
 func (s *Screen) WaitFor(t testing.TB, timeout time.Duration, want ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := patience.New(timeout) // in quiet-machine time: it stretches under load
 	for {
 		txt := s.Text()
 		missing := ""
@@ -98,7 +99,7 @@ func (s *Screen) WaitFor(t testing.TB, timeout time.Duration, want ...string) st
 		if missing == "" {
 			return txt
 		}
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("the screen never showed %q:\n%s", missing, txt)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"golang.org/x/sys/unix"
 )
 
@@ -154,9 +155,9 @@ func Start(tb testing.TB, bin string, args ...string) *Proc {
 func (p *Proc) waitBlocked(tb testing.TB, th Thread) {
 	tb.Helper()
 	path := fmt.Sprintf("/proc/%d/task/%d/syscall", p.PID, th.TID)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := patience.New(20 * time.Second)
 	var last string
-	for time.Now().Before(deadline) {
+	for !deadline.Passed() {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			tb.Fatalf("read %s: %v", path, err)
@@ -241,7 +242,7 @@ func (p *Proc) Line(tb testing.TB, timeout time.Duration) string {
 			tb.Fatalf("restart: stdout ended; stderr %q", p.Stderr())
 		}
 		return l
-	case <-time.After(timeout):
+	case <-patience.After(timeout):
 		tb.Fatalf("restart: no output within %v; stderr %q", timeout, p.Stderr())
 	}
 	return ""
@@ -281,7 +282,7 @@ func (p *Proc) Go(tb testing.TB) {
 func (p *Proc) Rest(tb testing.TB, timeout time.Duration) []string {
 	tb.Helper()
 	var out []string
-	deadline := time.After(timeout)
+	deadline := patience.After(timeout)
 	for {
 		select {
 		case l, ok := <-p.lines:
@@ -316,7 +317,7 @@ func (p *Proc) StderrAll(tb testing.TB, timeout time.Duration) string {
 	tb.Helper()
 	select {
 	case <-p.errDone:
-	case <-time.After(timeout):
+	case <-patience.After(timeout):
 		tb.Fatalf("restart: stderr still open after %v", timeout)
 	}
 	return p.Stderr()
@@ -333,15 +334,16 @@ func (p *Proc) kill() {
 	p.pidfd = -1
 }
 
+// waitPidfd waits for the process of fd to exit, for timeout of a quiet machine (polled in
+// slices of 100 ms, so that the limit stretches with the load).
 func waitPidfd(fd int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+	deadline := patience.New(timeout)
 	for {
-		ms := int(time.Until(deadline) / time.Millisecond)
-		if ms <= 0 {
-			return errors.New("did not exit in time")
+		if deadline.Passed() {
+			return fmt.Errorf("did not exit in %v", deadline.Waited())
 		}
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, ms)
+		n, err := unix.Poll(fds, 100)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -7,6 +7,12 @@
 // and powers the guest off. A watchdog powers off even if the tests hang, so
 // QEMU always exits.
 //
+// Before the tests it prints the names of those that will run on one line
+// ("crashtui guest: tests: TestA TestB"), so that the host can say how far
+// they have got; crashtui.patience= (the host's load factor at boot,
+// demo/patience) reaches the tests as CRASHTUI_PATIENCE, so that their waits
+// stretch with the host's load as well as with the guest's own.
+//
 // With crashtui.mode=shell (`make guest`) it runs instead the command in
 // crashtui.cmd= (base64url, no padding) with busybox's `sh -c`, between a
 // begin line and an exit line carrying its status, which the host parses.
@@ -39,6 +45,9 @@ const (
 	BeginLine  = "CRASHTUI-BEGIN"
 	ExitPrefix = "CRASHTUI-EXIT:"
 )
+
+// TestsPrefix starts the line naming the tests that will run (package qemu has the literal).
+const TestsPrefix = "crashtui guest: tests:"
 
 const (
 	testBinary = "/bin/tracer.test"
@@ -104,10 +113,7 @@ func main() {
 	if run == "" {
 		run = "PPC64LE"
 	}
-	args := []string{"-test.run", run, "-test.v", "-test.count=1", "-test.timeout", (timeout - 5*time.Second).String()}
-	cmd := exec.Command(testBinary, args...)
-	cmd.Dir = "/tmp"
-	cmd.Env = []string{
+	env := []string{
 		"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp",
 		"CRASHTUI_GUEST_CPU=" + cpu,
 		"CRASHTUI_SCVPROG=" + scvProg,
@@ -117,6 +123,25 @@ func main() {
 		"CRASHTUI_SIGPENDING=" + sigpendingProg,
 		"CRASHTUI_CRASHSUITE=" + crashSuiteProg,
 	}
+	if f := params["crashtui.patience"]; f != "" {
+		env = append(env, "CRASHTUI_PATIENCE="+f)
+	}
+	// The names first (-test.list runs nothing), so that the host can count them down.
+	list := exec.Command(testBinary, "-test.list", run)
+	list.Dir, list.Env = "/tmp", env
+	if out, err := list.Output(); err == nil {
+		var names []string
+		for _, n := range strings.Fields(string(out)) {
+			if strings.HasPrefix(n, "Test") {
+				names = append(names, n)
+			}
+		}
+		fmt.Printf("%s %s\n", TestsPrefix, strings.Join(names, " "))
+	}
+	args := []string{"-test.run", run, "-test.v", "-test.count=1", "-test.timeout", (timeout - 5*time.Second).String()}
+	cmd := exec.Command(testBinary, args...)
+	cmd.Dir = "/tmp"
+	cmd.Env = env
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
