@@ -222,11 +222,23 @@ func (s *injectSession) saw(si stopInfo) {
 // that does not come back from that either is abandoned to its guard.
 var injectWait = 5 * time.Second
 
+// Test hooks: injectNoInterrupt withholds the interrupt of a call that outlives injectWait
+// (as a call in uninterruptible sleep ignores it), stepHook sees the thread just before each
+// step resumes it and stepResumed runs just after.
+var (
+	injectNoInterrupt bool
+	stepHook          func(tk *task)
+	stepResumed       func()
+)
+
 // step resumes the thread with req and waits for its next stop (or its death).
 func (s *injectSession) step(req int) (stopInfo, error) {
 	t, tk := s.t, s.tk
 	s.got = false
 	tk.state = injecting
+	if stepHook != nil {
+		stepHook(tk)
+	}
 	if err := ptraceResume(req, tk.tid, 0); err != nil {
 		tk.state = held
 		if errors.Is(err, unix.ESRCH) {
@@ -235,13 +247,21 @@ func (s *injectSession) step(req int) (stopInfo, error) {
 		s.broken = fmt.Errorf("resume injected %d: %w", tk.tid, err)
 		return stopInfo{}, s.broken
 	}
+	if stepResumed != nil {
+		stepResumed()
+	}
 	own := []*task{tk}
 	came := func() bool { return s.got || s.gone }
 	if !t.waitUntil(own, came, injectWait) {
 		// The call blocks (it should not for kcmp or a 1-byte read): interrupt it. A failure
 		// (ESRCH: it died) shows as its death below.
-		ptraceInterrupt(tk.tid)
-		if !t.waitUntil(own, came, 2*time.Second) {
+		wait := 2 * time.Second
+		if injectNoInterrupt {
+			wait = 0
+		} else {
+			ptraceInterrupt(tk.tid)
+		}
+		if !t.waitUntil(own, came, wait) {
 			// Still inside (an uninterruptible sleep): its guard restores it whenever it
 			// returns; finishAbandoned puts the rest back.
 			s.broken = fmt.Errorf("injected syscall in %d did not return", tk.tid)

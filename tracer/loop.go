@@ -298,6 +298,10 @@ type SyscallInfo struct {
 	Nr     uint64 // at entry
 }
 
+// Entry and Exit say which syscall-stop it is.
+func (i SyscallInfo) Entry() bool { return i.Op == unix.PTRACE_SYSCALL_INFO_ENTRY }
+func (i SyscallInfo) Exit() bool  { return i.Op == unix.PTRACE_SYSCALL_INFO_EXIT }
+
 // SyscallStop is a syscall-stop of a followed thread, handed to the watcher.
 type SyscallStop struct {
 	Thread

@@ -3,8 +3,6 @@ package crash
 import (
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
@@ -136,7 +134,7 @@ func (c *Crashes) watchSignal(l *tracer.Loop, s *tracer.SignalStop, f *fault) bo
 func (c *Crashes) Syscall(l *tracer.Loop, s *tracer.SyscallStop) {
 	f := c.faults[s.TID()]
 	info := s.Info
-	if f == nil || s.Err() != nil || (info.Op != unix.PTRACE_SYSCALL_INFO_ENTRY && info.Op != unix.PTRACE_SYSCALL_INFO_EXIT) {
+	if f == nil || s.Err() != nil || !(info.Entry() || info.Exit()) {
 		s.Unfollow()
 		return
 	}
@@ -159,7 +157,7 @@ func (c *Crashes) Syscall(l *tracer.Loop, s *tracer.SyscallStop) {
 		s.Unfollow()
 		return
 	}
-	if info.Op == unix.PTRACE_SYSCALL_INFO_ENTRY {
+	if info.Entry() {
 		f.syscalls++
 		if f.depth > 0 && !f.sigret {
 			// The kernel blocks the signal while its handler runs (unless SA_NODEFER). If it

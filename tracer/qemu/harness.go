@@ -372,7 +372,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		err   error
 	}
 	buildDone := make(chan built, 1)
-	progressf("building the guest programs (crashtui, tracer.test, init, the C helpers)")
+	progressf("building the guest programs (crashtui, the tracer test binaries, init, the C helpers)")
 	go func() {
 		t0 := time.Now()
 		files, err := a.buildGuest(ctx, gobin, opt.ModuleRoot, work, true)
@@ -857,14 +857,15 @@ func BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
 }
 
 // BuildGuest cross-builds, into dir, the programs the stage's guest runs:
-// init, a.Helpers, tracer.test (go test -c ./tracer), crashtui and a.CHelpers.
+// init, a.Helpers, the test binaries of the engine and its features (guestTestPackages), crashtui
+// and a.CHelpers.
 func (a *Arch) BuildGuest(ctx context.Context, gobin, moduleRoot, dir string) error {
 	_, err := a.buildGuest(ctx, gobin, moduleRoot, dir, true)
 	return err
 }
 
 // buildGuest builds into dir init, crashtui and a.CHelpers, and with tests also a.Helpers and
-// tracer.test, and returns the initramfs entries (archive name -> host path) for all of them
+// the test binaries, and returns the initramfs entries (archive name -> host path) for all of them
 // and for the C runtime the dynamic C programs need.
 func (a *Arch) buildGuest(ctx context.Context, gobin, moduleRoot, dir string, tests bool) (map[string]string, error) {
 	env := append(os.Environ(), "GOOS=linux", "GOARCH="+a.GOARCH, "CGO_ENABLED=0")
@@ -895,7 +896,10 @@ func (a *Arch) buildGuest(ctx context.Context, gobin, moduleRoot, dir string, te
 		return err
 	})
 	if tests {
-		files["bin/tracer.test"] = filepath.Join(dir, "tracer.test")
+		for _, pkg := range guestTestPackages {
+			name := filepath.Base(pkg) + ".test"
+			files["bin/"+name] = filepath.Join(dir, name)
+		}
 		for _, h := range a.Helpers {
 			files["bin/"+filepath.Base(h)] = filepath.Join(dir, filepath.Base(h))
 		}
@@ -904,7 +908,8 @@ func (a *Arch) buildGuest(ctx context.Context, gobin, moduleRoot, dir string, te
 			// frames (Go keeps no frame pointers on ppc64le; .debug_frame is the CFI).
 			func() error { return run(append([]string{"build", "-o", out}, a.Helpers...)...) },
 			func() error {
-				return run("test", "-c", "-ldflags=-s -w", "-o", filepath.Join(dir, "tracer.test"), "./tracer")
+				// go test -c of several packages writes one PKG.test each into the directory.
+				return run(append([]string{"test", "-c", "-ldflags=-s -w", "-o", out}, guestTestPackages...)...)
 			})
 	}
 	errs := make(chan error, len(jobs))
@@ -1534,3 +1539,7 @@ func (p *prefixWriter) Flush() {
 		p.part = nil
 	}
 }
+
+// guestTestPackages are the packages whose tests a guest runs (the -test.run pattern picks
+// which): the engine and each feature, each its own test binary.
+var guestTestPackages = []string{"./tracer", "./tracer/access", "./tracer/checkpoint", "./tracer/crash", "./tracer/stacks"}
