@@ -217,8 +217,12 @@ func ExplainGroup(g *sessions.Group) Explanation {
 	if rep != nil && rep.Crash.Core != nil {
 		ex.What += " crashtui wrote one core for the group, the representative's: " + sessions.Sanitize(*rep.Crash.Core) + "."
 	}
-	if rep != nil && rep.Crash.HandlerTries > 0 {
-		ex.What = fmt.Sprintf("The process's own %s handler took this fault %d times and returned each time without repairing it (the same instruction faulted again at the same address), so it would loop forever: crashtui calls that a crash, as Spindle does, and leaves the process looping as it would without crashtui. ",
+	switch {
+	case rep != nil && rep.Crash.Unrepaired:
+		ex.What = fmt.Sprintf("The process's own %s handler took this fault and returned without repairing it (the same instruction faulted again at the same address), so it would have looped forever: as Spindle does, crashtui then delivered the fault as if no handler were installed, and the process died of it (with a core by its own limit). --unrepaired=leave keeps such a loop running instead. ",
+			sessions.Sanitize(g.Signal)) + ex.What
+	case rep != nil && rep.Crash.HandlerTries > 0:
+		ex.What = fmt.Sprintf("The process's own %s handler took this fault %d times and returned each time without repairing it (the same instruction faulted again at the same address), so it loops forever: crashtui calls that a crash, as Spindle does, and (--unrepaired=leave) leaves the process looping as it would without crashtui. ",
 			sessions.Sanitize(g.Signal), rep.Crash.HandlerTries) + ex.What
 	}
 	if g.AbortMessage != "" {

@@ -1082,3 +1082,41 @@ func TestCrashFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrepairedFaultFlag: a handler that never repairs its fault (demo/c/loophandler): by
+// default the fault is delivered as if no handler were installed, so `run` ends with the
+// rank dead of SIGSEGV and its crash says unrepaired; with --unrepaired=leave the rank loops
+// on as it would without crashtui, reported after three tries, until crashtui ends it.
+func TestUnrepairedFaultFlag(t *testing.T) {
+	bin := buildC(t, "loophandler")
+	res := runCrashes(t, 1, nil, bin, "read")
+	if len(res.Crashes) != 1 || !res.Crashes[0].Unrepaired || res.Crashes[0].HandlerTries != 1 {
+		t.Fatalf("crashes %+v, want one, unrepaired after the handler's first failure", res.Crashes)
+	}
+	if len(res.Exits) != 1 || res.Exits[0].Signal != "SIGSEGV" {
+		t.Errorf("exits %+v, want the rank dead of SIGSEGV", res.Exits)
+	}
+
+	r := startCrashRun(t, 1, []string{"--unrepaired=leave"}, bin, "read")
+	var cr sessions.Crash
+	r.waitUntil("the loop's crash", 20*time.Second, func(evs []sessions.Event, _ []string) bool {
+		for _, e := range evs {
+			if c, ok := e.Body.(sessions.Crash); ok {
+				cr = c
+				return true
+			}
+		}
+		return false
+	})
+	if cr.Unrepaired || cr.HandlerTries != 3 {
+		t.Errorf("crash unrepaired %v after %d tries, want left alone after 3", cr.Unrepaired, cr.HandlerTries)
+	}
+	if st := procState(cr.PID); st != "R" && st != "S" && st != "t" {
+		t.Errorf("with --unrepaired=leave the rank is %q, want it still looping", st)
+	}
+	r.cmd.Process.Signal(syscall.SIGINT) // run ends the ranks it started
+	res = r.wait(60 * time.Second)
+	if len(res.Exits) != 1 || res.Exits[0].Signal == "SIGSEGV" {
+		t.Errorf("exits %+v: the rank died of its fault although it was left alone", res.Exits)
+	}
+}

@@ -17,7 +17,8 @@ var crashFlags = struct {
 	sync.Mutex
 	stackDepth map[*common]int
 	dedup      map[*common]bool
-}{stackDepth: map[*common]int{}, dedup: map[*common]bool{}}
+	leave      map[*common]bool // --unrepaired=leave
+}{stackDepth: map[*common]int{}, dedup: map[*common]bool{}, leave: map[*common]bool{}}
 
 // crashLogHeader is the first line of --crash-log (Spindle's crash log, PR #197, plus pid and
 // group).
@@ -36,6 +37,17 @@ func registerCrashFlags(c *common, fs interface {
 		}
 		crashFlags.Lock()
 		crashFlags.stackDepth[c] = n
+		crashFlags.Unlock()
+		return nil
+	})
+	fs.Func("unrepaired", "a fault whose handler returns without repairing it: `default` delivers it as if no handler were installed (the process dies of it, as Spindle does), leave lets the process loop on it as it would without crashtui", func(s string) error {
+		switch s {
+		case "default", "leave":
+		default:
+			return fmt.Errorf("want default or leave")
+		}
+		crashFlags.Lock()
+		crashFlags.leave[c] = s == "leave"
 		crashFlags.Unlock()
 		return nil
 	})
@@ -89,6 +101,7 @@ func crashOptions(c *common) *crash.Options {
 	crashFlags.Lock()
 	o.StackKeyFrames = crashFlags.stackDepth[c]
 	o.DedupKernelCores = crashFlags.dedup[c]
+	o.LeaveUnrepaired = crashFlags.leave[c]
 	crashFlags.Unlock()
 	if c.crashLogF != nil {
 		o.CrashLog = c.crashLogF
