@@ -294,7 +294,9 @@ func TestStateHeldAndBack(t *testing.T) {
 				if err := unix.Kill(v.pid, unix.SIGKILL); err != nil || when == "running" {
 					return err
 				}
-				if !tr.waitUntil(got, func() bool { return tr.tasks[v.tid] == nil || (tk.state == held && tk.stop.event == unix.PTRACE_EVENT_EXIT) }, 10*time.Second) {
+				if !tr.waitUntil(got, func() bool {
+					return tr.tasks[v.tid] == nil || (tk.state == held && tk.stop.event == unix.PTRACE_EVENT_EXIT)
+				}, 10*time.Second) {
 					return fmt.Errorf("killed while %s: %s %s, never at its exit stop", when, tk.state, tk.stop)
 				}
 				return nil
@@ -359,7 +361,7 @@ func (w *signalWatcher) Signal(l *Loop, s *SignalStop) {
 		w.decide(s)
 	}
 }
-func (w *signalWatcher) Syscall(l *Loop, s *SyscallStop)                 {}
+func (w *signalWatcher) Syscall(l *Loop, s *SyscallStop)                  {}
 func (w *signalWatcher) TaskGone(l *Loop, pid, tid int)                   {}
 func (w *signalWatcher) ProcessGone(l *Loop, pid int, ws unix.WaitStatus) {}
 func (w *signalWatcher) Tick(l *Loop)                                     {}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
 )
 
 const matrixSynopsis = "matrix [--json] [--measure=false] JOB"
@@ -76,7 +77,9 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	fmt.Fprintf(w, "\nlegend: first mark process_vm_readv, second kcmp(KCMP_VM); + allowed, x denied, ! measured differs from predicted; %s\n", how)
 	var bad []sessions.Cell
 	for _, c := range m.Cells {
-		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" {
+		// A call that was not run in a measured matrix is named too: its "allowed" is only
+		// a prediction, and the user asked for a measurement.
+		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" || len(views.CellNotRun(c)) > 0 {
 			bad = append(bad, c)
 		}
 	}
@@ -87,13 +90,18 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 		return bad[i].To < bad[j].To
 	})
 	if len(bad) == 0 {
-		fmt.Fprintln(w, "every process may read every other: Open MPI's single-copy (CMA) transport will work.")
+		if m.Measured {
+			fmt.Fprintln(w, "every process may read every other, measured inside each: Open MPI's single-copy (CMA) transport will work.")
+		} else {
+			fmt.Fprintln(w, "/proc predicts that every process may read every other (not measured: --measure runs the calls inside each process).")
+		}
 		return
 	}
 	// One paragraph per distinct reason (with its explanation and fix), naming the pairs it
 	// covers: the same sentence is not repeated for every denied cell.
 	type group struct {
 		head, explain, disagree string
+		notRun                  []string
 		pairs                   []string
 	}
 	var groups []*group
@@ -104,10 +112,11 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 			reason = sessions.Sanitize(*c.Reason)
 		}
 		head := fmt.Sprintf("vm_readv %s  kcmp %s  openmpi %s  reason %s", verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
-		key := head + "\x00" + c.Explain + "\x00" + c.Disagree
+		notRun := views.CellNotRun(c)
+		key := head + "\x00" + c.Explain + "\x00" + c.Disagree + "\x00" + strings.Join(notRun, "\x00")
 		g := byKey[key]
 		if g == nil {
-			g = &group{head: head, explain: c.Explain, disagree: c.Disagree}
+			g = &group{head: head, explain: c.Explain, disagree: c.Disagree, notRun: notRun}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
@@ -125,6 +134,9 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 		}
 		if g.disagree != "" {
 			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(g.disagree), 94, "      "))
+		}
+		for _, n := range g.notRun {
+			fmt.Fprintf(w, "    not run: %s\n", wrap(n, 87, "      "))
 		}
 	}
 }

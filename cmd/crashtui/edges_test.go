@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/demo/patience"
+	"golang.org/x/sys/unix"
+)
+
+// seccompJob is demo/c/seccompworker.c in MODE (a worker thread alone filtered, its main
+// thread in epoll_wait) and a sleep in the same process group, so that there are cells both
+// ways.
+type seccompJob struct {
+	pgid, pid, worker int
+	lines             chan string
+}
+
+func startSeccompJob(t *testing.T, mode string) *seccompJob {
+	t.Helper()
+	bin := buildC(t, "seccompworker")
+	cmd := exec.Command(bin, mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j := &seccompJob{pgid: cmd.Process.Pid, pid: cmd.Process.Pid, lines: make(chan string, 256)}
+	peer := exec.Command("sleep", "1000")
+	peer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: j.pgid}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if peer.Process != nil {
+			peer.Process.Kill()
+			peer.Wait()
+		}
+	})
+	if err := peer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			j.lines <- sc.Text()
+		}
+		close(j.lines)
+	}()
+	deadline := patience.After(20 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-j.lines:
+			if !ok {
+				t.Fatalf("seccompworker %s ended before it was ready", mode)
+			}
+			fmt.Sscanf(l, "worker %d", &j.worker)
+			ready = strings.HasPrefix(l, "ready ")
+			if strings.HasPrefix(l, "bad ") {
+				t.Fatalf("seccompworker %s: %s", mode, l)
+			}
+		case <-deadline:
+			t.Fatalf("seccompworker %s never ready", mode)
+		}
+	}
+	// The main thread must be in epoll_wait (so that the measurement goes to the worker)
+	// before crashtui looks.
+	waitSyscall(t, j.pid, j.pid, "epoll_")
+	return j
+}
+
+// waitSyscall waits until thread tid of pid is blocked in a syscall whose name starts with
+// prefix (/proc's task/TID/syscall, its number named for this machine).
+func waitSyscall(t *testing.T, pid, tid int, prefix string) {
+	t.Helper()
+	deadline := patience.New(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if nr, err := strconv.Atoi(f[0]); err == nil && strings.HasPrefix(arch.SyscallName(arch.Host(), nr), prefix) {
+				return
+			}
+		}
+		if deadline.Passed() {
+			t.Fatalf("thread %d of %d never blocked in %s*: %q", tid, pid, prefix, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// harmed says what happened to the job that must not have: the process or its worker gone,
+// a "bad" line (an EINTR, a supervisor notified of crashtui's call).
+func (j *seccompJob) harmed() []string {
+	var out []string
+	if st := procState(j.pid); st == "" || st == "Z" || st == "X" {
+		out = append(out, fmt.Sprintf("the process died (state %q)", st))
+	} else if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", j.pid, j.worker)); err != nil {
+		out = append(out, "its worker thread died")
+	}
+	for {
+		select {
+		case l, ok := <-j.lines:
+			if !ok {
+				return out
+			}
+			if strings.HasPrefix(l, "bad ") {
+				out = append(out, l)
+			}
+		default:
+			return out
+		}
+	}
+}
+
+// TestMatrixPerThreadSeccomp is issue 22's first item: a worker thread alone has a filter
+// (or syscall user dispatch) on the calls the matrix injects, and the main thread sits in
+// epoll_wait, which an interrupt would end with EINTR, so the measurement runs in the
+// worker. The thread's own filter, evaluated with the real arguments and instruction
+// pointer, decides: where it does not allow the call, nothing is injected, the cell is
+// predicted and says why with the worker's tid, in JSON and in text. Three runs each; the
+// process, its worker and its supervisor see nothing.
+func TestMatrixPerThreadSeccomp(t *testing.T) {
+	needRoot(t)
+	cases := []struct {
+		mode string
+		// want is the not_run of vm_readv and kcmp from the victim ("-": measured).
+		vm, kcmp string
+	}{
+		{"kill_process", "seccomp KILL_PROCESS", "seccomp KILL_PROCESS"},
+		{"kill_thread", "seccomp KILL_THREAD", "seccomp KILL_THREAD"},
+		{"trap", "seccomp TRAP", "seccomp TRAP"},
+		{"user_notif", "seccomp USER_NOTIF", "seccomp USER_NOTIF"},
+		{"errno", "seccomp ERRNO(EPERM)", "seccomp ERRNO(EPERM)"},
+		{"ip", "-", "seccomp KILL_PROCESS"},
+		{"sud", "user_dispatch", "user_dispatch"},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			j := startSeccompJob(t, c.mode)
+			job := "pgid:" + strconv.Itoa(j.pgid)
+			for run := 0; run < 3; run++ {
+				out, code := runMatrix(t, "--json", job)
+				if code != 0 {
+					t.Fatalf("run %d: exit %d", run, code)
+				}
+				if h := j.harmed(); len(h) > 0 {
+					t.Fatalf("run %d harmed the job: %s", run, strings.Join(h, "; "))
+				}
+				cells := matrixCells(t, jsonEvents(t, out), true)
+				n := 0
+				for k, cell := range cells {
+					if k[0] != j.pid {
+						// The peer's cells run in the peer: measured.
+						for _, call := range []string{"vm_readv", "kcmp"} {
+							if got := notRunOf(cell, call); got != "-" {
+								t.Errorf("run %d: %d -> %d %s not run (%s), want measured", run, k[0], k[1], call, got)
+							}
+						}
+						continue
+					}
+					n++
+					for call, want := range map[string]string{"vm_readv": c.vm, "kcmp": c.kcmp} {
+						got := notRunOf(cell, call)
+						if got != want {
+							t.Errorf("run %d: %d -> %d %s: not run %q, want %q", run, k[0], k[1], call, got, want)
+						}
+						ch, _ := cell[call].(map[string]any)
+						nr, _ := ch["not_run"].(map[string]any)
+						tid, _ := nr["tid"].(float64)
+						if want != "-" && int(tid) != j.worker {
+							t.Errorf("run %d: %s not run in thread %v, want the worker %d", run, call, ch["not_run"], j.worker)
+						}
+					}
+				}
+				if n != 1 {
+					t.Fatalf("run %d: %d cells from the victim, want 1", run, n)
+				}
+			}
+			// The text names the worker and what its filter does, and never claims a
+			// measurement that did not happen.
+			out, code := runMatrix(t, job)
+			if code != 0 {
+				t.Fatalf("text: exit %d", code)
+			}
+			text := string(out)
+			if strings.Contains(text, "every process may read every other") {
+				t.Errorf("the text claims every pair was measured:\n%s", text)
+			}
+			wantText := fmt.Sprintf("thread %d's seccomp filter", j.worker)
+			if c.mode == "sud" {
+				wantText = fmt.Sprintf("thread %d has syscall user dispatch on", j.worker)
+			}
+			if !strings.Contains(text, "not run: "+wantText) {
+				t.Errorf("the text does not say %q:\n%s", wantText, text)
+			}
+			if h := j.harmed(); len(h) > 0 {
+				t.Fatalf("the text run harmed the job: %s", strings.Join(h, "; "))
+			}
+		})
+	}
+}
+
+// notRunOf is a check's not_run as "WHY ACTION", or "-" when the call ran.
+func notRunOf(cell map[string]any, call string) string {
+	ch, _ := cell[call].(map[string]any)
+	n, ok := ch["not_run"].(map[string]any)
+	if !ok {
+		if _, measured := ch["measured"].(bool); !measured {
+			return "unmeasured without a reason"
+		}
+		return "-"
+	}
+	s, _ := n["why"].(string)
+	if a, _ := n["action"].(string); a != "" {
+		s += " " + a
+	}
+	return s
+}
+
+// TestCheckpointRunsNothingInside is issue 22's second item: a checkpoint reads every
+// thread from outside and runs no call inside the job, so a job whose filter kills
+// rt_sigaction (which an older checkpoint injected to read a held signal's SA_RESTART)
+// lives through three checkpoints with every restore policy that leaves it working, while
+// SIGUSR1s caught by its worker keep landing on signal-delivery-stops; and nothing claims
+// a handler was removed.
+func TestCheckpointRunsNothingInside(t *testing.T) {
+	needRoot(t)
+	j := startSeccompJob(t, "sigaction")
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() { // a storm of caught signals at the worker
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			if unix.Tgkill(j.pid, j.worker, unix.SIGUSR1) == nil {
+				n++
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	defer func() {
+		close(stop)
+		if n := <-done; n == 0 {
+			t.Errorf("no SIGUSR1 was sent")
+		}
+	}()
+	job := "pgid:" + strconv.Itoa(j.pgid)
+	for run, restore := range []string{"none", "correct", "none"} {
+		cmd := exec.Command(crashtuiBin, "checkpoint", "--json", "--restore="+restore, job)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("run %d: checkpoint: %v", run, err)
+		}
+		if h := j.harmed(); len(h) > 0 {
+			t.Fatalf("run %d (--restore=%s) harmed the job: %s", run, restore, strings.Join(h, "; "))
+		}
+		threads := 0
+		for _, e := range jsonEvents(t, out) {
+			if e.kind() != "thread" {
+				continue
+			}
+			threads++
+			if _, ok := e["sigaction"]; ok {
+				t.Errorf("run %d: thread %v says it ran rt_sigaction inside: %v", run, e["tid"], e["sigaction"])
+			}
+		}
+		if threads < 3 { // the victim's two threads and the sleep
+			t.Errorf("run %d: %d thread events, want at least 3:\n%s", run, threads, out)
+		}
+	}
+}
+
+// eintrJob is demo/c/eintr.c: one thread blocked in each call an interrupt would end with
+// EINTR, one in nanosleep; its lines, and the SysV semaphore it made removed at cleanup.
+type eintrJob struct {
+	pid   int
+	tids  map[string]int
+	lines chan string
+}
+
+func startEINTRJob(t *testing.T) *eintrJob {
+	t.Helper()
+	bin := buildC(t, "eintr")
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j := &eintrJob{pid: cmd.Process.Pid, tids: map[string]int{}, lines: make(chan string, 4096)}
+	semid := -1
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if semid >= 0 {
+			unix.Syscall(unix.SYS_SEMCTL, uintptr(semid), 0, 0 /* IPC_RMID */)
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			j.lines <- sc.Text()
+		}
+		close(j.lines)
+	}()
+	deadline := patience.After(20 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-j.lines:
+			if !ok {
+				t.Fatal("eintr ended before it was ready")
+			}
+			var tid int
+			var name string
+			if _, err := fmt.Sscanf(l, "thread %d %s", &tid, &name); err == nil {
+				j.tids[name] = tid
+			}
+			fmt.Sscanf(l, "sem %d", &semid)
+			if strings.HasPrefix(l, "no io_uring") {
+				t.Logf("eintr: %s: io_uring_enter is not tried", l)
+				delete(j.tids, "io_uring_enter")
+			}
+			ready = strings.HasPrefix(l, "ready ")
+		case <-deadline:
+			t.Fatal("eintr never ready")
+		}
+	}
+	for name, tid := range j.tids {
+		if name == "io_uring_enter" && len(j.tids) < 8 {
+			continue
+		}
+		want := map[string]string{"recv": "recv", "read": "read", "accept": "accept", "epoll_wait": "epoll_",
+			"rt_sigtimedwait": "rt_sigtimedwait", "semop": "sem", "io_uring_enter": "io_uring_enter", "nanosleep": "clock_nanosleep"}[name]
+		waitSyscall(t, j.pid, tid, want)
+	}
+	return j
+}
+
+// bad is every "bad" line the job printed so far.
+func (j *eintrJob) bad() []string {
+	var out []string
+	for {
+		select {
+		case l, ok := <-j.lines:
+			if !ok {
+				return append(out, "the job's output ended")
+			}
+			if strings.HasPrefix(l, "bad ") {
+				out = append(out, l)
+			}
+		default:
+			return out
+		}
+	}
+}
+
+// TestNoEINTRFromCrashtui is issue 22's third item: the matrix, stack samples, a checkpoint
+// and a live session that measures and samples never stop a thread blocked in a call the
+// kernel would not restart (signal(7)), so none of its calls fails with EINTR; the thread
+// in nanosleep is the one measured.
+func TestNoEINTRFromCrashtui(t *testing.T) {
+	needRoot(t)
+	j := startEINTRJob(t)
+	job := "pid:" + strconv.Itoa(j.pid)
+	for _, args := range [][]string{
+		{"matrix", "--json", job},
+		{"stacks", "--json", "--samples", "5", "--interval", "100ms", job},
+		// Not --restore=correct: it turns the restart block of the nanosleep threads into
+		// EINTR by design (CRIU's fix-up; TestCheckpointCorrectTable).
+		{"checkpoint", "--json", job},
+	} {
+		out, err := exec.Command(crashtuiBin, args...).Output()
+		if err != nil {
+			t.Fatalf("crashtui %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if b := j.bad(); len(b) > 0 {
+			t.Errorf("crashtui %s: %s", strings.Join(args, " "), strings.Join(b, "; "))
+		}
+	}
+	// A live session measuring and sampling, ended by SIGINT once it has sampled twice.
+	c := startCrashtui(t, "attach", "--json", "--matrix", "measure", "--sample-every", "100ms", job)
+	c.waitFor(t, "two stack samples", 60*time.Second, func(evs []event) bool { return count(evs, "sample") >= 2 })
+	c.stop(t)
+	if b := j.bad(); len(b) > 0 {
+		t.Errorf("crashtui attach: %s", strings.Join(b, "; "))
+	}
+}
