@@ -185,8 +185,9 @@ bench: build
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./... 2>&1 | \
 	  $(GO) run ./cmd/testreport -bench -log $(LOGS)/bench.log
 
-# 200 SIGKILLs of crashtui at random moments of matrix, checkpoint and a measured attach,
-# against a 20-process job that checks its own registers, results and SIGTRAP handler; then
+# 200 SIGKILLs of crashtui at random moments of matrix, checkpoint, stacks and a measured attach,
+# against a 20-process job that checks its own registers, results, SIGTRAP handler and the
+# signals it sends itself (none lost); then
 # 50 matrix runs under a SIGSTOP/SIGCONT storm.
 soak: test-deps
 	CRASHTUI_KILL9_TRIALS=200 CRASHTUI_STORM_RUNS=50 CRASHTUI_KILL9_REPORT=1 $(GO) test -count=1 -run '^(TestKill9DuringInjection|TestStopStormDuringMatrix)$$' -v -timeout 30m ./cmd/crashtui

@@ -132,10 +132,13 @@ func (v *victimJob) check(t *testing.T) (harmed int) {
 	return len(bad)
 }
 
-// TestKill9DuringInjection is issue 9's first promise: crashtui SIGKILLed at a random moment
-// of `matrix`, `checkpoint` and a live measured `attach` (all of which run syscalls inside
-// the job's threads) leaves every thread of a 20-process job with its own registers, signal
-// mask and SIGTRAP handler. CRASHTUI_KILL9_TRIALS sets the count (make soak runs 200).
+// TestKill9DuringInjection is issue 9's first promise and issue 22's fourth: crashtui
+// SIGKILLed at a random moment of `matrix`, `checkpoint`, `stacks` and a live measured
+// `attach` (which stop the job's threads and run syscalls inside them) leaves every thread of
+// a 20-process job with its own registers, signal mask and SIGTRAP handler, and loses none of
+// the signals the job sends itself all the while (a raise(SIGTRAP) whose handler did not run,
+// a queued SIGRTMIN that never arrived). CRASHTUI_KILL9_TRIALS sets the count (make soak
+// runs 200).
 func TestKill9DuringInjection(t *testing.T) {
 	needRoot(t)
 	trials := 40
@@ -147,12 +150,13 @@ func TestKill9DuringInjection(t *testing.T) {
 	modes := [][]string{
 		{"matrix", "--json", job},
 		{"checkpoint", "--json", "--restore=none", job},
+		{"stacks", "--json", "--samples", "3", "--interval", "50ms", job},
 		{"attach", "--json", "--matrix=measure", job},
 	}
 	// Each kill lands at a uniformly random moment of the command's own run, measured here
 	// once: the live attach measures its first matrix a second after it starts.
 	span := map[string]time.Duration{}
-	for _, args := range modes[:2] {
+	for _, args := range modes[:3] {
 		t0 := time.Now()
 		if out, err := exec.Command(crashtuiBin, args...).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)

@@ -10,8 +10,12 @@
  *   reader    read on its own pipe, woken by the main thread each 20 ms: exactly one byte 'x'
  *   spinner   two copies of a pseudo-random sequence in registers, 100k steps then a 2 ms
  *             sleep (so twenty victims leave the machine usable): must stay equal
+ *   signaller raises SIGTRAP at itself (its handler must have run when raise returns) and
+ *             queues SIGRTMIN at the process (each must be delivered: real-time signals are
+ *             not merged, so a count that falls short is a signal lost), every 2 ms
  *   main      writes to reader's pipe; on SIGUSR2 raises SIGTRAP (its handler must run: a
- *             handler reset to SIG_DFL kills the process) and reports
+ *             handler reset to SIG_DFL kills the process), checks that every SIGRTMIN queued
+ *             so far arrived, and reports
  * Output (stdout, one write per line):
  *   ready PID                        once per process
  *   bad PID WHAT VALUE               at once, when a check fails
@@ -46,7 +50,11 @@ static void fail(const char *what, long v) {
     say("bad %d %s %ld\n", getpid(), what, v);
 }
 
-static void on_trap(int s) { (void)s; traps++; }
+static __thread volatile long mytraps; /* this thread's SIGTRAPs: raise's handler runs in it */
+static volatile long rt_sent, rt_got;
+
+static void on_trap(int s) { (void)s; traps++; mytraps++; }
+static void on_rt(int s) { (void)s; __atomic_add_fetch(&rt_got, 1, __ATOMIC_SEQ_CST); }
 static void on_usr1(int s) { (void)s; usr1++; }
 static void on_usr2(int s) { (void)s; report = 1; }
 
@@ -106,6 +114,22 @@ static void *spinner(void *a) {
     return NULL;
 }
 
+static void *signaller(void *a) {
+    (void)a;
+    union sigval v = {0};
+    for (;;) {
+        long before = mytraps;
+        raise(SIGTRAP);
+        if (mytraps != before + 1) fail("raise-sigtrap", mytraps - before);
+        /* counted before it is queued: a handler that runs first finds it counted */
+        __atomic_add_fetch(&rt_sent, 1, __ATOMIC_SEQ_CST);
+        if (sigqueue(getpid(), SIGRTMIN, v) != 0) __atomic_sub_fetch(&rt_sent, 1, __ATOMIC_SEQ_CST);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 static void run(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -116,9 +140,11 @@ static void run(void) {
     sigaction(SIGUSR1, &sa, NULL);
     sa.sa_handler = on_usr2;
     sigaction(SIGUSR2, &sa, NULL);
+    sa.sa_handler = on_rt;
+    sigaction(SIGRTMIN, &sa, NULL);
     if (pipe(rpipe) < 0) _exit(4);
     pthread_t t;
-    void *(*fns[])(void *) = {sleeper, poller, reader, spinner};
+    void *(*fns[])(void *) = {sleeper, poller, reader, spinner, signaller};
     for (unsigned i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (pthread_create(&t, NULL, fns[i], NULL) != 0) _exit(5);
     say("ready %d\n", getpid());
@@ -128,9 +154,17 @@ static void run(void) {
         if (write(rpipe[1], "x", 1) != 1) fail("write", errno);
         if (report) {
             report = 0;
-            int before = traps;
+            long before = mytraps;
             raise(SIGTRAP);
-            if (traps != before + 1) fail("sigtrap", traps - before);
+            if (mytraps != before + 1) fail("sigtrap", mytraps - before);
+            /* Every SIGRTMIN queued before now arrives within a second (one in flight may
+             * still be on its way to a thread); a shortfall after that is a signal lost. */
+            long sent = rt_sent;
+            for (int i = 0; i < 1000 && rt_got < sent; i++) {
+                struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);
+            }
+            if (rt_got < sent) fail("sigrtmin-lost", sent - rt_got);
             say("report %d traps=%d bad=%ld loops=%ld\n", getpid(), (int)traps, bad, loops);
         }
     }

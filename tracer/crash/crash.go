@@ -202,6 +202,12 @@ func (c *Crashes) Signal(l *tracer.Loop, s *tracer.SignalStop) {
 	case dispIgnored:
 		return
 	case dispCaught:
+		if f := c.faults[s.TID()]; si.UserSent() && (f == nil || !f.watched()) {
+			// Sent with kill, tgkill or sigqueue (a raise(SIGTRAP), a profiler's signal) to a
+			// handler: not a fault, nothing for the handler to repair. Delivered, not
+			// followed: judging it would trace each such signal syscall by syscall.
+			return
+		}
 		c.deliverCaught(l, s, si)
 		return
 	}

@@ -1,7 +1,9 @@
 package crash
 
 import (
+	"bufio"
 	"debug/elf"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -482,5 +485,79 @@ func TestCrashInInlinedFunction(t *testing.T) {
 			t.Errorf("group named %q with stack %+v, want read_cell", g.Function, g.Stack)
 		}
 		return
+	}
+}
+
+// TestSentSignalsAreNotFaults: a process that raises SIGTRAP at itself and queues signals to
+// its own handlers (demo/c/victim.c's signaller, every 2 ms) has no fault to judge: no
+// handled event, no crash, and each handler runs (the victim reports a SIGTRAP whose handler
+// did not run as it happens).
+func TestSentSignalsAreNotFaults(t *testing.T) {
+	bin := tracertest.DemoProgram(t, "victim")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	var handled, crashes int
+	var mu sync.Mutex
+	tr := tracer.New(tracer.Options{Watcher: New(Options{}), Emit: func(e sessions.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Body.(type) {
+		case sessions.Handled:
+			handled++
+		case sessions.Crash:
+			crashes++
+		}
+	}})
+	t.Cleanup(func() {
+		tr.SignalJob(unix.SIGKILL)
+		<-tr.JobDone()
+		tr.Close()
+	})
+	_, err = tr.Launch(tracer.LaunchSpec{N: 1, Argv: []string{bin, "1"}, Stdout: w})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(r)
+	pid := 0
+	for pid == 0 && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "ready %d", &pid)
+	}
+	if pid == 0 {
+		t.Fatal("the victim never said it was ready")
+	}
+	// Two reports a while apart: each counts the SIGTRAPs its handler saw.
+	var traps []int
+	for len(traps) < 2 {
+		if len(traps) == 1 {
+			time.Sleep(300 * time.Millisecond) // a few hundred signals' worth
+		}
+		unix.Kill(pid, unix.SIGUSR2)
+		for sc.Scan() {
+			l := sc.Text()
+			if strings.HasPrefix(l, "bad ") {
+				t.Errorf("victim: %s", l)
+			}
+			var p, n int
+			var bad, loops int64
+			if _, err := fmt.Sscanf(l, "report %d traps=%d bad=%d loops=%d", &p, &n, &bad, &loops); err == nil {
+				traps = append(traps, n)
+				break
+			}
+		}
+		if err := sc.Err(); err != nil || len(traps) == 0 {
+			t.Fatalf("the victim stopped reporting: %v", err)
+		}
+	}
+	if traps[1]-traps[0] < 10 {
+		t.Fatalf("only %d SIGTRAPs between the reports: the test proves nothing", traps[1]-traps[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if handled != 0 || crashes != 0 {
+		t.Errorf("%d handled events and %d crashes for %d signals the process sent itself, want none", handled, crashes, traps[1])
 	}
 }
