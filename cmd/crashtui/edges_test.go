@@ -26,9 +26,25 @@ type seccompJob struct {
 
 func startSeccompJob(t *testing.T, mode string) *seccompJob {
 	t.Helper()
+	j := startSeccompWorker(t, mode, 0)
+	peer := exec.Command("sleep", "1000")
+	peer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: j.pgid}
+	if err := peer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		peer.Process.Kill()
+		peer.Wait()
+	})
+	return j
+}
+
+// startSeccompWorker starts seccompworker MODE in process group pgid (0: its own).
+func startSeccompWorker(t *testing.T, mode string, pgid int) *seccompJob {
+	t.Helper()
 	bin := buildC(t, "seccompworker")
 	cmd := exec.Command(bin, mode)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -36,20 +52,14 @@ func startSeccompJob(t *testing.T, mode string) *seccompJob {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	j := &seccompJob{pgid: cmd.Process.Pid, pid: cmd.Process.Pid, lines: make(chan string, 256)}
-	peer := exec.Command("sleep", "1000")
-	peer.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: j.pgid}
+	if pgid == 0 {
+		pgid = cmd.Process.Pid
+	}
+	j := &seccompJob{pgid: pgid, pid: cmd.Process.Pid, lines: make(chan string, 256)}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		if peer.Process != nil {
-			peer.Process.Kill()
-			peer.Wait()
-		}
 	})
-	if err := peer.Start(); err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

@@ -146,6 +146,19 @@ func TestKill9DuringInjection(t *testing.T) {
 		trials, _ = strconv.Atoi(s)
 	}
 	v := startVictims(t, 20)
+	// Beside them, processes whose worker thread alone has a filter that kills, notifies or
+	// traps on the calls a measurement injects (issue 22 item 1).
+	var filtered []*seccompJob
+	for _, mode := range []string{"kill_process", "user_notif", "trap"} {
+		filtered = append(filtered, startSeccompWorker(t, mode, v.pgid))
+	}
+	defer func() {
+		for _, j := range filtered {
+			if h := j.harmed(); len(h) > 0 {
+				t.Errorf("seccompworker %d: %s", j.pid, strings.Join(h, "; "))
+			}
+		}
+	}()
 	job := "pgid:" + strconv.Itoa(v.pgid)
 	modes := [][]string{
 		{"matrix", "--json", job},
