@@ -413,3 +413,57 @@ func TestNoEINTRFromCrashtui(t *testing.T) {
 		t.Errorf("crashtui attach: %s", strings.Join(b, "; "))
 	}
 }
+
+// TestSecondSignalQuitsAtOnce is issue 22's seventh item: ranks that ignore SIGINT and fork
+// all the time, and a --grace of an hour: the first SIGINT asks crashtui to end them (it
+// waits for their exit), the second makes it SIGKILL them at once, detach and still write
+// its summary.
+func TestSecondSignalQuitsAtOnce(t *testing.T) {
+	needRoot(t)
+	forker := buildC(t, "forker")
+	dir := t.TempDir()
+	c := startCrashtui(t, "run", "--json", "--grace", "1h", "-n", "2", "--",
+		"sh", "-c", `trap "" INT; exec "$0" "$1"`, forker, dir+"/count")
+	evs := c.waitFor(t, "the ranks and 50 of their children", 60*time.Second, func(evs []event) bool { return count(evs, "process") >= 52 })
+	var ranks []int
+	for _, e := range evs {
+		if e.kind() == "process" && len(ranks) < 2 {
+			ranks = append(ranks, e.int("pid"))
+		}
+	}
+	t.Cleanup(func() { // should the test fail before crashtui ends them
+		for _, pid := range ranks {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	c.cmd.Process.Signal(syscall.SIGINT)
+	// The first one is taken (the ranks get a SIGINT they ignore); then the second.
+	for deadline := patience.New(60 * time.Second); !strings.Contains(c.errText(), "ending the job"); time.Sleep(10 * time.Millisecond) {
+		if deadline.Passed() {
+			t.Fatalf("crashtui never said it was ending the job; stderr: %s", c.errText())
+		}
+	}
+	c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-patience.After(60 * time.Second):
+		t.Fatal("crashtui did not end after a second SIGINT (it waits out the hour's grace)")
+	}
+	c.cmd.Wait()
+	evs = c.snapshot()
+	if len(evs) == 0 || evs[len(evs)-1].kind() != "summary" {
+		t.Fatalf("no summary at the end; stderr: %s", c.stderr.String())
+	}
+	for _, pid := range ranks {
+		if st := procState(pid); st != "" && st != "Z" {
+			t.Errorf("rank %d still there (state %s)", pid, st)
+		}
+	}
+}
+
+// errText is crashtui's stderr so far.
+func (c *crashtuiProc) errText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stderr.String()
+}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ type common struct {
 	matrix    string        // auto, off, predict, measure
 	wholeNS   bool          // the JOB may contain init (--whole-namespace)
 	duration  time.Duration // demo: end after this long (0: never)
+	grace     time.Duration // run, demo: the ranks' time to exit after SIGINT (endRanks)
 	// sampleEvery is how often stacks are sampled on their own (0: off; -1: the default, 5 s
 	// in the TUI and in agents, off with --json).
 	sampleEvery time.Duration
@@ -175,7 +177,9 @@ type session struct {
 	queue   *eventQueue // to the TUI
 	writes  *eventQueue // to writeLoop (--json, recording)
 	written chan struct{}
-	header  sessions.Header
+	// progress counts the events writeLoop has written: finish waits while it moves.
+	progress atomic.Int64
+	header   sessions.Header
 
 	stdoutGone chan struct{} // closed at the first failed --json write (the consumer went away)
 	goneOnce   sync.Once
@@ -235,6 +239,7 @@ func (s *session) writeLoop() {
 		if s.rec != nil {
 			s.rec.Record(e)
 		}
+		s.progress.Add(1)
 	}
 	if s.enc != nil && s.stdoutErr == nil {
 		s.out.Flush()
@@ -337,12 +342,30 @@ func (s *session) finish(host string) sessions.Summary {
 	}
 	s.writes.close()
 	s.mu.Unlock()
-	// Told to stop, crashtui has detached by now: a reader that does not take the rest
-	// within two seconds (or a second signal) does not keep it from exiting.
-	select {
-	case <-s.written:
-	case <-quit.second:
-	case <-afterQuit(2 * time.Second):
+	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
+	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
+	// that keeps reading gets everything, the summary last.
+	for last := s.progress.Load(); ; {
+		stall := 2 * time.Second
+		select {
+		case <-quit.second:
+			stall = 250 * time.Millisecond
+		default:
+		}
+		select {
+		case <-s.written:
+		case <-time.After(stall):
+			if now := s.progress.Load(); now != last {
+				last = now
+				continue
+			}
+			select {
+			case <-quit.first:
+			default:
+				continue // not told to stop: a slow reader is waited for
+			}
+		}
+		break
 	}
 	if s.recF != nil {
 		s.recF.Close()
@@ -438,15 +461,6 @@ func catchSignals() {
 	}()
 }
 
-// afterQuit fires d after the first quit signal (never, if none comes).
-func afterQuit(d time.Duration) <-chan time.Time {
-	c := make(chan time.Time, 1)
-	go func() {
-		<-quit.first
-		c <- <-time.After(d)
-	}()
-	return c
-}
 
 // splitList helps flags like --restore.
 func oneOf(v string, allowed ...string) bool {

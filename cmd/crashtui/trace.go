@@ -62,6 +62,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runSynopsis, stderr)
 	c.register(fs)
 	n := fs.Int("n", 1, "number of ranks to start")
+	fs.DurationVar(&c.grace, "grace", defaultGrace, "when crashtui quits, give the ranks `D` to exit after its SIGINT before it sends SIGKILL (a second SIGINT to crashtui skips it)")
 	pos, tail, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -181,15 +182,15 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 			var detach func()
 			ctx, detach = context.WithCancel(ctx)
 			defer detach()
-			go serveRequests(c.control, controller{t, mode, sp}, s, c.host, detach)
+			go serveRequests(c.control, controller{t, mode, sp, c.grace}, s, c.host, detach)
 		}
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
-			Control: controller{t, mode, sp}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour})
+			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour})
 	}
 	if ownsJob(mode) {
-		endRanks(t)
+		endRanks(t, c.grace, stderr)
 	}
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("detach: %w", cerr)
@@ -245,21 +246,32 @@ func liveMatrix(ctx context.Context, t *tracing, mode string) {
 // ownsJob says whether crashtui started the job itself (and so ends it when it quits).
 func ownsJob(mode string) bool { return mode == "run" || mode == "demo" }
 
-// endRanks ends the job crashtui started itself, so nothing it launched outlives it.
-func endRanks(t *tracing) {
+// defaultGrace is how long ranks crashtui started get after its SIGINT before the SIGKILL
+// (run --grace; Slurm's KillWait is the same idea).
+const defaultGrace = 3 * time.Second
+
+// endRanks ends the job crashtui started itself, so nothing it launched outlives it: SIGINT,
+// as a terminal would have sent it, then SIGKILL after grace. A second quit signal skips the
+// grace: the SIGKILL goes at once.
+// What it does is said on w (nil: the TUI, which shows it itself).
+func endRanks(t *tracing, grace time.Duration, w io.Writer) {
 	for _, step := range []struct {
 		sig  syscall.Signal
 		wait time.Duration
-	}{{syscall.SIGINT, 3 * time.Second}, {syscall.SIGKILL, 5 * time.Second}} {
+	}{{syscall.SIGINT, grace}, {syscall.SIGKILL, 5 * time.Second}} {
 		select {
 		case <-t.JobDone():
 			return
 		default:
 		}
 		t.SignalJob(step.sig)
+		if w != nil && step.sig == syscall.SIGINT {
+			fmt.Fprintf(w, "crashtui: ending the job it started: SIGINT sent, SIGKILL in %v unless it exits (a second Ctrl-C sends it now)\n", grace)
+		}
 		select {
 		case <-t.JobDone():
 			return
+		case <-quit.second:
 		case <-time.After(step.wait):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,9 +17,10 @@ import (
 
 // controller carries the TUI's requests down to the tracer.
 type controller struct {
-	t    *tracing
-	mode string
-	sp   *sampler
+	t     *tracing
+	mode  string
+	sp    *sampler
+	grace time.Duration // endRanks' (run --grace)
 }
 
 // Sample takes one stack sample of every thread now.
@@ -59,7 +61,7 @@ func (c controller) Checkpoint(policy string) error {
 // Detach lets go of the job; a job crashtui started itself (run, demo) is ended first.
 func (c controller) Detach() error {
 	if ownsJob(c.mode) {
-		endRanks(c.t)
+		endRanks(c.t, c.grace, nil)
 	}
 	return c.t.Close()
 }
