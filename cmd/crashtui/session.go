@@ -461,7 +461,6 @@ func catchSignals() {
 	}()
 }
 
-
 // splitList helps flags like --restore.
 func oneOf(v string, allowed ...string) bool {
 	for _, a := range allowed {
