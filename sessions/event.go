@@ -490,6 +490,24 @@ type Error struct {
 	PID     int    `json:"pid,omitempty"`
 	Op      string `json:"op"`
 	Message string `json:"message"`
+	// Refused is why a process of the job could not be attached (op "attach"), as facts.
+	Refused *Refused `json:"refused,omitempty"`
+}
+
+// Refused is why PTRACE_SEIZE of a process of the job failed: the process is then not part
+// of the session, and every command says so.
+type Refused struct {
+	Comm  string `json:"comm,omitempty"`
+	Errno string `json:"errno"` // EPERM, ESRCH...
+	// TracerPID and TracerComm name the process already tracing it (strace, gdb, another
+	// crashtui): /proc's TracerPid is a thread, this is its process.
+	TracerPID  int    `json:"tracer_pid,omitempty"`
+	TracerComm string `json:"tracer_comm,omitempty"`
+	// Yama is kernel.yama.ptrace_scope when it forbids the attach (1-3), else 0.
+	Yama int `json:"yama,omitempty"`
+	// Root says whether crashtui ran as root (EPERM without a tracer or Yama: another
+	// user's process, or a non-dumpable one).
+	Root bool `json:"root,omitempty"`
 }
 
 func (Session) Kind() Kind { return KindSession }

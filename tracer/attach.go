@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/procfs"
 	"golang.org/x/sys/unix"
 )
@@ -71,7 +72,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 	for pid, err := range refused {
 		if t.procs[pid] == nil && !errors.Is(err, unix.ESRCH) {
 			res.Refused = append(res.Refused, err)
-			t.emitErr(pid, "attach", err)
+			t.emit(sessions.Error{PID: pid, Op: "attach", Message: err.Error(), Refused: refusalOf(pid, err)})
 		}
 	}
 	// What announcing reads of each new process (exe, cmdline, status, environ), read in
@@ -135,7 +136,7 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 			}
 			if err != nil {
 				if added == 0 && n == 0 {
-					return 0, fmt.Errorf("seize %d: %w%s", tid, err, seizeHint(tid, err))
+					return 0, &seizeError{tid: tid, err: err, hint: seizeHint(tid, err)}
 				}
 				continue
 			}
@@ -152,6 +153,48 @@ func (t *Tracer) seizeProcess(pid int) (int, error) {
 func tracerOf(tid int) int {
 	_, tracer := procfs.TaskStatus(tid)
 	return tracer
+}
+
+// seizeError is a PTRACE_SEIZE of thread tid that failed.
+type seizeError struct {
+	tid  int
+	err  error
+	hint string // seizeHint, read when it failed
+}
+
+func (e *seizeError) Error() string { return fmt.Sprintf("seize %d: %v%s", e.tid, e.err, e.hint) }
+func (e *seizeError) Unwrap() error { return e.err }
+
+// refusalOf is why seizing pid failed with err, as facts.
+func refusalOf(pid int, err error) *sessions.Refused {
+	r := &sessions.Refused{Root: os.Geteuid() == 0}
+	var se *seizeError
+	tid := pid
+	if errors.As(err, &se) {
+		tid = se.tid
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		r.Errno = unix.ErrnoName(errno)
+	}
+	if st, serr := procfs.ReadStat(pid); serr == nil {
+		r.Comm = st.Comm
+	}
+	if errors.Is(err, unix.EPERM) {
+		if tp := tracerOf(tid); tp != 0 {
+			// TracerPid is the tracing thread; its process is its thread group.
+			r.TracerPID = tp
+			if tgid := procfs.StatusField(procfs.Path(tp, "status"), "Tgid"); tgid != "" {
+				fmt.Sscan(tgid, &r.TracerPID)
+			}
+			if st, serr := procfs.ReadStat(r.TracerPID); serr == nil {
+				r.TracerComm = st.Comm
+			}
+		} else if y := yamaScope(); y >= 3 || (y >= 1 && !r.Root) {
+			r.Yama = y
+		}
+	}
+	return r
 }
 
 func seizeHint(tid int, err error) string {

@@ -67,3 +67,46 @@ func CellNotRun(c sessions.Cell) []string {
 	}
 	return out
 }
+
+// RefusedSentence says why a process of the job was not attached, and what to do about it.
+func RefusedSentence(pid int, r sessions.Refused) string {
+	who := fmt.Sprintf("pid %d", pid)
+	if r.Comm != "" {
+		who += " (" + sessions.Sanitize(r.Comm) + ")"
+	}
+	switch {
+	case r.TracerPID != 0:
+		by := fmt.Sprintf("pid %d", r.TracerPID)
+		if r.TracerComm != "" {
+			by += " (" + sessions.Sanitize(r.TracerComm) + ")"
+		}
+		return fmt.Sprintf("%s was not attached: it is already traced by %s, and a thread has one tracer at a time. Detach that one (quit it) and run crashtui again.", who, by)
+	case r.Yama == 3:
+		return fmt.Sprintf("%s was not attached: Yama's kernel.yama.ptrace_scope is 3, which forbids every attach, root's too, until reboot.", who)
+	case r.Yama == 2:
+		return fmt.Sprintf("%s was not attached: Yama's kernel.yama.ptrace_scope is 2, where only CAP_SYS_PTRACE may attach. Run crashtui as root.", who)
+	case r.Yama == 1:
+		return fmt.Sprintf("%s was not attached: Yama's kernel.yama.ptrace_scope is 1, where a process may attach only to its own descendants. Run crashtui as root, or sysctl kernel.yama.ptrace_scope=0.", who)
+	case r.Errno == "EPERM" && !r.Root:
+		return fmt.Sprintf("%s was not attached (EPERM): another user's process, or one that is not dumpable. Run crashtui as root or as the job's user.", who)
+	case r.Errno == "EPERM":
+		return fmt.Sprintf("%s was not attached (EPERM), though crashtui runs as root: a process of another user namespace, or a kernel thread.", who)
+	}
+	e := r.Errno
+	if e == "" {
+		e = "an error"
+	}
+	return fmt.Sprintf("%s was not attached (%s).", who, sessions.Sanitize(e))
+}
+
+// Unattached is one sentence for each process of the job that could not be attached, in
+// the order the session met them.
+func Unattached(errs []sessions.Error) []string {
+	var out []string
+	for _, e := range errs {
+		if e.Op == "attach" && e.Refused != nil {
+			out = append(out, RefusedSentence(e.PID, *e.Refused))
+		}
+	}
+	return out
+}

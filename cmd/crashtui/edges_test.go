@@ -467,3 +467,54 @@ func (c *crashtuiProc) errText() string {
 	defer c.mu.Unlock()
 	return c.stderr.String()
 }
+
+// TestUnattachedNamedInText is issue 22's eighth item: a process of the job that another
+// tracer holds (here a second crashtui) is left out of matrix, checkpoint and stacks, and
+// their text says so, naming the tracer's pid and name, as --json does with facts.
+func TestUnattachedNamedInText(t *testing.T) {
+	needRoot(t)
+	a := exec.Command("sleep", "1000")
+	a.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := exec.Command("sleep", "1000")
+	b.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: a.Process.Pid}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []*exec.Cmd{a, b} {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	holder := startCrashtui(t, "attach", "--json", "pid:"+strconv.Itoa(b.Process.Pid))
+	holder.waitFor(t, "the other crashtui to attach", 30*time.Second, func(evs []event) bool { return count(evs, "process") >= 1 })
+	job := "pgid:" + strconv.Itoa(a.Process.Pid)
+	want := fmt.Sprintf("pid %d (sleep) was not attached: it is already traced by pid %d (crashtui)", b.Process.Pid, holder.cmd.Process.Pid)
+	for _, args := range [][]string{{"matrix", job}, {"checkpoint", job}, {"stacks", "--samples", "1", job}} {
+		out, err := exec.Command(crashtuiBin, args...).Output()
+		if err != nil {
+			t.Fatalf("crashtui %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if text := strings.Join(strings.Fields(string(out)), " "); !strings.Contains(text, want) {
+			t.Errorf("crashtui %s does not say %q:\n%s", strings.Join(args, " "), want, out)
+		}
+	}
+	out, _ := runMatrix(t, "--json", job)
+	found := false
+	for _, e := range jsonEvents(t, out) {
+		if e.kind() == "error" && e.int("pid") == b.Process.Pid {
+			r, _ := e["refused"].(map[string]any)
+			tp, _ := r["tracer_pid"].(float64)
+			found = int(tp) == holder.cmd.Process.Pid && r["tracer_comm"] == "crashtui" && r["errno"] == "EPERM"
+			if !found {
+				t.Errorf("the error event's facts: %v", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("--json has no error event with the refusal of %d:\n%s", b.Process.Pid, out)
+	}
+}

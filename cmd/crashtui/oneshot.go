@@ -10,6 +10,7 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/crash"
+	"github.com/crashtui/crashtui/views"
 )
 
 // attachOnce is the shape of the one-shot commands (matrix, checkpoint): attach to job, run
@@ -53,8 +54,23 @@ func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, j
 	if !c.json && ran {
 		s.mu.Lock() // the tracer has stopped; the lock only documents who else touches state
 		report(s.state)
+		printUnattached(stdout, s.state)
 		s.mu.Unlock()
 	}
 	s.finish(c.host)
 	return err
+}
+
+// printUnattached names the processes of the job the command left out because they could
+// not be attached (traced already, Yama, another user), each with why and what to do: the
+// report above is about the rest.
+func printUnattached(w io.Writer, st *sessions.State) {
+	lines := views.Unattached(st.Errors)
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nnot in this report (%d not attached):\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", wrap(l, 94, "    "))
+	}
 }
