@@ -14,7 +14,7 @@ type KeyMap struct {
 	Enter, Back, Filter, Sort, Explain                   key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
-	Signal, Core, Handled                                key.Binding // Processes: K; Crashes: g, t
+	Signal, Handled                                      key.Binding // Processes: K; Crashes: t
 	Earlier, Later                                       key.Binding // Threads: other checkpoints
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
@@ -46,9 +46,8 @@ func DefaultKeyMap() KeyMap {
 		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample")),
 		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto")),
 		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by")),
-		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "debugger")),
+		Debug:      key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "debugger")),
 		Signal:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "signal")), // K: k is "up" in the vim keys
-		Core:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb on the core")),
 		Handled:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes/handled faults")),
 		Earlier:    key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "earlier checkpoint")),
 		Later:      key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "later checkpoint")),

@@ -131,6 +131,11 @@ type Model struct {
 	tourWaiting   bool // the current step had nothing to show yet: new events may bring it
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
+	// confirm is the footer's open y/n question (debug.go), nil when none.
+	confirm *confirmation
+	// handing is the pid being let go of for a debugger (0: none): keys typed meanwhile are
+	// counted in ignored and dropped, never queued for the debugger.
+	handing, ignored int
 
 	// The tabs (tab.go): each owns its cursor, keys and view.
 	proc  *procsTab
@@ -383,6 +388,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	m.message = "" // a message lasts until the next key
 	if key.Matches(msg, k.ForceQuit) {
 		return m.quit()
+	}
+	if m.handing != 0 {
+		m.ignored++
+		m.message = fmt.Sprintf("letting go of pid %d for a debugger… (%s until it starts)", m.handing, views.Count(m.ignored, "key ignored", "keys ignored"))
+		return nil
+	}
+	if m.confirm != nil {
+		return m.confirmKey(msg)
 	}
 	if m.filtering {
 		return m.filterKey(msg)
@@ -660,7 +673,9 @@ func (m *Model) View() string {
 		body = m.body(w, bh)
 	}
 	var footer string
-	if f := m.active().filterRef(m); m.filtering && f != nil {
+	if m.confirm != nil {
+		footer = m.st.Warn.Render(m.confirm.prompt)
+	} else if f := m.active().filterRef(m); m.filtering && f != nil {
 		footer = "/" + *f + "█  " + m.st.Dim.Render("enter keep · esc clear")
 	} else {
 		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())

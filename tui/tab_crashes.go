@@ -57,7 +57,7 @@ func (c *crashesTab) n(m *Model) int {
 func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
 	switch {
-	case key.Matches(msg, k.Core):
+	case key.Matches(msg, k.Debug):
 		return c.gdbCore(m)
 	case key.Matches(msg, k.Handled):
 		c.handled, c.detail, c.scroll = !c.handled, false, 0
@@ -131,7 +131,7 @@ func (c *crashesTab) click(m *Model, x, y int) {
 	}
 }
 
-// gdbCore opens gdb EXE CORE on the selected group's core in the terminal (Bubble Tea lets go
+// gdbCore asks, then opens gdb EXE CORE on the selected group's core in the terminal (Bubble Tea lets go
 // of it while gdb runs) and comes back when gdb exits. It touches no process, so it works in
 // a replay too, as long as the core is on this machine.
 func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
@@ -170,10 +170,18 @@ func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
 		return nil
 	}
 	op := "gdb on " + filepath.Base(core)
-	start := time.Now()
-	return tea.ExecProcess(exec.Command(gdb, args...), func(err error) tea.Msg {
-		return ctrlMsg{op: op, err: err, took: time.Since(start)}
+	rank := "no rank"
+	if r := views.RepresentativeCrash(g); r != nil {
+		rank = rankWord(r.Crash.Rank)
+	}
+	m.ask(fmt.Sprintf("Open gdb on %s (pid %d, %s)? y/n · the terminal is gdb's until it exits",
+		sessions.Sanitize(filepath.Base(core)), g.Representative.PID, rank), func() tea.Cmd {
+		start := time.Now()
+		return tea.Exec(flushedCmd{exec.Command(gdb, args...)}, func(err error) tea.Msg {
+			return ctrlMsg{op: op, err: err, took: time.Since(start)}
+		})
 	})
+	return nil
 }
 
 // gdbCoreArgs are gdb's arguments for core (and exe, when it is still there). Both paths come
@@ -209,6 +217,6 @@ func (c *crashesTab) shortHelp(m *Model) []key.Binding {
 	if c.handled {
 		return []key.Binding{enter, key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes")), k.Explain}
 	}
-	return []key.Binding{enter, key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb core")),
+	return []key.Binding{enter, key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "gdb core")),
 		key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "handled")), k.Explain}
 }

@@ -61,6 +61,12 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Signal):
 		return p.openSignal(m, rows, c)
+	case key.Matches(msg, k.Debug):
+		if c < 0 {
+			m.message = "no process selected"
+			return nil
+		}
+		return m.debugProc(rows[c].Proc)
 	case key.Matches(msg, k.Left, k.Right) && views.ProcSorts[p.sort] != "tree":
 		m.message = "←/→ fold the tree: s until sort: tree"
 		return nil
@@ -267,7 +273,7 @@ func (p *procsTab) shortHelp(m *Model) []key.Binding {
 	}
 	bs := []key.Binding{k.Filter}
 	if m.live() {
-		bs = append(bs, k.Signal)
+		bs = append(bs, k.Signal, k.Debug)
 	}
 	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Explain,
 		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "crash group")))

@@ -2,11 +2,8 @@ package tui
 
 import (
 	"bufio"
-	"debug/buildinfo"
 	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -291,90 +288,4 @@ func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string 
 		out = append(out, line)
 	}
 	return out
-}
-
-type (
-	// releasedMsg: the tracer let go of pid (or could not) for a debugger.
-	releasedMsg struct {
-		pid      int
-		exe      string
-		err      error
-		released bool // Release was asked (false: no debugger to hand it to)
-		name     string
-		argv     []string
-	}
-	// debuggerDoneMsg: the debugger the user ran on pid has exited.
-	debuggerDoneMsg struct {
-		pid  int
-		name string
-		err  error
-	}
-)
-
-// debugger is the command that attaches to pid: dlv for a Go program when it is installed,
-// gdb otherwise.
-func debugger(pid int, exe string) (string, []string, error) {
-	if exe != "" {
-		if _, err := buildinfo.ReadFile(exe); err == nil {
-			if dlv, err := exec.LookPath("dlv"); err == nil {
-				return "dlv", []string{dlv, "attach", strconv.Itoa(pid)}, nil
-			}
-		}
-	}
-	gdb, err := exec.LookPath("gdb")
-	if err != nil {
-		return "", nil, fmt.Errorf("no debugger: gdb is not installed (apt-get install gdb)")
-	}
-	return "gdb", []string{gdb, "-q", "-p", strconv.Itoa(pid)}, nil
-}
-
-// debugClass hands the selected class's first process to gdb (or dlv): crashtui lets go of
-// it, the debugger runs in the terminal, and the process is taken back when it exits. The
-// rest of the job stays traced.
-func (m *Model) debugClass() tea.Cmd {
-	if m.ctrl == nil || m.player != nil {
-		m.message = "g needs a live session: it hands one process to gdb and takes it back"
-		return nil
-	}
-	lines := m.stk.lines()
-	c := clamp(m.stk.cursor, len(lines))
-	if c < 0 {
-		m.message = "no stacks yet: S samples"
-		return nil
-	}
-	cl := views.StackNodeClass(m.stk.merged, lines[c].Node)
-	if cl == nil || len(cl.PIDs) == 0 {
-		return nil
-	}
-	pid := cl.PIDs[0]
-	exe := ""
-	if p := m.state.Procs[sessions.ProcKey{PID: pid}]; p != nil {
-		exe = p.Exe
-	}
-	m.message = fmt.Sprintf("letting go of pid %d for a debugger…", pid)
-	ctrl := m.ctrl
-	// Which debugger reads the executable's build info: off Update, as the release is.
-	return func() tea.Msg {
-		name, argv, err := debugger(pid, exe)
-		if err != nil {
-			return releasedMsg{pid: pid, exe: exe, err: err}
-		}
-		return releasedMsg{pid: pid, exe: exe, err: ctrl.Release(pid), released: true, name: name, argv: argv}
-	}
-}
-
-func (m *Model) runDebugger(msg releasedMsg) tea.Cmd {
-	if msg.err != nil && !msg.released {
-		m.message = msg.err.Error() // no debugger: nothing was let go of
-		return nil
-	}
-	if msg.err != nil {
-		m.message = fmt.Sprintf("could not let go of pid %d: %v", msg.pid, msg.err)
-		pid := msg.pid
-		return m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
-	}
-	cmd := exec.Command(msg.argv[0], msg.argv[1:]...)
-	return tea.ExecProcess(cmd, func(err error) tea.Msg {
-		return debuggerDoneMsg{pid: msg.pid, name: msg.name, err: err}
-	})
 }

@@ -213,7 +213,7 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 		"offset, named from the symbol table and DWARF when present."
 	switch {
 	case c.Progress == sessions.Stuck && st.Culprit != nil && st.Culprit.Class == c.Class:
-		ex.Fix = "attach a debugger to this one process (g) and look at what it waits for and who should have sent it; the others are probably waiting for it."
+		ex.Fix = "attach a debugger to this one process (D) and look at what it waits for and who should have sent it; the others are probably waiting for it."
 	case c.Progress == sessions.Stuck:
 		ex.Fix = "compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
 	case c.Progress == sessions.Moving:

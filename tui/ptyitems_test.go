@@ -1,0 +1,209 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tui/tuitest"
+	"github.com/crashtui/crashtui/views/viewtest"
+)
+
+// The second pass's pty tests (issue 25): the program on a real pseudo-terminal, keys in,
+// screen text out, at the two sizes a user has most often, a laptop's 80×24 and a wide 200×50.
+
+var ptySizes = []struct{ w, h int }{{80, 24}, {200, 50}}
+
+func sizeName(w, h int) string { return fmt.Sprintf("%dx%d", w, h) }
+
+// ptyTUI is Run on a pty.
+type ptyTUI struct {
+	*tuitest.Screen
+	done chan error
+}
+
+// startPty runs the program with o on a w×h pty; it is ended (its context cancelled) and
+// waited for at cleanup.
+//
+// NO_COLOR is set unless the test set it: the cursor row is then marked with a ">", which
+// the screen's text shows (reverse video it does not).
+func startPty(t *testing.T, w, h int, o Options) *ptyTUI {
+	t.Helper()
+	if _, ok := os.LookupEnv("NO_COLOR"); !ok {
+		t.Setenv("NO_COLOR", "1")
+	}
+	scr := tuitest.Open(t, w, h)
+	o.Input, o.Output = scr.TTY, scr.TTY
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &ptyTUI{Screen: scr, done: make(chan error, 1)}
+	go func() {
+		_, err := Run(ctx, o)
+		p.done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("the program did not end 20 s after its context")
+		}
+	})
+	return p
+}
+
+// quit presses q (and y when asked) and waits for Run to return.
+func (p *ptyTUI) quit(t *testing.T) {
+	t.Helper()
+	p.Type("q")
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err // for the cleanup
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("q did not end the program:\n%s", p.Text())
+		case <-time.After(100 * time.Millisecond):
+			if strings.Contains(p.Text(), "y confirm") {
+				p.Type("y")
+			}
+		}
+	}
+}
+
+// liveEvents streams evs into a channel that stays open (a tracer still running) until the
+// test ends.
+func liveEvents(t *testing.T, evs []sessions.Event) <-chan sessions.Event {
+	ch := make(chan sessions.Event, len(evs))
+	for _, e := range evs {
+		ch <- e
+	}
+	t.Cleanup(func() { close(ch) })
+	return ch
+}
+
+// withStack is the fixture with a stack sample of mpirun (pid 4100, alive), in wait_ranks.
+func withStack() []sessions.Event {
+	evs := procFixture()
+	at := evs[len(evs)-1].Time.Add(time.Second)
+	return append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 2, PID: 4100, Rank: sessions.NoRank, Threads: []sessions.ThreadSample{
+		{TID: 4100, State: "S", Syscall: "nanosleep", Held: true, Frames: []sessions.Frame{
+			{PC: 0x401000, Module: "/usr/bin/mpirun", Offset: 0x1000, Function: "wait_ranks"},
+			{PC: 0x401100, Module: "/usr/bin/mpirun", Offset: 0x1100, Function: "main"}}}}}})
+}
+
+// slowRelease is a controller whose Release waits until the test lets it return: the keys
+// typed meanwhile are the ones that must not reach the debugger.
+type slowRelease struct {
+	recorder
+	release chan struct{}
+}
+
+func (s *slowRelease) Release(pid int) error {
+	<-s.release
+	return s.recorder.Release(pid)
+}
+
+// fakeGdb installs a gdb on PATH that records what was already typed when it started (the
+// input it can read without waiting), says it runs, and exits on a line of input.
+func fakeGdb(t *testing.T) (typedAhead string) {
+	t.Helper()
+	bin := t.TempDir()
+	typedAhead = filepath.Join(bin, "typed-ahead")
+	script := `#!/bin/sh
+stty -icanon min 0 time 0
+cat > ` + typedAhead + `
+stty icanon
+echo "FAKE GDB $*"
+read line
+`
+	if err := os.WriteFile(filepath.Join(bin, "gdb"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	return typedAhead
+}
+
+// Item 1: g and G are the top and the bottom on every tab; D hands a process to the
+// debugger (Stacks, Processes) or opens gdb on a core (Crashes), after a one-line question
+// naming the pid and the rank; the keys typed while crashtui lets go are dropped, not typed
+// into gdb.
+func TestOneKeyOneMeaningOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			typedAhead := fakeGdb(t)
+			core := filepath.Join(t.TempDir(), "core.1.4102")
+			if err := os.WriteFile(core, []byte("not a core"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			evs := withStack()
+			for i, e := range evs {
+				if c, ok := e.Body.(sessions.Crash); ok && c.PID == 4102 {
+					c.Core = &core
+					evs[i].Body = c
+				}
+			}
+			ctrl := &slowRelease{release: make(chan struct{})}
+			p := startPty(t, sz.w, sz.h, Options{Events: liveEvents(t, evs), Control: ctrl, Header: viewtest.Header(), Mode: "attach"})
+			p.WaitFor(t, 15*time.Second, "● live", "procs ")
+
+			// Processes: G goes to the last row, g back to the first; neither asks anything.
+			p.Key(t, "G")
+			p.WaitFor(t, 5*time.Second, ">-       4110")
+			p.Key(t, "g")
+			p.WaitFor(t, 5*time.Second, ">-       4100")
+			if txt := p.Text(); strings.Contains(txt, "y/n") {
+				t.Fatalf("g asked a question:\n%s", txt)
+			}
+
+			// Stacks: g is the top, D asks naming pid and rank, n cancels.
+			p.Key(t, "5")
+			p.WaitFor(t, 5*time.Second, ">main")
+			p.Type("g") // already at the top: nothing changes, nothing is asked
+			p.Key(t, "D")
+			p.WaitFor(t, 5*time.Second, "Hand pid 4100 (mpirun, no rank) to a debugger? y/n")
+			p.Key(t, "n")
+			p.WaitFor(t, 5*time.Second, "cancelled: nothing was started")
+
+			// y: crashtui lets go; the keys typed meanwhile are counted and dropped.
+			p.Key(t, "D")
+			p.Key(t, "y")
+			p.WaitFor(t, 5*time.Second, "letting go of pid 4100")
+			p.Key(t, "j")
+			p.WaitFor(t, 5*time.Second, "1 key ignored until it starts")
+			p.Type("jjq")
+			p.WaitFor(t, 5*time.Second, "4 keys ignored until it starts")
+			close(ctrl.release)
+			p.WaitFor(t, 10*time.Second, "FAKE GDB -q -p 4100")
+			p.Type("quit\r")
+			p.WaitFor(t, 10*time.Second, "pid 4100 traced again")
+			if b, err := os.ReadFile(typedAhead); err != nil || len(b) != 0 {
+				t.Errorf("the debugger started with typed-ahead input %q (%v)", b, err)
+			}
+			if calls := ctrl.Calls(); len(calls) != 2 || calls[0] != "release 4100" || calls[1] != "reacquire 4100" {
+				t.Errorf("controller calls %v", calls)
+			}
+
+			// Crashes: g and G move the list; D asks about the core, y opens gdb on it.
+			p.Key(t, "3")
+			p.WaitFor(t, 5*time.Second, "SIGSEGV")
+			p.Key(t, "G")
+			p.Key(t, "g")
+			p.Key(t, "D")
+			p.WaitFor(t, 5*time.Second, "Open gdb on core.1.4102 (pid 4102, rank 1)? y/n")
+			p.Key(t, "y")
+			p.WaitFor(t, 10*time.Second, "FAKE GDB -q", core)
+			p.Type("quit\r")
+			p.WaitFor(t, 10*time.Second, "gdb on core.1.4102 done in")
+			p.quit(t)
+		})
+	}
+}
