@@ -2,6 +2,8 @@ package tui
 
 import (
 	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/crashtui/crashtui/views"
 )
 
 // KeyMap is every binding of the program (soft-serve style: bubbles/key bindings, shown by
@@ -110,20 +112,48 @@ func (h helpKeys) ShortHelp() []key.Binding {
 
 // FullHelp lists the active tab's keys first (?), then moving, tabs, actions and replay.
 func (h helpKeys) FullHelp() [][]key.Binding {
+	var cols [][]key.Binding
+	for _, g := range h.groups() {
+		cols = append(cols, g.keys)
+	}
+	return cols
+}
+
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+func (h helpKeys) groups() []helpGroup {
 	k := h.k
 	quit, pause := h.modeKeys()
 	global := []key.Binding{k.Explain, k.Help, quit, k.ForceQuit}
 	if h.live {
 		global = append([]key.Binding{k.Measure, k.Checkpoint, k.Sample}, global...)
 	}
-	cols := [][]key.Binding{
-		append([]key.Binding{key.NewBinding(key.WithKeys(h.name), key.WithHelp(h.name, "keys"))}, h.tab...),
-		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back},
-		global,
+	gs := []helpGroup{
+		{h.name + " keys", h.tab},
+		{"move", []key.Binding{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom}},
+		{"tabs", []key.Binding{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back}},
+		{"actions", global},
 	}
 	if h.replay {
-		cols = append(cols, []key.Binding{pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})
+		gs = append(gs, helpGroup{"replay", []key.Binding{pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd}})
 	}
-	return cols
+	return gs
+}
+
+// HelpGroups is the help overlay's content for views.Help.
+func (h helpKeys) HelpGroups() []views.HelpGroup {
+	var out []views.HelpGroup
+	for _, g := range h.groups() {
+		vg := views.HelpGroup{Title: g.title}
+		for _, b := range g.keys {
+			if b.Enabled() {
+				vg.Keys = append(vg.Keys, views.HelpKey{Key: b.Help().Key, Desc: b.Help().Desc})
+			}
+		}
+		out = append(out, vg)
+	}
+	return out
 }

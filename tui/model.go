@@ -126,6 +126,7 @@ type Model struct {
 	overlay       overlay
 	explanation   views.Explanation
 	explainFrom   int  // first line of the explanation shown (it scrolls)
+	helpFrom      int  // first line of the help shown (it scrolls when it does not fit)
 	tour          int  // the guided tour's step, -1 when not touring (tour.go)
 	tourFetched   bool // the current step has asked the tracer for what it shows
 	tourWaiting   bool // the current step had nothing to show yet: new events may bring it
@@ -405,6 +406,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch m.overlay {
 	case helpOverlay, explainOverlay:
+		if d := m.delta(msg); d != 0 && m.overlay == helpOverlay {
+			m.helpFrom = max(0, m.helpFrom+d)
+			_, m.helpFrom = views.Help(m.st, m.helpKeys().HelpGroups(), m.width, m.bodyH(), m.helpFrom)
+			return nil
+		}
 		if d := m.delta(msg); d != 0 && m.overlay == explainOverlay {
 			m.explainFrom = max(0, m.explainFrom+d) // clamped when drawn (RenderExplanationFrom)
 			_, m.explainFrom = views.RenderExplanationFrom(m.st, m.explanation, m.width, m.bodyH(), m.explainFrom)
@@ -480,7 +486,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.PrevTab):
 		m.tab = (m.tab + nTabs - 1) % nTabs
 	case key.Matches(msg, k.Help):
-		m.overlay = helpOverlay
+		m.overlay, m.helpFrom = helpOverlay, 0
 	case key.Matches(msg, k.Explain):
 		m.explain()
 	case key.Matches(msg, k.Checkpoint):
@@ -648,9 +654,8 @@ func (m *Model) View() string {
 	var body string
 	switch m.overlay {
 	case helpOverlay:
-		hm := m.help
-		hm.ShowAll, hm.Width = true, 0
-		body = views.Place(m.st.Box.Render(hm.View(m.helpKeys())), w, bh)
+		box, _ := views.Help(m.st, m.helpKeys().HelpGroups(), w, bh, m.helpFrom)
+		body = views.Place(box, w, bh)
 	case explainOverlay:
 		box, _ := views.RenderExplanationFrom(m.st, m.explanation, w, bh, m.explainFrom)
 		body = views.Place(box, w, bh)

@@ -207,3 +207,33 @@ func TestOneKeyOneMeaningOnPty(t *testing.T) {
 		})
 	}
 }
+
+// Item 2: the help overlay fits: at 80×24 every group is there whole (its fifth, the
+// replay's, too), scrolling with j when it is taller than the screen; at 200×50 the groups
+// stand side by side on one row.
+func TestHelpFitsOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			p := startPty(t, sz.w, sz.h, Options{Replay: viewtest.Events(), Header: viewtest.Header(), Mode: "replay"})
+			p.WaitFor(t, 15*time.Second, "crashtui replay")
+			p.Key(t, "?")
+			txt := p.WaitFor(t, 5*time.Second, "Processes keys", "move", "tabs", "actions", "replay",
+				"ctrl+c  detach & quit now", "space  pause", "esc closes")
+			if sz.w >= 200 {
+				if l := lineWith(txt, "Processes keys"); !strings.Contains(l, "replay") {
+					t.Errorf("at %d columns the groups are not side by side: %q", sz.w, l)
+				}
+				return
+			}
+			for !strings.Contains(p.Text(), "}      end") {
+				if !strings.Contains(p.Text(), "more below") {
+					t.Fatalf("the help ends before the replay keys and says no more:\n%s", p.Text())
+				}
+				p.Key(t, "j")
+			}
+			p.WaitFor(t, 5*time.Second, "k scrolls back", "{      start")
+			p.Key(t, "\x1b")
+			p.quit(t)
+		})
+	}
+}
