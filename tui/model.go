@@ -161,7 +161,7 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.ShortSeparator = st.Dim
 	m.help.Styles.FullSeparator = st.Dim
 	m.help.Styles.Ellipsis = st.Dim
-	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{}, &logTab{}
+	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
 	m.tour = -1

@@ -237,3 +237,95 @@ func TestHelpFitsOnPty(t *testing.T) {
 		})
 	}
 }
+
+// cursorLine is the screen's line with the NO_COLOR cursor marker.
+func cursorLine(txt string) string {
+	for _, l := range strings.Split(txt, "\n") {
+		if strings.HasPrefix(l, ">") {
+			return l
+		}
+	}
+	return ""
+}
+
+// moveTo presses down until the cursor's line contains want.
+func (p *ptyTUI) moveTo(t *testing.T, want string) {
+	t.Helper()
+	for i := 0; !strings.Contains(cursorLine(p.Text()), want); i++ {
+		if i > 40 {
+			t.Fatalf("the cursor never reached %q:\n%s", want, p.Text())
+		}
+		p.Key(t, "j")
+	}
+}
+
+func stackSample(seq, pid int, fns ...string) sessions.Sample {
+	var fs []sessions.Frame
+	for i := len(fns) - 1; i >= 0; i-- { // fns are outermost first, a stack innermost first
+		fs = append(fs, sessions.Frame{PC: sessions.Hex(0x401000 + 0x100*i), Module: "/usr/bin/x", Offset: sessions.Hex(0x1000 + 0x100*i), Function: fns[i]})
+	}
+	return sessions.Sample{Seq: seq, PID: pid, Rank: sessions.NoRank, Threads: []sessions.ThreadSample{{TID: pid, State: "S", Held: true, Frames: fs}}}
+}
+
+// Item 3: the cursor stays on what the user selected when updates reorder the lists: a
+// process joining above the selected one, a sample that adds a bigger branch to the stacks,
+// a new checkpoint; e then explains what is selected.
+func TestSelectionByIdentityOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			evs := procFixture()
+			at := evs[len(evs)-1].Time
+			ev := func(b sessions.Body) sessions.Event {
+				at = at.Add(time.Second)
+				return sessions.Event{Time: at, Body: b}
+			}
+			evs = append(evs, ev(stackSample(2, 4100, "main", "wait_ranks")), ev(stackSample(2, 4110, "main", "watch_loop")))
+			ch := make(chan sessions.Event, len(evs)+16)
+			for _, e := range evs {
+				ch <- e
+			}
+			t.Cleanup(func() { close(ch) })
+			p := startPty(t, sz.w, sz.h, Options{Events: ch, Control: &recorder{}, Header: viewtest.Header(), Mode: "attach"})
+			p.WaitFor(t, 15*time.Second, "● live", "job-helper")
+
+			// Processes: the helper stays selected when a rank joins above it.
+			p.Key(t, "G")
+			p.WaitFor(t, 5*time.Second, ">-       4110")
+			ch <- ev(sessions.Process{PID: 4120, PPID: 4100, Rank: 4, Exe: "/home/ada/solver", Comm: "solver", Argv: []string{"./solver"}, UID: 1000, Threads: 1})
+			txt := p.WaitFor(t, 5*time.Second, "4120")
+			if l := cursorLine(txt); !strings.Contains(l, "4110") {
+				t.Errorf("a process that joined moved the cursor off pid 4110: %q\n%s", l, txt)
+			}
+
+			// Stacks: watch_loop stays selected when a bigger branch sorts before it.
+			p.Key(t, "5")
+			p.WaitFor(t, 5*time.Second, "watch_loop")
+			p.moveTo(t, "watch_loop")
+			ch <- ev(stackSample(3, 4100, "main", "alpha_first", "alpha_inner"))
+			ch <- ev(stackSample(3, 4120, "main", "alpha_first", "alpha_inner"))
+			ch <- ev(stackSample(3, 4110, "main", "watch_loop"))
+			txt = p.WaitFor(t, 5*time.Second, "alpha_first")
+			if l := cursorLine(txt); !strings.Contains(l, "watch_loop") {
+				t.Errorf("a sample moved the cursor off watch_loop: %q\n%s", l, txt)
+			}
+			p.Key(t, "e")
+			txt = p.WaitFor(t, 5*time.Second, "Class")
+			if !strings.Contains(txt, "pid 4110") || strings.Contains(txt, "pid 4100") {
+				t.Errorf("e does not explain the selected class (pid 4110):\n%s", txt)
+			}
+			p.Key(t, "\x1b")
+
+			// Threads: tid 4201 stays selected when a new checkpoint lists a thread before it.
+			p.Key(t, "4")
+			p.moveTo(t, "4201")
+			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4100, Arch: "amd64", InSyscall: true, Syscall: "nanosleep", Code: "ERESTART_RESTARTBLOCK"})
+			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4300, Arch: "amd64", InSyscall: true, Syscall: "poll", Code: "ERESTART_RESTARTBLOCK"})
+			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4101, TID: 4201, Arch: "amd64", InSyscall: true, Syscall: "futex", Code: "ERESTARTSYS"})
+			txt = p.WaitFor(t, 5*time.Second, "checkpoint #2")
+			if l := cursorLine(txt); !strings.Contains(l, "4201") {
+				t.Errorf("a new checkpoint moved the cursor off tid 4201: %q\n%s", l, txt)
+			}
+			p.quit(t)
+		})
+	}
+}

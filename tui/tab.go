@@ -70,3 +70,32 @@ func clamp(v, n int) int {
 	}
 	return v
 }
+
+// follow keeps a list's cursor on the same item when the list changes under it (a sample
+// re-merges the stacks, a process joins above the selected one, a class splits): the item is
+// known by its key (a pid, a class's path, a group's id), not by its row. normalize calls fit
+// after every message; a cursor that differs from the one fit left was moved by the user (a
+// key, a click, the tour), and the item under it becomes the one followed.
+type follow[K comparable] struct {
+	at  int
+	key K
+	has bool
+}
+
+// fit moves *cursor to the followed item's row among n (keyAt names row i), clamps it, and
+// follows whatever is under it.
+func (f *follow[K]) fit(cursor *int, n int, keyAt func(i int) K) {
+	if f.has && *cursor == f.at {
+		for i := 0; i < n; i++ {
+			if keyAt(i) == f.key {
+				*cursor = i
+				break
+			}
+		}
+	}
+	*cursor = clamp(*cursor, n)
+	f.at, f.has = *cursor, *cursor >= 0
+	if f.has {
+		f.key = keyAt(*cursor)
+	}
+}

@@ -26,6 +26,9 @@ type crashesTab struct {
 	sites   []views.HandledSite
 	sitesOf *sessions.State
 	sitesN  int
+	// keep and hkeep follow the selected group (by id) and handled site (by its key).
+	keep  follow[int]
+	hkeep follow[string]
 }
 
 func (c *crashesTab) opts(m *Model, w, h int) views.CrashOptions {
@@ -85,8 +88,9 @@ func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 }
 
 func (c *crashesTab) normalize(m *Model) {
-	c.cursor = clamp(c.cursor, len(m.state.Groups))
-	c.hcursor = clamp(c.hcursor, len(c.handledSites(m)))
+	gs, sites := m.state.Groups, c.handledSites(m)
+	c.keep.fit(&c.cursor, len(gs), func(i int) int { return gs[i].ID })
+	c.hkeep.fit(&c.hcursor, len(sites), func(i int) string { return sites[i].Key() })
 	cur := c.cursor
 	if c.handled {
 		cur = c.hcursor

@@ -25,6 +25,8 @@ type procsTab struct {
 	namesAt int
 	// sig is the open signal dialog (K), nil when none: it takes every key until it closes.
 	sig *signalDialog
+	// keep follows the selected process across updates.
+	keep follow[sessions.ProcKey]
 }
 
 // signalDialog is K's confirmation: the process it names is fixed when it opens, so rows
@@ -156,9 +158,9 @@ func (p *procsTab) normalize(m *Model) {
 		p.sig = nil // the dialog needs a running tracer
 	}
 	p.resolveUsers(m)
-	n := len(p.rows(m))
-	p.cursor = clamp(p.cursor, n)
-	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, n)
+	rows := p.rows(m)
+	p.keep.fit(&p.cursor, len(rows), func(i int) sessions.ProcKey { return rows[i].Key() })
+	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, len(rows))
 }
 
 // resolveUsers names the uids of a live session. The lookups (NSS: /etc/passwd, or LDAP on

@@ -40,6 +40,8 @@ type stacksTab struct {
 	// source file on a slow file system must not stall either. sourceOf names it.
 	source   []string
 	sourceOf sourceKey
+	// keep follows the selected frame (by its path) across samples.
+	keep follow[string]
 }
 
 type sourceKey struct {
@@ -126,7 +128,7 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	case key.Matches(msg, k.Left):
 		if l := lines[c]; len(l.Node.Children) > 0 && !s.collapsed[l.Path] {
 			s.collapsed[l.Path] = true
-		} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
+		} else if i := strings.LastIndex(l.Path, views.PathSep); i > 0 {
 			// Already collapsed or a leaf: go to its parent, as file trees do.
 			for j, p := range lines {
 				if p.Path == l.Path[:i] {
@@ -146,7 +148,7 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 func (s *stacksTab) normalize(m *Model) {
 	s.refresh(m)
 	lines := s.lines()
-	s.cursor = clamp(s.cursor, len(lines))
+	s.keep.fit(&s.cursor, len(lines), func(i int) string { return lines[i].Path })
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
 		if k := (sourceKey{n.Frame, len(n.Children) > 0}); k != s.sourceOf || s.source == nil {

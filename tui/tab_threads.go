@@ -4,6 +4,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
 
@@ -17,6 +18,8 @@ type threadsTab struct {
 	following bool
 	detail    bool
 	scroll    int
+	// keep follows the selected thread (by host and tid) across checkpoints.
+	keep follow[sessions.TaskKey]
 }
 
 func (t *threadsTab) opts(w, h int) views.ThreadOptions {
@@ -33,12 +36,12 @@ func (t *threadsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Earlier):
 		t.ckpt, t.following = max(0, views.CheckpointIndex(m.state, t.opts(0, 0).Checkpoint)-1), false
-		t.cursor, t.scroll = 0, 0
+		t.scroll = 0 // the cursor stays on the same thread, when that checkpoint has it
 		return nil
 	case key.Matches(msg, k.Later):
 		t.ckpt = views.CheckpointIndex(m.state, t.opts(0, 0).Checkpoint) + 1
 		t.following = t.ckpt >= n-1
-		t.cursor, t.scroll = 0, 0
+		t.scroll = 0
 		return nil
 	case key.Matches(msg, k.Enter) || (key.Matches(msg, k.Right) && !t.detail):
 		t.detail, t.scroll = !t.detail, 0
@@ -59,8 +62,9 @@ func (t *threadsTab) normalize(m *Model) {
 	if len(m.state.Checkpoints) == 0 || t.ckpt >= len(m.state.Checkpoints) {
 		t.following = true
 	}
-	n := len(views.ThreadListOf(m.state, t.opts(0, 0).Checkpoint))
-	t.cursor = clamp(t.cursor, n)
+	ts := views.ThreadListOf(m.state, t.opts(0, 0).Checkpoint)
+	n := len(ts)
+	t.keep.fit(&t.cursor, n, func(i int) sessions.TaskKey { return sessions.TaskKey{Host: ts[i].Host, TID: ts[i].TID} })
 	if n == 0 {
 		t.detail = false
 	}

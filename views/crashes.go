@@ -192,6 +192,9 @@ type HandledSite struct {
 	First, Last  time.Time
 }
 
+// Key is the site's identity: its signal, module and offset.
+func (h *HandledSite) Key() string { return h.Signal + "|" + h.Module + "|" + h.Offset.String() }
+
 // Site is the site as a list shows it.
 func (h *HandledSite) Site() string {
 	site := sessions.Sanitize(sessions.ModuleBase(h.Module)) + "+" + h.Offset.String()

@@ -293,6 +293,15 @@ func Units(ix *MatrixIndex, o MatrixOptions) []Unit {
 	return us
 }
 
+// UnitPID is the unit's first process: what the cursor follows when the matrix is measured
+// again and its classes change.
+func (ix *MatrixIndex) UnitPID(u Unit) int {
+	if ms := ix.members(u); len(ms) > 0 {
+		return ix.PIDs[ms[0]]
+	}
+	return -1
+}
+
 func (ix *MatrixIndex) members(u Unit) []int {
 	if u.Member >= 0 {
 		return []int{u.Member}

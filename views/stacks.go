@@ -22,9 +22,15 @@ type StackLine struct {
 	Node   *sessions.StackNode
 	Depth  int
 	Prefix string // "│  ├─ "
-	// Path is the node's position (child indexes from the root): a stable id for collapse.
+	// Path is the node's position as the labels from the outermost frame, joined by
+	// PathSep: a stable id for collapsing and for the cursor, which a new sample that
+	// reorders the branches does not change.
 	Path string
 }
+
+// PathSep joins the labels of a StackLine's Path (no label contains it: Sanitize drops
+// control characters).
+const PathSep = "\x1f"
 
 // StackLines flattens the tree for display, skipping the children of collapsed paths.
 func StackLines(root *sessions.StackNode, collapsed map[string]bool) []StackLine {
@@ -47,15 +53,25 @@ func StackLines(root *sessions.StackNode, collapsed map[string]bool) []StackLine
 		if collapsed[path] {
 			return
 		}
-		for i, c := range n.Children {
-			walk(c, depth+1, next, path+"/"+strconv.Itoa(i), i == len(n.Children)-1)
-		}
+		walkChildren(n, depth+1, next, path+PathSep, walk)
 	}
 	// The root "/" is not shown: its children are the outermost frames.
-	for i, c := range root.Children {
-		walk(c, 0, "", strconv.Itoa(i), i == len(root.Children)-1)
-	}
+	walkChildren(root, 0, "", "", walk)
 	return out
+}
+
+// walkChildren walks n's children with their paths: a label twice among siblings (two
+// frames the merge kept apart) gets its index, so that paths stay unique.
+func walkChildren(n *sessions.StackNode, depth int, prefix, path string, walk func(*sessions.StackNode, int, string, string, bool)) {
+	seen := map[string]bool{}
+	for i, c := range n.Children {
+		id := sessions.Sanitize(c.Label)
+		if seen[id] {
+			id += "#" + strconv.Itoa(i)
+		}
+		seen[id] = true
+		walk(c, depth, prefix, path+id, i == len(n.Children)-1)
+	}
 }
 
 // classWord is "thread" or "threads".
