@@ -103,7 +103,7 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	if h.modal {
 		return h.tab
 	}
-	bs := append([]key.Binding{k.Help, k.NextTab}, h.tab...)
+	bs := append([]key.Binding{k.Help}, h.tab...) // the tab bar shows the tabs' keys
 	if h.replay {
 		bs = append(bs, pause, k.Step, k.Faster, k.Slower)
 	}

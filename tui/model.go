@@ -683,10 +683,11 @@ func (m *Model) View() string {
 	} else if f := m.active().filterRef(m); m.filtering && f != nil {
 		footer = "/" + *f + "█  " + m.st.Dim.Render("enter keep · esc clear")
 	} else {
-		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())
-		if m.message != "" {
-			footer = m.st.Info.Render(sessions.Sanitize(m.message)) + "  " + footer
+		var keys []views.HelpKey
+		for _, b := range m.helpKeys().ShortHelp() {
+			keys = append(keys, views.HelpKey{Key: b.Help().Key, Desc: b.Help().Desc})
 		}
+		footer = views.Footer(m.st, sessions.Sanitize(m.message), keys, w)
 	}
 	var b strings.Builder
 	b.Grow(w * h * 2)

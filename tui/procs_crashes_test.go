@@ -194,7 +194,7 @@ func lineWith(v, s string) string {
 func TestProcsTreeFold(t *testing.T) {
 	m := fixtureModel(t, procFixture(), nil, false, 80, 24, nil)
 	v := m.View()
-	if !strings.Contains(lineWith(v, "4101"), "├─ solver") || !strings.Contains(lineWith(v, "4110"), "└─ job-helper") {
+	if !strings.Contains(lineWith(v, "4101"), "├─ ./solver") || !strings.Contains(lineWith(v, "4110"), "└─ job-helper") {
 		t.Fatalf("tree glyphs:\n%s", v)
 	}
 	press(t, m, "h") // ←: mpirun folds its 5 children

@@ -157,9 +157,9 @@ func TestOneKeyOneMeaningOnPty(t *testing.T) {
 
 			// Processes: G goes to the last row, g back to the first; neither asks anything.
 			p.Key(t, "G")
-			p.WaitFor(t, 5*time.Second, ">-       4110")
+			p.waitCursor(t, "4110")
 			p.Key(t, "g")
-			p.WaitFor(t, 5*time.Second, ">-       4100")
+			p.waitCursor(t, "4100")
 			if txt := p.Text(); strings.Contains(txt, "y/n") {
 				t.Fatalf("g asked a question:\n%s", txt)
 			}
@@ -248,6 +248,18 @@ func cursorLine(txt string) string {
 	return ""
 }
 
+// waitCursor waits until the cursor's line contains want.
+func (p *ptyTUI) waitCursor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(cursorLine(p.Text()), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cursor is not on %q:\n%s", want, p.Text())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // moveTo presses down until the cursor's line contains want.
 func (p *ptyTUI) moveTo(t *testing.T, want string) {
 	t.Helper()
@@ -290,7 +302,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 
 			// Processes: the helper stays selected when a rank joins above it.
 			p.Key(t, "G")
-			p.WaitFor(t, 5*time.Second, ">-       4110")
+			p.waitCursor(t, "4110")
 			ch <- ev(sessions.Process{PID: 4120, PPID: 4100, Rank: 4, Exe: "/home/ada/solver", Comm: "solver", Argv: []string{"./solver"}, UID: 1000, Threads: 1})
 			txt := p.WaitFor(t, 5*time.Second, "4120")
 			if l := cursorLine(txt); !strings.Contains(l, "4110") {
@@ -324,6 +336,65 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 			txt = p.WaitFor(t, 5*time.Second, "checkpoint #2")
 			if l := cursorLine(txt); !strings.Contains(l, "4201") {
 				t.Errorf("a new checkpoint moved the cursor off tid 4201: %q\n%s", l, txt)
+			}
+			p.quit(t)
+		})
+	}
+}
+
+// demoRecording is the recorded demo (demo/session.jsonl).
+func demoRecording(t *testing.T) (sessions.Header, []sessions.Event) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "demo", "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, evs, err := sessions.ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, evs
+}
+
+// Item 4: columns take the width their content needs: the syscall names whole, the command
+// line whole at 200 columns; the header keeps the replay's position in view when the job's
+// name is long; the detail wraps between tokens (a path after a "/", never inside a number).
+func TestNothingThatMattersIsCutOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			h, evs := demoRecording(t)
+			for i, e := range evs {
+				if s, ok := e.Body.(sessions.Session); ok {
+					s.Kernel += "-with-a-long-local-version-string"
+					evs[i].Body = s
+				}
+			}
+			p := startPty(t, sz.w, sz.h, Options{Replay: evs, Header: h, Mode: "replay"})
+			p.WaitFor(t, 15*time.Second, "crashtui replay")
+			p.Key(t, "}")
+			p.WaitFor(t, 5*time.Second, "■ end 0:17/0:17", "[94/94]") // the right of the header, whatever the left
+			if sz.w >= 200 {
+				p.WaitFor(t, 5*time.Second, "/root/.cache/crashtui/demo/05c26d4ae013/rank") // COMMAND whole
+			}
+			p.Key(t, "4")
+			p.WaitFor(t, 5*time.Second, " restart_syscall ", " clock_nanosleep ") // SYSCALL whole
+			p.Key(t, "\r")
+			txt := p.WaitFor(t, 5*time.Second, "args (0x7fffc4a50370, 0x1,")
+			for _, tok := range []string{"0x7f7b967768d0,", "rax=-516", "rax=-4;", "0x7f7b9686426f"} {
+				if !strings.Contains(txt, tok) {
+					t.Errorf("the thread detail cut %q:\n%s", tok, txt)
+				}
+			}
+			p.Key(t, "\x1b")
+			p.Key(t, "3")
+			p.Key(t, "\r")
+			txt = p.WaitFor(t, 5*time.Second, "key: ", "siginfo")
+			if !strings.Contains(txt, "rank+0x1297") {
+				t.Errorf("the crash key's offset is cut:\n%s", txt)
+			}
+			if !strings.Contains(lineWith(txt, "? help"), "q quit") {
+				t.Errorf("the footer lost q:\n%s", txt)
 			}
 			p.quit(t)
 		})

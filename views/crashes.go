@@ -127,25 +127,25 @@ func midEllipsis(s string, w int) string {
 }
 
 // hardWrap breaks s (a path, a key: no spaces to wrap at) into lines of w cells after prefix,
-// at most maxLines lines; the last one is cut in the middle when it does not fit.
+// after its separators where it can (splitToken), at most maxLines lines; the last one is cut
+// in the middle when it does not fit.
 func hardWrap(prefix, s string, w, maxLines int) []string {
 	pw := ansi.StringWidth(prefix)
 	room := w - pw
 	if room < 8 {
 		return []string{cut(prefix+s, w)}
 	}
+	pieces := splitToken(s, room, room)
 	var out []string
-	r := []rune(s)
-	for len(r) > 0 {
+	for i, piece := range pieces {
 		p := prefix
-		if len(out) > 0 {
+		if i > 0 {
 			p = strings.Repeat(" ", pw)
 		}
-		if len(out) == maxLines-1 || len(r) <= room {
-			return append(out, p+midEllipsis(string(r), room))
+		if i == maxLines-1 && i < len(pieces)-1 {
+			return append(out, p+midEllipsis(strings.TrimSpace(strings.Join(pieces[i:], "")), room))
 		}
-		out = append(out, p+string(r[:room]))
-		r = r[room:]
+		out = append(out, p+strings.TrimSpace(piece))
 	}
 	return out
 }

@@ -245,7 +245,7 @@ func TestThreadsMarkLeaksByKind(t *testing.T) {
 	out := Threads(st, s, ThreadOptions{Width: 200, Height: 20, Cursor: 3})
 	row := func(tid int) string {
 		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, fmt.Sprintf("%7d %7d ", 100, tid)) {
+			if strings.Contains(l, fmt.Sprintf(" %d %d ", 100, tid)) {
 				return l
 			}
 		}

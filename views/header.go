@@ -90,13 +90,17 @@ func Header(st *Styles, s *sessions.State, h sessions.Header, status Status, wid
 	return cut(line1, width) + "\n" + cut(line2, width)
 }
 
-// joinLR puts right at the right edge when there is room, else after left.
+// joinLR puts right at the right edge; when both do not fit, left is cut: the right side
+// (live, the replay's position, job finished) is what changes and must stay in view.
 func joinLR(left, right string, width int) string {
-	gap := width - lipglossWidth(left) - lipglossWidth(right)
-	if gap < 2 {
-		return left + "  " + right
+	rw := lipglossWidth(right)
+	if rw+2 >= width {
+		return cut(right, width)
 	}
-	return left + strings.Repeat(" ", gap) + right
+	if lipglossWidth(left)+2+rw > width {
+		left = cut(left, width-rw-2)
+	}
+	return left + strings.Repeat(" ", width-lipglossWidth(left)-rw) + right
 }
 
 func clock(d time.Duration) string {

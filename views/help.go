@@ -95,3 +95,54 @@ func Help(st *Styles, groups []HelpGroup, width, height, from int) (string, int)
 	}
 	return st.Box.Render(fit(strings.Join(shown, "\n"), min(w, inner), len(shown))), from
 }
+
+// Footer is the bottom line: the message, if any, then the keys that fit in width. The
+// first key (? help) always stays, and the last (q) too unless a message needs its room; the
+// others are kept in order while they fit, so a narrow terminal loses the least important
+// ones, never the way to the help.
+func Footer(st *Styles, message string, keys []HelpKey, width int) string {
+	sep := " • "
+	sepW := ansi.StringWidth(sep)
+	item := func(k HelpKey) string { return st.Bold.Render(k.Key) + " " + st.Dim.Render(k.Desc) }
+	itemW := func(k HelpKey) int { return ansi.StringWidth(k.Key) + 1 + ansi.StringWidth(k.Desc) }
+	if len(keys) == 0 {
+		return cut(st.Info.Render(message), width)
+	}
+	keep := make([]bool, len(keys))
+	keep[0] = true
+	room := width - itemW(keys[0])
+	if message != "" {
+		mw := min(ansi.StringWidth(message), max(room-2, 0))
+		if mw > 0 {
+			message = cut(message, mw)
+			room -= mw + 2
+		}
+	}
+	lastW := 0
+	if len(keys) > 1 {
+		lastW = sepW + itemW(keys[len(keys)-1])
+	}
+	if lastW > 0 && lastW <= room {
+		keep[len(keys)-1] = true
+		room -= lastW
+	}
+	for i := 1; i < len(keys)-1; i++ {
+		if w := sepW + itemW(keys[i]); w <= room {
+			keep[i] = true
+			room -= w
+		} else {
+			break // in order: a later key never jumps one that did not fit
+		}
+	}
+	var parts []string
+	for i, k := range keys {
+		if keep[i] {
+			parts = append(parts, item(k))
+		}
+	}
+	out := strings.Join(parts, st.Dim.Render(sep))
+	if message != "" {
+		out = st.Info.Render(message) + "  " + out
+	}
+	return cut(out, width)
+}

@@ -354,22 +354,8 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		}
 	}
 	b.WriteString(st.Dim.Render(leftRight(title, Position(o.Cursor, len(rows), h), o.Width)) + "\n")
-	hostW := 0
-	for _, r := range rows {
-		if r.Proc.Host != "" && len(r.Proc.Host)+1 > hostW {
-			hostW = min(len(r.Proc.Host)+1, 12)
-		}
-	}
-	// Under 64 columns USER, THR and FAULTS give their room to the command (e explains a row).
-	compact := o.Width < 64
-	stateW := 17 // "S clock_nanosleep", "killed SIGSEGV"
-	head := fmt.Sprintf(" %-4s %*s%7s %-8s %-*s %3s %-6s %s", "RANK", hostW, "", "PID", "USER", stateW, "STATE", "THR", "FAULTS", "COMMAND")
-	if compact {
-		stateW = 10
-		head = fmt.Sprintf(" %-4s %*s%7s %-*s %s", "RANK", hostW, "", "PID", stateW, "STATE", "COMMAND")
-	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	if len(rows) == 0 {
+		b.WriteString(st.Head.Render(cut(" RANK  PID STATE   COMMAND", o.Width)) + "\n")
 		if o.Filter != "" {
 			b.WriteString(st.Dim.Render(" no process matches the filter (uid:N and user:NAME match exactly)"))
 		} else {
@@ -377,42 +363,17 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		}
 		return fit(b.String(), o.Width, o.Height)
 	}
+	cols, cells := procTable(s, rows, o.Users)
+	ws := layout(cols, o.Width)
+	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
+	cmdW := ws[len(ws)-1]
 	off := window(o.Cursor, o.Offset, h, len(rows))
 	for i := off; i < len(rows) && i < off+h; i++ {
 		r := rows[i]
 		p := r.Proc
-		host := ""
-		if hostW > 0 {
-			host = pad(sessions.Sanitize(p.Host)+":", hostW)
-		}
-		faults := ""
-		if p.Crashes > 0 {
-			faults += fmt.Sprintf("✗%d ", p.Crashes)
-		}
-		if p.Handled > 0 {
-			faults += fmt.Sprintf("h%d", p.Handled)
-		}
-		user := o.Users[p.UID]
-		if user == "" {
-			user = strconv.Itoa(p.UID)
-		}
-		name := sessions.Sanitize(p.Comm)
-		if name == "" {
-			name = sessions.Sanitize(p.Exe)
-		}
-		if r.Collapsed {
-			name = "▸ " + name + fmt.Sprintf(" (+%d)", r.Children)
-		}
-		if len(p.Argv) > 1 {
-			name += " " + st.Dim.Render(sessions.Sanitize(strings.Join(p.Argv[1:], " ")))
-		}
-		state, _ := ProcStat(s, p)
-		line := fmt.Sprintf(" %-4s %s%7d %s %s %3d %s %s%s", p.Rank, host, p.PID, pad(sessions.Sanitize(user), 8),
-			pad(state, stateW), p.Threads, pad(faults, 6), r.Prefix, name)
-		if compact {
-			line = fmt.Sprintf(" %-4s %s%7d %s %s%s", p.Rank, host, p.PID, pad(state, stateW), r.Prefix, name)
-		}
-		line = cut(line, o.Width)
+		c := cells[i]
+		c[len(c)-1] = procCommand(st, r, cmdW)
+		line := cut(row(cols, ws, c), o.Width)
 		switch {
 		case i == o.Cursor:
 			line = st.Cursor(stripForSelect(line), o.Width)
@@ -424,6 +385,81 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		b.WriteString(line + "\n")
 	}
 	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
+}
+
+// procTable is the process list's columns, each as wide as its content, and every row's
+// cells (the command's is the plain text; procCommand draws it for the room it gets). USER,
+// THR and FAULTS give their room to the command first when the terminal is narrow (e
+// explains a row).
+func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]column, [][]string) {
+	cols := []column{{head: "RANK"}, {head: "HOST", cap: 16, drop: 4}, {head: "PID", right: true}, {head: "USER", cap: 12, drop: 2},
+		{head: "STATE", cap: 24}, {head: "THR", right: true, drop: 1}, {head: "FAULTS", drop: 3}, {head: "COMMAND", min: 16}}
+	hosts := false
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		p := r.Proc
+		faults := ""
+		if p.Crashes > 0 {
+			faults += fmt.Sprintf("✗%d ", p.Crashes)
+		}
+		if p.Handled > 0 {
+			faults += fmt.Sprintf("h%d", p.Handled)
+		}
+		state, _ := ProcStat(s, p)
+		c := []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), procUser(p, users), state,
+			strconv.Itoa(p.Threads), strings.TrimSpace(faults), procCommandText(r, false)}
+		hosts = hosts || p.Host != ""
+		for j, v := range c {
+			cols[j].want = max(cols[j].want, ansi.StringWidth(v))
+		}
+		cells[i] = c
+	}
+	if !hosts {
+		cols[1].want, cols[1].head = 0, "" // one machine: no HOST column at all
+	}
+	return cols, cells
+}
+
+// procUser is the USER cell: the name when the front end resolved it, else the uid.
+func procUser(p *sessions.Proc, users map[int]string) string {
+	if u := users[p.UID]; u != "" {
+		return sessions.Sanitize(u)
+	}
+	return strconv.Itoa(p.UID)
+}
+
+// procCommandText is the COMMAND cell as plain text: the tree's glyphs, then the whole
+// command line (full: argv[0] as it was run, a path) or the name and the arguments.
+func procCommandText(r ProcRow, full bool) string {
+	p := r.Proc
+	name := sessions.Sanitize(p.Comm)
+	if name == "" {
+		name = sessions.Sanitize(p.Exe)
+	}
+	if full && len(p.Argv) > 0 {
+		name = sessions.Sanitize(p.Argv[0])
+	}
+	if r.Collapsed {
+		name = "▸ " + name + fmt.Sprintf(" (+%d)", r.Children)
+	}
+	if len(p.Argv) > 1 {
+		name += " " + sessions.Sanitize(strings.Join(p.Argv[1:], " "))
+	}
+	return r.Prefix + name
+}
+
+// procCommand draws the COMMAND cell for w cells: the whole command line when it fits (ps's
+// COMMAND), else the name and as much of the arguments as fit; the arguments dim.
+func procCommand(st *Styles, r ProcRow, w int) string {
+	full := len(r.Proc.Argv) > 0 && ansi.StringWidth(procCommandText(r, true)) <= w
+	text := procCommandText(r, full)
+	if len(r.Proc.Argv) > 1 {
+		args := sessions.Sanitize(strings.Join(r.Proc.Argv[1:], " "))
+		if head, ok := strings.CutSuffix(text, " "+args); ok {
+			return head + " " + st.Dim.Render(args)
+		}
+	}
+	return text
 }
 
 // Signals are the signals K offers, in the order its dialog lists them.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -96,8 +98,17 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		status += " · " + o.Status
 	}
 	b.WriteString(st.Dim.Render(cut(status, o.Width)) + "\n")
-	rankW := 12
-	labelW := max(12, o.Width-rankW-23)
+	rankW := 5 // the ranks as wide as the widest set, up to a third of the screen
+	for _, l := range lines {
+		rankW = max(rankW, ansi.StringWidth(sessions.Sanitize(l.Node.Ranks)))
+	}
+	rankW = min(rankW, max(o.Width/3, 12))
+	// The frames as wide as the widest (with its tree glyphs), the rest of the row after it.
+	labelW := 20
+	for _, l := range lines {
+		labelW = max(labelW, ansi.StringWidth(l.Prefix)+2+ansi.StringWidth(sessions.Sanitize(l.Node.Label)))
+	}
+	labelW = max(12, min(labelW, o.Width-rankW-23))
 	// Every row starts with a space: the NO_COLOR cursor marker takes its place.
 	head := fmt.Sprintf(" %s %5s  %s %-7s %s", pad("FRAME (by "+merged.Frames+")", labelW), "THR", pad("RANKS", rankW), "STATE", "CLASS")
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
@@ -137,9 +148,14 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	if o.Detail != nil {
 		pane = append(pane, o.Detail...)
 	} else {
+		setW := 4
+		for _, c := range merged.Classes {
+			setW = max(setW, ansi.StringWidth(sessions.Sanitize(c.Ranks))+2)
+		}
+		setW = min(setW, max(o.Width/4, 10))
 		for _, c := range merged.Classes {
 			spark := Sparkline(c.Spark)
-			line := fmt.Sprintf("#%-3d %-11s %s %s %s  %s", c.Class, threads(c.Count), pad("["+sessions.Sanitize(c.Ranks)+"]", 10),
+			line := fmt.Sprintf("#%-3d %-11s %s %s %s  %s", c.Class, threads(c.Count), pad("["+sessions.Sanitize(c.Ranks)+"]", setW),
 				st.progress(c.Progress, pad(ProgressText(c.Progress), 7)), spark, ClassPath(c, merged.Frames))
 			if c.Syscall != "" {
 				line += " · in " + sessions.Sanitize(c.Syscall)

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -98,18 +100,19 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	detailH := o.Height - listH
 	var b strings.Builder
 	b.WriteString(st.Dim.Render(cut(CheckpointTitle(s, o.Checkpoint, len(ts)), o.Width)) + "\n")
-	// Below 110 columns the instruction goes to the detail pane, so that APPLIED still fits at
-	// 80 and the outcome (a sentence) is read there too.
-	wide := o.Width >= 110
-	head := fmt.Sprintf("%7s %7s %-12s %-21s %-15s %-7s", "PID", "TID", "SYSCALL", "CODE", "ON RESUME", "APPLIED")
-	if wide {
-		head = fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")
+	// Columns as wide as their content; below the room they need the instruction goes to the
+	// detail pane first, and the outcome (a sentence, read there too) shrinks to "ended".
+	type cells struct {
+		t                                      ThreadRef
+		pid, tid, sc, insn, code, res, applied string
+		outcome                                string
+		ended                                  bool
 	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
-	h := listH - 2
-	off := window(cur, 0, h, len(ts))
-	for i := off; i < len(ts) && i < off+h; i++ {
-		t := ts[i]
+	rows := make([]cells, len(ts))
+	cols := []column{{head: "PID", right: true}, {head: "TID", right: true}, {head: "SYSCALL", cap: 24},
+		{head: "INSN", drop: 1}, {head: "CODE", cap: 24}, {head: "ON RESUME", cap: 18}, {head: "APPLIED", cap: 10},
+		{head: "OUTCOME", min: 24}}
+	for i, t := range ts {
 		sc := "-"
 		if t.InSyscall {
 			sc = sessions.Sanitize(t.Syscall)
@@ -121,26 +124,40 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 		if code == "" && t.InSyscall {
 			code = fmt.Sprint(t.Ret)
 		}
-		outcome := ThreadOutcome(t.Thread)
-		ended := !ThreadLive(s, t)
-		if ended {
-			outcome = "(ended) " + outcome // its state is history, not the thread's now
+		r := cells{t: t, pid: fmt.Sprint(t.PID), tid: fmt.Sprint(t.TID), sc: sc, insn: sessions.Sanitize(t.Insn), code: code,
+			res: sessions.Sanitize(t.OnResume), applied: sessions.Sanitize(t.Applied), outcome: ThreadOutcome(t.Thread), ended: !ThreadLive(s, t)}
+		if r.ended {
+			r.outcome = "(ended) " + r.outcome // its state is history, not the thread's now
 		}
-		line := fmt.Sprintf("%7d %7d %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(code, 21),
-			pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 7))
-		if wide {
-			line = fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
-				pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), outcome)
-		} else if ended {
-			line += " ended" // 80 columns exactly
+		for j, c := range []string{r.pid, r.tid, r.sc, r.insn, r.code, r.res, r.applied, r.outcome} {
+			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
 		}
-		line = cut(line, o.Width)
+		rows[i] = r
+	}
+	ws := layout(cols, o.Width)
+	short := ws[len(ws)-1] < 24 // no room for the sentence: only whether the thread ended
+	if short {
+		cols[len(cols)-1].head = ""
+	}
+	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
+	h := listH - 2
+	off := window(cur, 0, h, len(ts))
+	for i := off; i < len(ts) && i < off+h; i++ {
+		r := rows[i]
+		outcome := r.outcome
+		if short {
+			outcome = ""
+			if r.ended {
+				outcome = "ended"
+			}
+		}
+		line := cut(row(cols, ws, []string{r.pid, r.tid, r.sc, r.insn, r.code, r.res, r.applied, outcome}), o.Width)
 		switch {
 		case i == cur:
 			line = st.Cursor(line, o.Width)
-		case ended:
+		case r.ended:
 			line = st.Dim.Render(line)
-		case OutcomeBad(t.Thread):
+		case OutcomeBad(r.t.Thread):
 			line = st.Bad.Render(line)
 		}
 		b.WriteString(line + "\n")
