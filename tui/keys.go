@@ -81,25 +81,32 @@ type helpKeys struct {
 	replay bool
 	paused bool
 	live   bool
+	owns   bool // crashtui started the job (run, demo): q ends it
 	modal  bool // a tab's dialog is open: only its own keys apply
 }
 
 // modeKeys are the keys whose help depends on the mode: in a replay q only quits (there is
-// nothing to detach) and space says what it will do (pause, or play when paused).
-func (h helpKeys) modeKeys() (quit, pause key.Binding) {
-	quit, pause = h.k.Quit, h.k.Pause
-	if h.replay || !h.live {
+// nothing to detach), in run and demo it ends the job crashtui started, and space says what
+// it will do (pause, or play when paused).
+func (h helpKeys) modeKeys() (quit, force, pause key.Binding) {
+	quit, force, pause = h.k.Quit, h.k.ForceQuit, h.k.Pause
+	switch {
+	case h.replay || !h.live:
 		quit = key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit"))
+		force = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now"))
+	case h.owns:
+		quit = key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "end job & quit"))
+		force = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "end job & quit now"))
 	}
 	if h.paused {
 		pause = key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play"))
 	}
-	return quit, pause
+	return quit, force, pause
 }
 
 func (h helpKeys) ShortHelp() []key.Binding {
 	k := h.k
-	quit, pause := h.modeKeys()
+	quit, _, pause := h.modeKeys()
 	if h.modal {
 		return h.tab
 	}
@@ -126,8 +133,8 @@ type helpGroup struct {
 
 func (h helpKeys) groups() []helpGroup {
 	k := h.k
-	quit, pause := h.modeKeys()
-	global := []key.Binding{k.Explain, k.Help, quit, k.ForceQuit}
+	quit, force, pause := h.modeKeys()
+	global := []key.Binding{k.Explain, k.Help, quit, force}
 	if h.live {
 		global = append([]key.Binding{k.Measure, k.Checkpoint, k.Sample}, global...)
 	}

@@ -186,6 +186,10 @@ func NewModel(o Options, st *views.Styles) *Model {
 // State is the State the events reduced into so far.
 func (m *Model) State() *sessions.State { return m.state }
 
+// ownsJob says whether crashtui started the job (run, demo): quitting ends it, rather than
+// detaching and leaving it running.
+func (m *Model) ownsJob() bool { return m.mode == "run" || m.mode == "demo" }
+
 // live reports whether a tracer is on the other end and still running.
 func (m *Model) live() bool { return m.player == nil && m.ctrl != nil && !m.finished }
 
@@ -448,7 +452,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
-			if (policy == "naive" || (policy == "sc-only" && m.header.Arch == "ppc64le")) && m.mode != "run" && m.mode != "demo" {
+			if (policy == "naive" || (policy == "sc-only" && m.header.Arch == "ppc64le")) && !m.ownsJob() {
 				m.overlay = naiveOverlay // the job is not crashtui's to break without asking
 				return nil
 			}
@@ -669,9 +673,9 @@ func (m *Model) View() string {
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	case quitOverlay:
 		n, _ := m.state.Live()
-		q := fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n)
-		if m.mode == "run" || m.mode == "demo" {
-			q = fmt.Sprintf("End the %d processes crashtui started and quit?", n)
+		q := fmt.Sprintf("Detach from %s and quit? The job keeps running.", views.Count(n, "process", "processes"))
+		if m.ownsJob() {
+			q = fmt.Sprintf("End the %s crashtui started and quit?", views.Count(n, "process", "processes"))
 		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	default:
@@ -704,7 +708,7 @@ func (m *Model) View() string {
 func (m *Model) helpKeys() helpKeys {
 	d, ok := m.active().(interface{ dialog() bool })
 	return helpKeys{k: &m.keys, tab: m.active().shortHelp(m), name: views.TabNames[m.tab],
-		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(),
+		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(), owns: m.ownsJob(),
 		modal: ok && d.dialog()}
 }
 

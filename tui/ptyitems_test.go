@@ -218,7 +218,7 @@ func TestHelpFitsOnPty(t *testing.T) {
 			p.WaitFor(t, 15*time.Second, "crashtui replay")
 			p.Key(t, "?")
 			txt := p.WaitFor(t, 5*time.Second, "Processes keys", "move", "tabs", "actions", "replay",
-				"ctrl+c  detach & quit now", "space  pause", "esc closes")
+				"ctrl+c  quit now", "space  pause", "esc closes")
 			if sz.w >= 200 {
 				if l := lineWith(txt, "Processes keys"); !strings.Contains(l, "replay") {
 					t.Errorf("at %d columns the groups are not side by side: %q", sz.w, l)
@@ -316,7 +316,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 			ch <- ev(stackSample(3, 4100, "main", "alpha_first", "alpha_inner"))
 			ch <- ev(stackSample(3, 4120, "main", "alpha_first", "alpha_inner"))
 			ch <- ev(stackSample(3, 4110, "main", "watch_loop"))
-			txt = p.WaitFor(t, 5*time.Second, "alpha_first")
+			txt = p.WaitFor(t, 5*time.Second, "alpha_inner", "watch_loop", "2 classes")
 			if l := cursorLine(txt); !strings.Contains(l, "watch_loop") {
 				t.Errorf("a sample moved the cursor off watch_loop: %q\n%s", l, txt)
 			}
@@ -333,7 +333,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4100, Arch: "amd64", InSyscall: true, Syscall: "nanosleep", Code: "ERESTART_RESTARTBLOCK"})
 			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4300, Arch: "amd64", InSyscall: true, Syscall: "poll", Code: "ERESTART_RESTARTBLOCK"})
 			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4101, TID: 4201, Arch: "amd64", InSyscall: true, Syscall: "futex", Code: "ERESTARTSYS"})
-			txt = p.WaitFor(t, 5*time.Second, "checkpoint #2")
+			txt = p.WaitFor(t, 5*time.Second, "checkpoint #2 (correct) at 01:00:08 · 3 threads")
 			if l := cursorLine(txt); !strings.Contains(l, "4201") {
 				t.Errorf("a new checkpoint moved the cursor off tid 4201: %q\n%s", l, txt)
 			}
@@ -396,6 +396,65 @@ func TestNothingThatMattersIsCutOnPty(t *testing.T) {
 			if !strings.Contains(lineWith(txt, "? help"), "q quit") {
 				t.Errorf("the footer lost q:\n%s", txt)
 			}
+			p.quit(t)
+		})
+	}
+}
+
+// recording reads one of demo/sessions/*.jsonl.
+func recording(t *testing.T, name string) (sessions.Header, []sessions.Event) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "demo", "sessions", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, evs, err := sessions.ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, evs
+}
+
+// Item 5: the words a user reads: singulars where there is one, no "session session", no
+// project jargon ("seed 002") in a recording's explanations, UID (not USER) where the uids
+// are another machine's, and q says it ends the job crashtui started.
+func TestWordsOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h)+"/replay", func(t *testing.T) {
+			h, evs := recording(t, "power10-scv-sc-only.jsonl")
+			p := startPty(t, sz.w, sz.h, Options{Replay: evs, Header: h, Mode: "replay"})
+			p.WaitFor(t, 15*time.Second, "crashtui replay")
+			p.Key(t, "}")
+			txt := p.WaitFor(t, 5*time.Second, "■ end", " UID ")
+			if strings.Contains(txt, " USER ") {
+				t.Errorf("a replay's uids are named from this machine:\n%s", txt)
+			}
+			p.Key(t, "4")
+			p.Key(t, "\r")
+			txt = p.WaitFor(t, 5*time.Second, "checkpoint-restore/criu#2261")
+			if strings.Contains(txt, "seed 002") {
+				t.Errorf("the thread detail speaks of seed 002:\n%s", txt)
+			}
+			p.Key(t, "\x1b")
+			p.Key(t, "6")
+			txt = p.WaitFor(t, 5*time.Second, "session checkpoint · job pid:84")
+			if strings.Contains(txt, "session session") {
+				t.Errorf("the Log says session twice:\n%s", txt)
+			}
+			p.quit(t)
+		})
+		t.Run(sizeName(sz.w, sz.h)+"/run", func(t *testing.T) {
+			evs := procFixture()
+			evs = append(evs, sessions.Event{Time: evs[len(evs)-1].Time.Add(time.Second), Body: sessions.Exit{PID: 4110, Code: new(int)}})
+			p := startPty(t, sz.w, sz.h, Options{Events: liveEvents(t, evs), Control: &recorder{}, Header: viewtest.Header(), Mode: "run"})
+			p.WaitFor(t, 15*time.Second, "procs 1/6", "q end job & quit")
+			p.Key(t, "q")
+			p.WaitFor(t, 5*time.Second, "End the 1 process crashtui started and quit?")
+			p.Key(t, "n")
+			p.Key(t, "2")
+			p.Key(t, "j")
+			p.WaitFor(t, 5*time.Second, "6 processes", "rank 0 (pid 4101) → pid 4100")
 			p.quit(t)
 		})
 	}

@@ -75,17 +75,21 @@ func clamp(v, n int) int {
 // re-merges the stacks, a process joins above the selected one, a class splits): the item is
 // known by its key (a pid, a class's path, a group's id), not by its row. normalize calls fit
 // after every message; a cursor that differs from the one fit left was moved by the user (a
-// key, a click, the tour), and the item under it becomes the one followed.
+// key, a click, the tour), and the item under it becomes the one followed. An item that is
+// gone for a while (a sampling round half arrived, a checkpoint's threads still coming) stays
+// the one followed: the cursor comes back to it when it is listed again, unless the user
+// moved meanwhile.
 type follow[K comparable] struct {
 	at  int
 	key K
 	has bool
 }
 
-// fit moves *cursor to the followed item's row among n (keyAt names row i), clamps it, and
-// follows whatever is under it.
+// fit moves *cursor to the followed item's row among n (keyAt names row i) and clamps it; a
+// cursor the user moved follows what is under it from now on.
 func (f *follow[K]) fit(cursor *int, n int, keyAt func(i int) K) {
-	if f.has && *cursor == f.at {
+	moved := !f.has || *cursor != f.at
+	if !moved {
 		for i := 0; i < n; i++ {
 			if keyAt(i) == f.key {
 				*cursor = i
@@ -94,8 +98,8 @@ func (f *follow[K]) fit(cursor *int, n int, keyAt func(i int) K) {
 		}
 	}
 	*cursor = clamp(*cursor, n)
-	f.at, f.has = *cursor, *cursor >= 0
-	if f.has {
-		f.key = keyAt(*cursor)
+	f.at = *cursor
+	if moved && *cursor >= 0 {
+		f.key, f.has = keyAt(*cursor), true
 	}
 }

@@ -174,7 +174,9 @@ func (p *procsTab) resolveUsers(m *Model) {
 		p.names = &userNames{names: map[int]string{}, asked: map[int]bool{}}
 	}
 	for _, pr := range m.state.Procs {
-		p.names.ask(pr.UID)
+		if pr.Host == "" { // another host's uid is that host's: not looked up here
+			p.names.ask(pr.UID)
+		}
 	}
 	if v := p.names.version(); v != p.namesAt {
 		p.users, p.namesAt = p.names.snapshot(), v

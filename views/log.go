@@ -23,7 +23,7 @@ func EventLine(e sessions.Event) string {
 	var what string
 	switch b := e.Body.(type) {
 	case sessions.Session:
-		what = fmt.Sprintf("session %s job %s on %s %s", b.Mode, b.Job, b.Arch, b.Kernel)
+		what = fmt.Sprintf("%s · job %s · %s %s", b.Mode, b.Job, b.Arch, b.Kernel)
 	case sessions.Process:
 		what = fmt.Sprintf("pid %d joined (ppid %d, rank %s, uid %d, %s) %s %s", b.PID, b.PPID, b.Rank, b.UID, Count(b.Threads, "thread", "threads"), b.Comm, strings.Join(b.Argv, " "))
 	case sessions.Task:
@@ -117,7 +117,7 @@ func Log(st *Styles, s *sessions.State, o LogOptions) string {
 	}
 	lines = lines[o.Back:]
 	var b strings.Builder
-	title := fmt.Sprintf("%d events", s.Seq)
+	title := Count(s.Seq, "event", "events")
 	if o.Filter != "" {
 		title += " · filter: " + sessions.Sanitize(o.Filter)
 	}

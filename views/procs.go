@@ -394,7 +394,7 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]column, [][]string) {
 	cols := []column{{head: "RANK"}, {head: "HOST", cap: 16, drop: 4}, {head: "PID", right: true}, {head: "USER", cap: 12, drop: 2},
 		{head: "STATE", cap: 24}, {head: "THR", right: true, drop: 1}, {head: "FAULTS", drop: 3}, {head: "COMMAND", min: 16}}
-	hosts := false
+	hosts, named := false, false
 	cells := make([][]string, len(rows))
 	for i, r := range rows {
 		p := r.Proc
@@ -406,7 +406,9 @@ func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]colum
 			faults += fmt.Sprintf("h%d", p.Handled)
 		}
 		state, _ := ProcStat(s, p)
-		c := []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), procUser(p, users), state,
+		user, ok := procUser(p, users)
+		named = named || ok
+		c := []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), user, state,
 			strconv.Itoa(p.Threads), strings.TrimSpace(faults), procCommandText(r, false)}
 		hosts = hosts || p.Host != ""
 		for j, v := range c {
@@ -417,15 +419,21 @@ func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]colum
 	if !hosts {
 		cols[1].want, cols[1].head = 0, "" // one machine: no HOST column at all
 	}
+	if !named {
+		// A recording (or another host's processes) names no user: its uids are the
+		// recorded machine's, whose /etc/passwd is not this one's. The column says so.
+		cols[3].head = "UID"
+	}
 	return cols, cells
 }
 
-// procUser is the USER cell: the name when the front end resolved it, else the uid.
-func procUser(p *sessions.Proc, users map[int]string) string {
-	if u := users[p.UID]; u != "" {
-		return sessions.Sanitize(u)
+// procUser is the USER cell: the name when the front end resolved it (for this machine's
+// processes only: a uid from another host is that host's), else the uid.
+func procUser(p *sessions.Proc, users map[int]string) (string, bool) {
+	if u := users[p.UID]; u != "" && p.Host == "" {
+		return sessions.Sanitize(u), true
 	}
-	return strconv.Itoa(p.UID)
+	return strconv.Itoa(p.UID), false
 }
 
 // procCommandText is the COMMAND cell as plain text: the tree's glyphs, then the whole

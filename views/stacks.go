@@ -158,9 +158,9 @@ func StacksSummary(st sessions.Stacks) []string {
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s; it is sleeping in %s, a timed wait, not blocked on another rank.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), sessions.Sanitize(l.Syscall)))
 		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && l.Progress == sessions.Stuck:
-			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %d others wait elsewhere: "+
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %s wait elsewhere: "+
 				"the classic deadlock culprit (look at what it waits for, and who should have sent it).",
-				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), l.Others))
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), othersWord(l.Others)))
 		case l.Progress == sessions.Moving:
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s and it is still moving: a slow rank the others may be waiting for.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At)))
@@ -321,3 +321,6 @@ func WriteDot(w io.Writer, st sessions.Stacks) {
 	}
 	fmt.Fprintln(w, "}")
 }
+
+// othersWord is "1 other" or "3 others".
+func othersWord(n int) string { return Count(n, "other", "others") }
