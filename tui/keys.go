@@ -13,7 +13,8 @@ type KeyMap struct {
 	NextTab, PrevTab                                     key.Binding
 	Tabs                                                 [6]key.Binding
 	TabKeys                                              key.Binding // 1-6, for help only
-	Enter, Back, Filter, Sort, Explain                   key.Binding
+	Enter, Back, Filter, Sort, Reverse, Explain          key.Binding
+	NextMatch, PrevMatch                                 key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
 	Signal, Handled                                      key.Binding // Processes: K; Crashes: t
@@ -40,6 +41,9 @@ func DefaultKeyMap() KeyMap {
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Sort:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
+		Reverse:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reverse")),
+		NextMatch:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
 		Explain:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "explain")),
 		Measure:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "measure matrix")),
 		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),

@@ -161,7 +161,7 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.ShortSeparator = st.Dim
 	m.help.Styles.FullSeparator = st.Dim
 	m.help.Styles.Ellipsis = st.Dim
-	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{}
+	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{following: true}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
 	m.tour = -1
@@ -512,10 +512,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Filter) && c.filterRef(m) != nil:
 		m.filtering = true
 	case key.Matches(msg, k.Filter):
-		// Said, not silently ignored (the filter is for the long lists).
-		m.message = "/ filters the Processes (1) and Log (6) tabs; this tab has no filter"
-	case key.Matches(msg, k.Sort) && !c.sorts():
-		m.message = "s sorts the Processes tab (1); this tab keeps its own order"
+		// Said, not silently ignored (the filter is for the lists).
+		m.message = "/ filters the lists (tabs 1, 3, 4, 5, 6); this tab has no filter"
+	case key.Matches(msg, k.Sort, k.Reverse) && !c.sorts():
+		m.message = "s and r sort the lists (tabs 1, 3, 4, 5, 6); this tab keeps its own order"
+	case key.Matches(msg, k.NextMatch, k.PrevMatch) && (c.filterRef(m) == nil || *c.filterRef(m) == ""):
+		m.message = "n and N go to the next and previous match of a filter: / first"
 	case key.Matches(msg, k.Back):
 		c.escape(m)
 	default:
@@ -557,7 +559,12 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 	case tea.KeyRunes, tea.KeySpace:
 		*f += sessions.Sanitize(string(msg.Runes))
 	}
-	m.proc.cursor, m.proc.offset = 0, 0
+	// The tab's cursor stays on its row while that row matches (follow); in a tree, a row
+	// kept only as a match's caller is not a match: the cursor goes on to the next one.
+	m.active().normalize(m)
+	if s, ok := m.active().(interface{ seekMatch(m *Model) }); ok {
+		s.seekMatch(m)
+	}
 	return nil
 }
 

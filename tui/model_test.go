@@ -562,17 +562,21 @@ func TestKeyBurstActsPerRune(t *testing.T) {
 	}
 }
 
-// TestFilterAndSortSayWhyNot: / and s on a tab without a filter or a sort say so, instead of
-// doing nothing.
+// TestFilterAndSortSayWhyNot: / and s on the tab without a filter or a sort (the matrix) say
+// so, instead of doing nothing; n without a filter says what it needs.
 func TestFilterAndSortSayWhyNot(t *testing.T) {
 	m := liveModel(t, nil, false)
-	press(t, m, "3", "/")
+	press(t, m, "2", "/")
 	if m.filtering || !strings.Contains(m.message, "no filter") {
-		t.Errorf("/ on Crashes: filtering %v, message %q", m.filtering, m.message)
+		t.Errorf("/ on Matrix: filtering %v, message %q", m.filtering, m.message)
 	}
-	press(t, m, "4", "s")
-	if !strings.Contains(m.message, "sorts the Processes tab") {
-		t.Errorf("s on Threads: message %q", m.message)
+	press(t, m, "2", "s")
+	if !strings.Contains(m.message, "keeps its own order") {
+		t.Errorf("s on Matrix: message %q", m.message)
+	}
+	press(t, m, "3", "n")
+	if !strings.Contains(m.message, "/ first") {
+		t.Errorf("n without a filter: message %q", m.message)
 	}
 	press(t, m, "1", "/")
 	if !m.filtering {

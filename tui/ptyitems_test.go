@@ -459,3 +459,89 @@ func TestWordsOnPty(t *testing.T) {
 		})
 	}
 }
+
+// Item 6: every list filters with / (the matches highlighted, n and N going through them)
+// and sorts with s (r reverses), the column marked ▲ or ▼; the Log's filter matches only what
+// its rows show.
+func TestFindAndSortEverywhereOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			h, evs := demoRecording(t)
+			p := startPty(t, sz.w, sz.h, Options{Replay: evs, Header: h, Mode: "replay"})
+			p.WaitFor(t, 15*time.Second, "crashtui replay")
+			p.Key(t, "}")
+			p.WaitFor(t, 5*time.Second, "■ end")
+
+			// Processes: the filter, n/N through its matches, a sort and its reverse.
+			p.Key(t, "/")
+			p.Type("SEGV")
+			p.Key(t, "\r")
+			txt := p.WaitFor(t, 5*time.Second, "2 of 8 processes match", "filter: SEGV")
+			if strings.Contains(txt, "killed SIGINT") {
+				t.Errorf("the filter kept rows that do not match:\n%s", txt)
+			}
+			p.waitCursor(t, "22576")
+			p.Key(t, "n")
+			p.waitCursor(t, "22577")
+			p.Key(t, "N")
+			p.waitCursor(t, "22576")
+			p.Key(t, "\x1b")
+			p.Key(t, "s")
+			p.WaitFor(t, 5*time.Second, "sort: rank", "RANK▲")
+			p.Key(t, "r")
+			txt = p.WaitFor(t, 5*time.Second, "sort: rank reversed", "RANK▼")
+			if strings.Index(txt, " 7    22579") > strings.Index(txt, " 0    22572") {
+				t.Errorf("r did not reverse the rank order:\n%s", txt)
+			}
+
+			// Crashes, Threads, Stacks: each filters and sorts.
+			p.Key(t, "3")
+			p.Key(t, "/")
+			p.Type("assert")
+			p.Key(t, "\r")
+			txt = p.WaitFor(t, 5*time.Second, "1 of 2 groups match")
+			if strings.Contains(txt, "solver_step") {
+				t.Errorf("Crashes' filter kept the SIGSEGV group:\n%s", txt)
+			}
+			p.Key(t, "s")
+			p.WaitFor(t, 5*time.Second, "COUNT▼")
+			p.Key(t, "4")
+			p.Key(t, "/")
+			p.Type("futex")
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "1 thread matches", "22582")
+			p.Key(t, "s")
+			p.WaitFor(t, 5*time.Second, "TID▲")
+			p.Key(t, "5")
+			p.Key(t, "/")
+			p.Type("poll")
+			p.Key(t, "\r")
+			txt = p.WaitFor(t, 5*time.Second, "1 frame matches", "__poll", "main")
+			if strings.Contains(txt, "─ in_read") {
+				t.Errorf("Stacks' filter kept a branch without the match:\n%s", txt)
+			}
+			p.waitCursor(t, "__poll") // n skips the callers shown for context: it is on the match
+			p.Key(t, "s")
+			p.WaitFor(t, 5*time.Second, "FRAME (by function)▲")
+
+			// Log: the filter matches what a row shows, not what its cut hides.
+			p.Key(t, "6")
+			p.Key(t, "/")
+			p.Type("SIGSEGV")
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "13 of 64 events match")
+			p.Key(t, "\x1b")
+			p.Key(t, "/")
+			p.Type("libc_start") // only in the crash events' stacks, never on their rows
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "0 of 64 events match")
+			p.Key(t, "\x1b")
+			p.Key(t, "r")
+			txt = p.WaitFor(t, 5*time.Second, "newest first")
+			if !strings.Contains(cursorLine(txt), "summary") {
+				t.Errorf("r did not put the newest event first, under the cursor:\n%s", txt)
+			}
+			p.quit(t)
+		})
+	}
+}

@@ -103,3 +103,25 @@ func (f *follow[K]) fit(cursor *int, n int, keyAt func(i int) K) {
 		f.key, f.has = keyAt(*cursor), true
 	}
 }
+
+// nextMatch is the row after cursor (dir 1) or before it (dir -1), going round, for which
+// match holds; cursor itself when no other does.
+func nextMatch(cursor, n, dir int, match func(i int) bool) int {
+	for k := 1; k <= n; k++ {
+		if i := ((cursor+dir*k)%n + n) % n; match(i) {
+			return i
+		}
+	}
+	return cursor
+}
+
+// matchDir is the direction n (1) or N (-1) asks for, 0 for another key.
+func (m *Model) matchDir(msg tea.KeyMsg) int {
+	switch {
+	case key.Matches(msg, m.keys.NextMatch):
+		return 1
+	case key.Matches(msg, m.keys.PrevMatch):
+		return -1
+	}
+	return 0
+}

@@ -16,6 +16,7 @@ import (
 // procsTab is Processes: the job's processes as a tree or sorted, filterable; K signals one.
 type procsTab struct {
 	cursor, offset, sort int
+	reverse              bool
 	filter               string
 	collapsed            map[sessions.ProcKey]bool
 	// users are the user names of the uids seen, resolved on this machine in a live session
@@ -37,14 +38,14 @@ type signalDialog struct {
 }
 
 func (p *procsTab) query(m *Model) views.ProcQuery {
-	return views.ProcQuery{Order: views.ProcSorts[p.sort], Filter: p.filter, Collapsed: p.collapsed, Users: p.users}
+	return views.ProcQuery{Order: views.ProcSorts[p.sort], Reverse: p.reverse, Filter: p.filter, Collapsed: p.collapsed, Users: p.users}
 }
 
 func (p *procsTab) rows(m *Model) []views.ProcRow { return views.ProcList(m.state, p.query(m)) }
 
 func (p *procsTab) opts(m *Model, w, h int) views.ProcOptions {
 	return views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
-		Sort: views.ProcSorts[p.sort], Filter: p.filter, Users: p.users, Live: m.live()}
+		Sort: views.ProcSorts[p.sort], Reverse: p.reverse, Filter: p.filter, Users: p.users, Live: m.live()}
 }
 
 // dialog reports whether the signal dialog is open: the Model then gives this tab every key.
@@ -60,6 +61,18 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Sort):
 		p.sort = (p.sort + 1) % len(views.ProcSorts)
+		return nil
+	case key.Matches(msg, k.Reverse):
+		if views.ProcSorts[p.sort] == "tree" {
+			m.message = "the tree keeps the job's order: s sorts by a column, r then reverses it"
+			return nil
+		}
+		p.reverse = !p.reverse
+		return nil
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			p.cursor = nextMatch(c, len(rows), m.matchDir(msg), func(i int) bool { return !rows[i].Context })
+		}
 		return nil
 	case key.Matches(msg, k.Signal):
 		return p.openSignal(m, rows, c)
@@ -95,10 +108,11 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	case key.Matches(msg, k.Enter):
 		// Jump to the process's crash group, when it has one.
 		if c >= 0 && rows[c].Proc.Crashes > 0 {
-			for i, g := range m.state.Groups {
+			for _, g := range m.state.Groups {
 				for _, mem := range g.Members {
 					if mem.Host == rows[c].Proc.Host && mem.Crash.PID == rows[c].Proc.PID {
-						m.tab, m.crash.cursor, m.crash.detail, m.crash.scroll, m.crash.handled = tabCrashes, i, true, 0, false
+						m.tab = tabCrashes
+						m.crash.show(m, g.ID, true)
 						return nil
 					}
 				}
@@ -263,6 +277,14 @@ func (p *procsTab) click(m *Model, x, y int) {
 	}
 }
 
+// seekMatch moves the cursor off a row shown only as a match's parent.
+func (p *procsTab) seekMatch(m *Model) {
+	rows := p.rows(m)
+	if c := clamp(p.cursor, len(rows)); c >= 0 && rows[c].Context {
+		p.cursor = nextMatch(c, len(rows), 1, func(i int) bool { return !rows[i].Context })
+	}
+}
+
 func (p *procsTab) escape(m *Model)            { p.filter, p.sig = "", nil }
 func (p *procsTab) filterRef(m *Model) *string { return &p.filter }
 func (p *procsTab) sorts() bool                { return true }
@@ -279,6 +301,9 @@ func (p *procsTab) shortHelp(m *Model) []key.Binding {
 	if m.live() {
 		bs = append(bs, k.Signal, k.Debug)
 	}
-	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Explain,
-		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "crash group")))
+	if p.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Reverse, k.Explain,
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")))
 }

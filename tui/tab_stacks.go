@@ -41,7 +41,14 @@ type stacksTab struct {
 	source   []string
 	sourceOf sourceKey
 	// keep follows the selected frame (by its path) across samples.
-	keep follow[string]
+	keep    follow[string]
+	filter  string
+	sort    int // index into views.StackSorts
+	reverse bool
+}
+
+func (s *stacksTab) query() views.StackQuery {
+	return views.StackQuery{Collapsed: s.collapsed, Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 }
 
 type sourceKey struct {
@@ -59,10 +66,11 @@ func (s *stacksTab) refresh(m *Model) {
 	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: sessions.DefaultCutRE, Window: stackWindow})
 }
 
-func (s *stacksTab) lines() []views.StackLine { return views.StackLines(s.merged.Tree, s.collapsed) }
+func (s *stacksTab) lines() []views.StackLine { return views.StackLinesOf(s.merged.Tree, s.query()) }
 
 func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
-	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live()}
+	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live(),
+		Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 	switch {
 	case m.player != nil:
 	case s.auto:
@@ -122,6 +130,18 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	lines := s.lines()
 	c := clamp(s.cursor, len(lines))
 	switch {
+	case key.Matches(msg, k.Sort):
+		s.sort = (s.sort + 1) % len(views.StackSorts)
+		m.message = "branches by " + views.StackSorts[s.sort]
+		return nil
+	case key.Matches(msg, k.Reverse):
+		s.reverse = !s.reverse
+		return nil
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			s.cursor = nextMatch(c, len(lines), m.matchDir(msg), func(i int) bool { return !lines[i].Context })
+		}
+		return nil
 	case c < 0:
 	case key.Matches(msg, k.Enter):
 		s.detail = !s.detail
@@ -179,12 +199,31 @@ func (s *stacksTab) click(m *Model, x, y int) {
 	}
 }
 
-func (s *stacksTab) escape(m *Model)            { s.detail = false }
-func (s *stacksTab) filterRef(m *Model) *string { return nil }
-func (s *stacksTab) sorts() bool                { return false }
+// seekMatch moves the cursor off a row shown only as a match's caller.
+func (s *stacksTab) seekMatch(m *Model) {
+	lines := s.lines()
+	if c := clamp(s.cursor, len(lines)); c >= 0 && lines[c].Context {
+		s.cursor = nextMatch(c, len(lines), 1, func(i int) bool { return !lines[i].Context })
+	}
+}
+
+// escape closes the detail, or clears the filter.
+func (s *stacksTab) escape(m *Model) {
+	if s.detail {
+		s.detail = false
+		return
+	}
+	s.filter = ""
+}
+func (s *stacksTab) filterRef(m *Model) *string { return &s.filter }
+func (s *stacksTab) sorts() bool                { return true }
 func (s *stacksTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	bs := []key.Binding{k.Enter, k.Explain, k.Frames}
+	bs := []key.Binding{k.Enter, k.Explain, k.Frames, k.Filter}
+	if s.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	bs = append(bs, k.Sort, k.Reverse)
 	if m.live() {
 		bs = append(bs, k.Sample, k.Auto, k.Debug)
 	}

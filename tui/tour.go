@@ -69,13 +69,13 @@ var tourSteps = []tourStep{
 		if len(m.state.Groups) == 0 {
 			return nil
 		}
-		best := 0
-		for i, g := range m.state.Groups {
-			if g.Count() > m.state.Groups[best].Count() {
-				best = i
+		best := m.state.Groups[0]
+		for _, g := range m.state.Groups {
+			if g.Count() > best.Count() {
+				best = g
 			}
 		}
-		m.crash.cursor, m.crash.detail = best, false
+		m.crash.show(m, best.ID, false)
 		return m.crash.explain(m)
 	}, wait: "a crash (the demo's ranks 4 and 5 crash after 4 and 6 seconds)"},
 	{title: "syscall restart state at a checkpoint", tab: tabThreads, pick: func(m *Model) *views.Explanation {

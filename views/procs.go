@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,9 +13,12 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// ProcSorts are the orders of the process list (s cycles through them); "tree" nests children
-// under their parent inside the job.
-var ProcSorts = []string{"tree", "rank", "pid", "comm", "state", "crashes"}
+// ProcSorts are the orders of the process list (s cycles through them, r reverses); "tree"
+// nests children under their parent inside the job, the others sort by a column.
+var ProcSorts = []string{"tree", "rank", "pid", "user", "state", "threads", "faults", "command"}
+
+// procSortColumn is the column of procTable each sort is marked on.
+var procSortColumn = map[string]int{"rank": 0, "pid": 2, "user": 3, "state": 4, "threads": 5, "faults": 6, "command": 7}
 
 // ProcRow is one line of the process list.
 type ProcRow struct {
@@ -36,8 +40,9 @@ func (r ProcRow) Key() sessions.ProcKey { return sessions.ProcKey{Host: r.Proc.H
 
 // ProcQuery says which processes the list shows and in which order.
 type ProcQuery struct {
-	Order  string // one of ProcSorts; "" is tree
-	Filter string // case-insensitive; "uid:N" and "user:NAME" match exactly
+	Order   string // one of ProcSorts; "" is tree
+	Reverse bool   // the sort descending (the tree keeps its order)
+	Filter  string // case-insensitive; "uid:N" and "user:NAME" match exactly
 	// Collapsed are the subtrees folded in the tree order. While a filter is on every match
 	// shows, folded or not.
 	Collapsed map[sessions.ProcKey]bool
@@ -50,6 +55,7 @@ type ProcOptions struct {
 	Width, Height  int
 	Cursor, Offset int
 	Sort           string
+	Reverse        bool
 	Filter         string
 	Users          map[int]string // user names by uid (USER shows the uid without one)
 	Live           bool           // a tracer runs: S can sample (the title says so)
@@ -158,6 +164,11 @@ func procMatcher(s *sessions.State, filter string, users map[int]string) func(p 
 	}
 }
 
+// procCmdKey is what the command sort compares: the name, then the arguments.
+func procCmdKey(p *sessions.Proc) string {
+	return strings.ToLower(p.Comm + " " + strings.Join(p.Argv, " "))
+}
+
 // procNode is one process in the job's tree.
 type procNode struct {
 	p           *sessions.Proc
@@ -179,15 +190,25 @@ func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
 			}
 		}
 		state := func(p *sessions.Proc) string { st, _ := ProcStat(s, p); return stateOrder(st) }
+		user := func(p *sessions.Proc) string { u, _ := procUser(p, q.Users); return u }
 		less := map[string]func(a, b *sessions.Proc) bool{
 			"rank":    func(a, b *sessions.Proc) bool { return false }, // SortedProcs is by rank
 			"pid":     func(a, b *sessions.Proc) bool { return a.PID < b.PID },
-			"comm":    func(a, b *sessions.Proc) bool { return a.Comm < b.Comm },
+			"user":    func(a, b *sessions.Proc) bool { return user(a) < user(b) },
 			"state":   func(a, b *sessions.Proc) bool { return state(a) < state(b) },
-			"crashes": func(a, b *sessions.Proc) bool { return a.Crashes > b.Crashes },
+			"threads": func(a, b *sessions.Proc) bool { return a.Threads > b.Threads },
+			"faults":  func(a, b *sessions.Proc) bool { return a.Crashes*1000+a.Handled > b.Crashes*1000+b.Handled },
+			"command": func(a, b *sessions.Proc) bool { return procCmdKey(a) < procCmdKey(b) },
 		}[q.Order]
 		if less != nil {
 			sort.SliceStable(rows, func(i, j int) bool { return less(rows[i].Proc, rows[j].Proc) })
+		}
+		switch {
+		case q.Reverse && q.Order == "rank":
+			slices.Reverse(rows)
+		case q.Reverse && less != nil:
+			// Reversed, ties keep rank order: sorted again, stably, with the order flipped.
+			sort.SliceStable(rows, func(i, j int) bool { return less(rows[j].Proc, rows[i].Proc) })
 		}
 		return rows
 	}
@@ -343,7 +364,11 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 	if folded > 0 {
 		title += fmt.Sprintf(" (%d folded)", folded)
 	}
-	title += " · sort: " + sortName + " (s)"
+	title += " · sort: " + sortName
+	if o.Reverse && sortName != "tree" {
+		title += " reversed"
+	}
+	title += " (s, r)"
 	if o.Filter != "" {
 		title += " · filter: " + sessions.Sanitize(o.Filter)
 	}
@@ -364,6 +389,9 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		return fit(b.String(), o.Width, o.Height)
 	}
 	cols, cells := procTable(s, rows, o.Users)
+	if c, ok := procSortColumn[sortName]; ok {
+		cols[c].head += SortMark(sortName, o.Reverse)
+	}
 	ws := layout(cols, o.Width)
 	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
 	cmdW := ws[len(ws)-1]
@@ -374,13 +402,22 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		c := cells[i]
 		c[len(c)-1] = procCommand(st, r, cmdW)
 		line := cut(row(cols, ws, c), o.Width)
+		base, styled := st.R.NewStyle(), true
 		switch {
-		case i == o.Cursor:
-			line = st.Cursor(stripForSelect(line), o.Width)
 		case r.Context || !p.Alive:
-			line = st.Dim.Render(stripForSelect(line))
+			base = st.Dim
 		case p.Crashes > 0 || (p.Exit != nil && p.Exit.Signal != ""):
-			line = st.Bad.Render(stripForSelect(line))
+			base = st.Bad
+		default:
+			styled = false
+		}
+		if o.Filter != "" && !r.Context {
+			// The matches highlighted (the arguments' dimming gives way to them).
+			line = st.listRow(ansi.Strip(line), o.Filter, base, i == o.Cursor, o.Width)
+		} else if i == o.Cursor {
+			line = st.Cursor(stripForSelect(line), o.Width)
+		} else if styled {
+			line = base.Render(stripForSelect(line))
 		}
 		b.WriteString(line + "\n")
 	}

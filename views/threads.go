@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,75 @@ type ThreadOptions struct {
 	// Detail shows the selected thread's detail on the whole body, from line Scroll.
 	Detail bool
 	Scroll int
+	// Filter, Sort (one of ThreadSorts) and Reverse choose and order the rows (ThreadRows).
+	Filter  string
+	Sort    string
+	Reverse bool
+}
+
+// ThreadSorts are the orders of the Threads list (s cycles, r reverses); pid is by host, pid
+// and tid.
+var ThreadSorts = []string{"pid", "tid", "syscall", "code", "on resume", "applied", "outcome"}
+
+// threadSortColumn is the column each sort is marked on.
+var threadSortColumn = map[string]int{"pid": 0, "tid": 1, "syscall": 2, "code": 4, "on resume": 5, "applied": 6, "outcome": 7}
+
+// threadCells are a thread's cells in the list: pid, tid, syscall, insn, code, on resume,
+// applied, outcome.
+func threadCells(s *sessions.State, t ThreadRef) []string {
+	sc := "-"
+	if t.InSyscall {
+		sc = sessions.Sanitize(t.Syscall)
+		if sc == "" {
+			sc = fmt.Sprint(t.Nr)
+		}
+	}
+	code := sessions.Sanitize(t.Code)
+	if code == "" && t.InSyscall {
+		code = fmt.Sprint(t.Ret)
+	}
+	outcome := ThreadOutcome(t.Thread)
+	if !ThreadLive(s, t) {
+		outcome = "(ended) " + outcome // its state is history, not the thread's now
+	}
+	return []string{fmt.Sprint(t.PID), fmt.Sprint(t.TID), sc, sessions.Sanitize(t.Insn), code,
+		sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Applied), outcome}
+}
+
+// ThreadRows are the threads of o's checkpoint whose row contains o.Filter, in o's order.
+func ThreadRows(s *sessions.State, o ThreadOptions) []ThreadRef {
+	all := ThreadListOf(s, o.Checkpoint)
+	out := all[:0:0]
+	cells := map[int]string{} // by tid: the column sorted on
+	col, sorted := threadSortColumn[o.Sort]
+	for _, t := range all {
+		c := threadCells(s, t)
+		if o.Filter != "" && !Matches(strings.Join(c, " "), o.Filter) {
+			continue
+		}
+		out = append(out, t)
+		if sorted && col > 1 {
+			cells[t.TID] = c[col]
+		}
+	}
+	var less func(a, b ThreadRef) bool
+	switch {
+	case o.Sort == "tid":
+		less = func(a, b ThreadRef) bool { return a.TID < b.TID }
+	case sorted && col > 1:
+		less = func(a, b ThreadRef) bool { return cells[a.TID] < cells[b.TID] }
+	}
+	if less != nil {
+		sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
+	}
+	if o.Reverse {
+		if less == nil {
+			slices.Reverse(out)
+		} else {
+			sort.SliceStable(out, func(i, j int) bool { return less(out[j], out[i]) })
+		}
+	}
+	return out
 }
 
 // ThreadRef is a thread with the host it lives on.
@@ -86,12 +156,12 @@ func threadWhere(t *sessions.Thread) string {
 
 // Threads renders the restart state of every thread and the selected thread's registers.
 func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
-	ts := ThreadListOf(s, o.Checkpoint)
-	if len(ts) == 0 {
+	if len(ThreadListOf(s, o.Checkpoint)) == 0 {
 		return fit(st.Dim.Render("no thread states yet — c runs a simulated checkpoint (live sessions)"), o.Width, o.Height)
 	}
+	ts := ThreadRows(s, o)
 	cur := clampI(o.Cursor, len(ts))
-	if o.Detail {
+	if o.Detail && cur >= 0 {
 		lines := wrapLines(threadDetail(st, ts[cur].Thread, o.Width), o.Width)
 		off := max(0, min(o.Scroll, len(lines)-o.Height))
 		return fit(strings.Join(lines[off:], "\n"), o.Width, o.Height)
@@ -99,70 +169,65 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	listH := threadsListH(o.Height)
 	detailH := o.Height - listH
 	var b strings.Builder
-	b.WriteString(st.Dim.Render(cut(CheckpointTitle(s, o.Checkpoint, len(ts)), o.Width)) + "\n")
+	title := CheckpointTitle(s, o.Checkpoint, len(ThreadListOf(s, o.Checkpoint)))
+	if o.Filter != "" {
+		title = fmt.Sprintf("%s · filter: %s · %s", Count(len(ts), "thread matches", "threads match"), sessions.Sanitize(o.Filter), title)
+	}
+	b.WriteString(st.Dim.Render(cut(title, o.Width)) + "\n")
 	// Columns as wide as their content; below the room they need the instruction goes to the
 	// detail pane first, and the outcome (a sentence, read there too) shrinks to "ended".
 	type cells struct {
-		t                                      ThreadRef
-		pid, tid, sc, insn, code, res, applied string
-		outcome                                string
-		ended                                  bool
+		t     ThreadRef
+		c     []string
+		ended bool
 	}
 	rows := make([]cells, len(ts))
 	cols := []column{{head: "PID", right: true}, {head: "TID", right: true}, {head: "SYSCALL", cap: 24},
 		{head: "INSN", drop: 1}, {head: "CODE", cap: 24}, {head: "ON RESUME", cap: 18}, {head: "APPLIED", cap: 10},
 		{head: "OUTCOME", min: 24}}
 	for i, t := range ts {
-		sc := "-"
-		if t.InSyscall {
-			sc = sessions.Sanitize(t.Syscall)
-			if sc == "" {
-				sc = fmt.Sprint(t.Nr)
-			}
-		}
-		code := sessions.Sanitize(t.Code)
-		if code == "" && t.InSyscall {
-			code = fmt.Sprint(t.Ret)
-		}
-		r := cells{t: t, pid: fmt.Sprint(t.PID), tid: fmt.Sprint(t.TID), sc: sc, insn: sessions.Sanitize(t.Insn), code: code,
-			res: sessions.Sanitize(t.OnResume), applied: sessions.Sanitize(t.Applied), outcome: ThreadOutcome(t.Thread), ended: !ThreadLive(s, t)}
-		if r.ended {
-			r.outcome = "(ended) " + r.outcome // its state is history, not the thread's now
-		}
-		for j, c := range []string{r.pid, r.tid, r.sc, r.insn, r.code, r.res, r.applied, r.outcome} {
+		r := cells{t: t, c: threadCells(s, t), ended: !ThreadLive(s, t)}
+		for j, c := range r.c {
 			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
 		}
 		rows[i] = r
 	}
+	if c, ok := threadSortColumn[o.Sort]; ok {
+		cols[c].head += SortMark(o.Sort, o.Reverse)
+	}
 	ws := layout(cols, o.Width)
 	short := ws[len(ws)-1] < 24 // no room for the sentence: only whether the thread ended
-	if short {
+	if short && !strings.HasSuffix(cols[len(cols)-1].head, "▲") && !strings.HasSuffix(cols[len(cols)-1].head, "▼") {
 		cols[len(cols)-1].head = ""
 	}
 	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(ts))
+	if len(ts) == 0 {
+		b.WriteString(st.Dim.Render(" no thread matches the filter (esc clears it)"))
+	}
 	for i := off; i < len(ts) && i < off+h; i++ {
 		r := rows[i]
-		outcome := r.outcome
+		c := append([]string(nil), r.c...)
 		if short {
-			outcome = ""
+			c[len(c)-1] = ""
 			if r.ended {
-				outcome = "ended"
+				c[len(c)-1] = "ended"
 			}
 		}
-		line := cut(row(cols, ws, []string{r.pid, r.tid, r.sc, r.insn, r.code, r.res, r.applied, outcome}), o.Width)
+		base := st.R.NewStyle()
 		switch {
-		case i == cur:
-			line = st.Cursor(line, o.Width)
 		case r.ended:
-			line = st.Dim.Render(line)
+			base = st.Dim
 		case OutcomeBad(r.t.Thread):
-			line = st.Bad.Render(line)
+			base = st.Bad
 		}
-		b.WriteString(line + "\n")
+		b.WriteString(st.listRow(row(cols, ws, c), o.Filter, base, i == cur, o.Width) + "\n")
 	}
 	list := fit(strings.TrimSuffix(b.String(), "\n"), o.Width, listH)
+	if cur < 0 {
+		return list + "\n" + fit("", o.Width, detailH)
+	}
 	return list + "\n" + fit(strings.Join(threadDetail(st, ts[cur].Thread, o.Width), "\n"), o.Width, detailH)
 }
 
@@ -204,7 +269,7 @@ func wrapLines(lines []string, width int) []string {
 
 // ThreadDetailLen is how many lines the detail of the selected thread has (for scrolling).
 func ThreadDetailLen(st *Styles, s *sessions.State, o ThreadOptions) int {
-	ts := ThreadListOf(s, o.Checkpoint)
+	ts := ThreadRows(s, o)
 	if len(ts) == 0 {
 		return 0
 	}
