@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,10 @@ type Model struct {
 	// handing is the pid being let go of for a debugger (0: none): keys typed meanwhile are
 	// counted in ignored and dropped, never queued for the debugger.
 	handing, ignored int
+	// term is the terminal, for the clipboard's OSC 52 (copy.go); mouseOff says M turned
+	// the mouse reporting off.
+	term     io.Writer
+	mouseOff bool
 
 	// The tabs (tab.go): each owns its cursor, keys and view.
 	proc  *procsTab
@@ -352,7 +357,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case debuggerDoneMsg:
 		m.message = fmt.Sprintf("%s exited; taking pid %d back…", msg.name, msg.pid)
 		pid := msg.pid
-		return m, m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
+		return m, tea.Batch(m.mouseBack(), m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) }))
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
@@ -493,6 +498,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.overlay, m.helpFrom = helpOverlay, 0
 	case key.Matches(msg, k.Explain):
 		m.explain()
+	case key.Matches(msg, k.Copy):
+		return m.copySelection()
+	case key.Matches(msg, k.Mouse):
+		return m.toggleMouse()
 	case key.Matches(msg, k.Checkpoint):
 		if m.ctrl == nil || m.player != nil {
 			m.message = "checkpoint needs a live session (no tracer in replay or view)"

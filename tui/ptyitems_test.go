@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -540,6 +541,61 @@ func TestFindAndSortEverywhereOnPty(t *testing.T) {
 			txt = p.WaitFor(t, 5*time.Second, "newest first")
 			if !strings.Contains(cursorLine(txt), "summary") {
 				t.Errorf("r did not put the newest event first, under the cursor:\n%s", txt)
+			}
+			p.quit(t)
+		})
+	}
+}
+
+// Item 7: y copies the selection's most useful text with OSC 52 (a pid, a core, a stack); the
+// mouse is reported in cell-motion mode, never all-motion (a shift-drag still selects), and M
+// turns it off and on.
+func TestCopyAndMouseOnPty(t *testing.T) {
+	t.Setenv("TERM", "xterm-256color")
+	t.Setenv("TMUX", "")
+	osc52 := func(s string) string { return "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(s)) + "\a" }
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			h, evs := demoRecording(t)
+			p := startPty(t, sz.w, sz.h, Options{Replay: evs, Header: h, Mode: "replay"})
+			p.WaitFor(t, 15*time.Second, "crashtui replay")
+			p.Key(t, "}")
+			p.WaitFor(t, 5*time.Second, "■ end")
+			if raw := p.Raw(); !strings.Contains(raw, "\x1b[?1002h") || strings.Contains(raw, "\x1b[?1003h") {
+				t.Errorf("the mouse is not in cell-motion mode (1002) only: %q", raw[:min(len(raw), 300)])
+			}
+			p.Key(t, "y")
+			p.WaitFor(t, 5*time.Second, "copied pid 22572 to the clipboard")
+			p.WaitForRaw(t, 5*time.Second, osc52("22572"))
+
+			p.Key(t, "3")
+			p.Key(t, "y") // the list: the group has no core, so its site
+			p.WaitFor(t, 5*time.Second, "copied group 1's site")
+			p.WaitForRaw(t, 5*time.Second, osc52("rank+0x1297"))
+			p.Key(t, "\r")
+			p.Key(t, "y") // the detail: its stack, as gdb's bt writes it
+			p.WaitFor(t, 5*time.Second, "copied group 1's stack")
+			raw := p.Raw()
+			i := strings.LastIndex(raw, "\x1b]52;c;")
+			j := strings.Index(raw[i:], "\a")
+			stack, err := base64.StdEncoding.DecodeString(raw[i+len("\x1b]52;c;") : i+j])
+			if err != nil || !strings.HasPrefix(string(stack), "#0  0x") || !strings.Contains(string(stack), "in solver_step at ") ||
+				!strings.Contains(string(stack), "#1  ") {
+				t.Errorf("y in the crash detail copied %q (%v), want the stack", stack, err)
+			}
+
+			p.Key(t, "M")
+			p.WaitFor(t, 5*time.Second, "mouse off")
+			p.WaitForRaw(t, 5*time.Second, "\x1b[?1002l")
+			n := strings.Count(p.Raw(), "\x1b[?1002h")
+			p.Key(t, "M")
+			p.WaitFor(t, 5*time.Second, "mouse on")
+			deadline := time.Now().Add(5 * time.Second)
+			for strings.Count(p.Raw(), "\x1b[?1002h") == n {
+				if time.Now().After(deadline) {
+					t.Fatal("M did not turn the mouse back on")
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			p.quit(t)
 		})

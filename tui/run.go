@@ -68,6 +68,7 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 		r.SetColorProfile(termenv.Ascii)
 	}
 	m := NewModel(o, views.NewStyles(r))
+	m.term = out // before the asciicast's tee: a copy is for this terminal, not the recording
 
 	var cast *sessions.CastWriter
 	if o.Cast != nil {

@@ -240,9 +240,9 @@ func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
 	m.ask(fmt.Sprintf("Open gdb on %s (pid %d, %s)? y/n · the terminal is gdb's until it exits",
 		sessions.Sanitize(filepath.Base(core)), g.Representative.PID, rank), func() tea.Cmd {
 		start := time.Now()
-		return tea.Exec(flushedCmd{exec.Command(gdb, args...)}, func(err error) tea.Msg {
+		return tea.Sequence(tea.Exec(flushedCmd{exec.Command(gdb, args...)}, func(err error) tea.Msg {
 			return ctrlMsg{op: op, err: err, took: time.Since(start)}
-		})
+		}), m.mouseBack())
 	})
 	return nil
 }

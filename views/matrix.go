@@ -660,3 +660,13 @@ func MatrixHit(ix *MatrixIndex, units []Unit, o MatrixOptions, x, y int) (row, c
 	}
 	return row, col
 }
+
+// CellText is a cell in one line, for the clipboard: who reads whom, both checks and the
+// reason.
+func CellText(c *sessions.Cell) string {
+	s := fmt.Sprintf("pid %d → pid %d: process_vm_readv %s; kcmp %s", c.From, c.To, checkText(c.VMReadv), checkText(c.Kcmp))
+	if c.Reason != nil && *c.Reason != "" {
+		s += "; reason " + sessions.Sanitize(*c.Reason)
+	}
+	return s
+}

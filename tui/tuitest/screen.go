@@ -21,6 +21,7 @@ import (
 type Screen struct {
 	mu  sync.Mutex
 	emu *vt.Emulator
+	raw []byte // everything the program wrote, for the sequences a screen does not show
 	ptm *os.File
 	TTY *os.File // the program's side: its stdin, stdout and stderr
 }
@@ -48,7 +49,28 @@ func Open(t testing.TB, cols, rows int) *Screen {
 func (s *Screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.raw = append(s.raw, p...)
 	return s.emu.Write(p)
+}
+
+// Raw is everything the program has written so far: the escape sequences that change no
+// cell (the clipboard's OSC 52, the mouse modes) are read here.
+func (s *Screen) Raw() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.raw)
+}
+
+// WaitForRaw polls the program's output until it contains want, or fails the test.
+func (s *Screen) WaitForRaw(t testing.TB, timeout time.Duration, want string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(s.Raw(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never wrote %q; the screen:\n%s", want, s.Text())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Text is the screen as text, one line per row.
