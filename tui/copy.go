@@ -106,6 +106,9 @@ func (m *Model) mouseBack() tea.Cmd {
 }
 
 func (p *procsTab) copyText(m *Model) (string, string) {
+	if p.det != nil && p.det.d != nil {
+		return "the command line", strings.Join(p.det.d.Cmdline, " ")
+	}
 	rows := p.rows(m)
 	if c := clamp(p.cursor, len(rows)); c >= 0 {
 		pid := strconv.Itoa(rows[c].Proc.PID)

@@ -354,6 +354,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.startTour()
 	case releasedMsg:
 		return m, m.runDebugger(msg)
+	case procDetailMsg:
+		return m, m.proc.detailMsg(m, msg)
+	case procDetailTick:
+		return m, m.proc.detailTick(m, msg)
 	case debuggerDoneMsg:
 		m.message = fmt.Sprintf("%s exited; taking pid %d back…", msg.name, msg.pid)
 		pid := msg.pid

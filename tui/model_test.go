@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,11 @@ func (r *recorder) Release(pid int) error     { return r.add(fmt.Sprint("release
 func (r *recorder) Reacquire(pid int) error   { return r.add(fmt.Sprint("reacquire ", pid)) }
 func (r *recorder) Signal(pid int, sig string) error {
 	return r.add(fmt.Sprint("signal ", sig, " ", pid))
+}
+func (r *recorder) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	r.add(fmt.Sprint("detail ", pid))
+	return sessions.ProcDetail{PID: pid, Cmdline: []string{"fixture", strconv.Itoa(pid)}, Cwd: "/home/ada/run", State: "S (sleeping)",
+		Threads: []sessions.ThreadDetail{{TID: pid, Comm: "fixture", State: "S", Syscall: "nanosleep"}}}, nil
 }
 func (r *recorder) Calls() []string {
 	r.mu.Lock()

@@ -601,3 +601,45 @@ func TestCopyAndMouseOnPty(t *testing.T) {
 		})
 	}
 }
+
+// Item 8: enter on a live process shows its detail, read from /proc through the Controller
+// (here the recorder's canned one: TestProcDetailOfARealJob reads a real job's); on a
+// process that ended, the facts the session recorded; esc goes back to the list.
+func TestProcessDetailOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			rec := &recorder{}
+			p := startPty(t, sz.w, sz.h, Options{Events: liveEvents(t, procFixture()), Control: rec, Header: viewtest.Header(), Mode: "attach"})
+			p.WaitFor(t, 15*time.Second, "● live", "mpirun")
+			p.waitCursor(t, "4100")
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "pid 4100 · no rank · mpirun · S (sleeping)", "read from /proc at", "command    fixture 4100",
+				"cwd        /home/ada/run", "threads (1)", "4100 fixture", "in nanosleep")
+			if calls := rec.Calls(); len(calls) == 0 || calls[0] != "detail 4100" {
+				t.Errorf("the detail asked the controller %v", calls)
+			}
+			p.Key(t, "\x1b")
+			p.Key(t, "j") // rank 0, ended by its SIGABRT: enter opens its crash group
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "group 2", "abort message")
+			p.Key(t, "1")
+			p.Key(t, "G") // the helper, alive: read again every 2 s while open
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "pid 4110", "command    fixture 4110")
+			deadline := time.Now().Add(15 * time.Second)
+			for n := 0; n < 2; {
+				n = 0
+				for _, c := range rec.Calls() {
+					if c == "detail 4110" {
+						n++
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the open detail was not read again: %v", rec.Calls())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			p.quit(t)
+		})
+	}
+}

@@ -28,6 +28,9 @@ type Controller interface {
 	Reacquire(pid int) error        // take it back when that debugger exits
 	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
 	Signal(pid int, sig string) error
+	// ProcDetail reads what /proc says about one traced process now (Processes' enter):
+	// files only, no stop.
+	ProcDetail(pid int) (sessions.ProcDetail, error)
 }
 
 // Options configure Run.

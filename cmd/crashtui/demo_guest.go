@@ -336,6 +336,10 @@ func (g *guest) Release(pid int) error {
 
 func (g *guest) Reacquire(pid int) error { return nil }
 
+func (g *guest) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	return sessions.ProcDetail{}, fmt.Errorf("process %d runs in the QEMU guest: its /proc is not this machine's", pid)
+}
+
 // Detach asks the agent to detach (it leaves sigpending running and ends with its summary;
 // the guest then powers off), and ends the guest if it has not within 5 seconds.
 func (g *guest) Detach() error {
