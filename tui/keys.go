@@ -11,7 +11,7 @@ import (
 type KeyMap struct {
 	Up, Down, Left, Right, PageUp, PageDown, Top, Bottom key.Binding
 	NextTab, PrevTab                                     key.Binding
-	Tabs                                                 [6]key.Binding
+	Tabs                                                 [7]key.Binding
 	TabKeys                                              key.Binding // 1-6, for help only
 	Enter, Back, Filter, Sort, Reverse, Explain          key.Binding
 	NextMatch, PrevMatch, Copy, Mouse                    key.Binding
@@ -88,6 +88,7 @@ type helpKeys struct {
 	paused bool
 	live   bool
 	owns   bool // crashtui started the job (run, demo): q ends it
+	ntabs  int  // 6, or 7 with the ranks' Output
 	modal  bool // a tab's dialog is open: only its own keys apply
 }
 
@@ -147,7 +148,7 @@ func (h helpKeys) groups() []helpGroup {
 	gs := []helpGroup{
 		{h.name + " keys", h.tab},
 		{"move", []key.Binding{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom}},
-		{"tabs", []key.Binding{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back}},
+		{"tabs", []key.Binding{h.tabKeys(), k.NextTab, k.PrevTab, k.Enter, k.Back}},
 		{"actions", global},
 	}
 	if h.replay {
@@ -169,4 +170,12 @@ func (h helpKeys) HelpGroups() []views.HelpGroup {
 		out = append(out, vg)
 	}
 	return out
+}
+
+// tabKeys is the help's "1-6" (or "1-7" with the Output tab).
+func (h helpKeys) tabKeys() key.Binding {
+	if h.ntabs == 7 {
+		return key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7"), key.WithHelp("1-7", "tabs"))
+	}
+	return h.k.TabKeys
 }

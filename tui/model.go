@@ -22,6 +22,7 @@ const (
 	tabThreads
 	tabStacks
 	tabLog
+	tabOutput // only when the ranks' output is read (Options.RanksLog)
 	nTabs
 )
 
@@ -142,6 +143,7 @@ type Model struct {
 	// the mouse reporting off.
 	term     io.Writer
 	mouseOff bool
+	ranksLog string
 
 	// The tabs (tab.go): each owns its cursor, keys and view.
 	proc  *procsTab
@@ -152,6 +154,15 @@ type Model struct {
 	// deferred are the commands normalize started (Update returns them).
 	deferred []tea.Cmd
 	log      *logTab
+	out      *outputTab
+}
+
+// ntabs is how many tabs this session has: Output only when the ranks' output is read.
+func (m *Model) ntabs() int {
+	if m.out.path == "" {
+		return nTabs - 1
+	}
+	return nTabs
 }
 
 // NewModel builds the program's model. Tests drive it with Update and read View.
@@ -168,6 +179,11 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.Ellipsis = st.Dim
 	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{following: true}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
+	m.out = &outputTab{path: o.RanksLog, following: true}
+	m.ranksLog = o.RanksLog
+	if o.RanksLog != "" {
+		m.message = ranksMessage(o.RanksLog, m.width)
+	}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
 	m.tour = -1
 	if o.Tour {
@@ -191,6 +207,16 @@ func NewModel(o Options, st *views.Styles) *Model {
 // State is the State the events reduced into so far.
 func (m *Model) State() *sessions.State { return m.state }
 
+const ranksPrefix = "the ranks' output goes to "
+
+// ranksMessage names the ranks' log at the start, its path cut in the middle to fit in width
+// beside the footer's "? help": the file's name stays.
+func ranksMessage(path string, width int) string {
+	const tail = " (7: Output)"
+	room := max(width-len(ranksPrefix)-len(tail)-10, 12)
+	return ranksPrefix + views.MidEllipsis(sessions.Sanitize(path), room) + tail
+}
+
 // ownsJob says whether crashtui started the job (run, demo): quitting ends it, rather than
 // detaching and leaving it running.
 func (m *Model) ownsJob() bool { return m.mode == "run" || m.mode == "demo" }
@@ -198,12 +224,12 @@ func (m *Model) ownsJob() bool { return m.mode == "run" || m.mode == "demo" }
 // live reports whether a tracer is on the other end and still running.
 func (m *Model) live() bool { return m.player == nil && m.ctrl != nil && !m.finished }
 
-// Init starts waiting for events, or starts the replay clock.
+// Init starts waiting for events, or starts the replay clock, and reading the ranks' output.
 func (m *Model) Init() tea.Cmd {
 	if m.tour == 0 {
-		return tea.Batch(m.initWait(), func() tea.Msg { return tourStartMsg{} })
+		return tea.Batch(m.initWait(), m.out.start(), func() tea.Msg { return tourStartMsg{} })
 	}
-	return m.initWait()
+	return tea.Batch(m.initWait(), m.out.start())
 }
 
 // tourStartMsg starts the tour once the program runs.
@@ -294,6 +320,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		if m.ranksLog != "" && strings.HasPrefix(m.message, ranksPrefix) {
+			m.message = ranksMessage(m.ranksLog, msg.Width) // said at the start: fitted to the width
+		}
 		m.help.Width = msg.Width
 		if m.cast != nil {
 			m.cast.Resize(msg.Width, msg.Height)
@@ -354,6 +383,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.startTour()
 	case releasedMsg:
 		return m, m.runDebugger(msg)
+	case outputMsg:
+		return m, m.out.take(m, msg)
 	case procDetailMsg:
 		return m, m.proc.detailMsg(m, msg)
 	case procDetailTick:
@@ -484,7 +515,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if cmd, ok := m.replayKey(msg); ok {
 		return cmd
 	}
-	for i, b := range k.Tabs {
+	for i, b := range k.Tabs[:m.ntabs()] {
 		if key.Matches(msg, b) {
 			m.tab = i
 			return nil
@@ -495,9 +526,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return m.askQuit()
 	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % nTabs
+		m.tab = (m.tab + 1) % m.ntabs()
 	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + nTabs - 1) % nTabs
+		m.tab = (m.tab + m.ntabs() - 1) % m.ntabs()
 	case key.Matches(msg, k.Help):
 		m.overlay, m.helpFrom = helpOverlay, 0
 	case key.Matches(msg, k.Explain):
@@ -673,7 +704,7 @@ func (m *Model) View() string {
 		return views.Fit(fmt.Sprintf("too small: %d×%d (need %d×%d) · q quits", w, h, minW, minH), w, h)
 	}
 	header := views.Header(m.st, m.state, m.header, m.status(), w)
-	tabs, _ := views.Tabs(m.st, m.state, m.tab, w)
+	tabs, _ := views.Tabs(m.st, m.state, m.tab, m.ntabs(), w)
 	bh := m.bodyH()
 	var body string
 	switch m.overlay {
@@ -728,7 +759,7 @@ func (m *Model) View() string {
 func (m *Model) helpKeys() helpKeys {
 	d, ok := m.active().(interface{ dialog() bool })
 	return helpKeys{k: &m.keys, tab: m.active().shortHelp(m), name: views.TabNames[m.tab],
-		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(), owns: m.ownsJob(),
+		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(), owns: m.ownsJob(), ntabs: m.ntabs(),
 		modal: ok && d.dialog()}
 }
 
@@ -750,7 +781,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	if msg.Y == headerH {
-		_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+		_, spans := views.Tabs(m.st, m.state, m.tab, m.ntabs(), m.width)
 		for i, s := range spans {
 			if msg.X >= s.From && msg.X < s.To {
 				m.tab = i

@@ -186,7 +186,7 @@ func TestFramesAtSizes(t *testing.T) {
 		m := liveModel(t, nil, false)
 		w, h := size[0], size[1]
 		m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-		for tab := 0; tab < nTabs; tab++ {
+		for tab := 0; tab < m.ntabs(); tab++ {
 			press(t, m, fmt.Sprint(tab+1))
 			name := fmt.Sprintf("frame-%d-%s-%dx%d", tab+1, strings.ToLower(views.TabNames[tab]), w, h)
 			v := m.View()
@@ -346,7 +346,7 @@ func TestReplayRefusesControls(t *testing.T) {
 
 func TestMouse(t *testing.T) {
 	m := liveModel(t, nil, false)
-	_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+	_, spans := views.Tabs(m.st, m.state, m.tab, m.ntabs(), m.width)
 	m.Update(tea.MouseMsg{X: spans[2].From + 1, Y: headerH, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
 	if m.tab != tabCrashes {
 		t.Fatalf("click on tab 3 left tab %d", m.tab)

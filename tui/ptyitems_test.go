@@ -12,6 +12,7 @@ import (
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tui/tuitest"
+	"github.com/crashtui/crashtui/views"
 	"github.com/crashtui/crashtui/views/viewtest"
 )
 
@@ -639,6 +640,47 @@ func TestProcessDetailOnPty(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+			p.quit(t)
+		})
+	}
+}
+
+// Item 9: under crashtui run the ranks' output has a pane: the file is named at the start, the
+// Output tab (7) shows its lines as they are written, filters them, and copies one.
+func TestRanksOutputOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "crashtui-ranks.log")
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			fmt.Fprintln(f, "rank 0: starting")
+			p := startPty(t, sz.w, sz.h, Options{Events: liveEvents(t, procFixture()), Control: &recorder{}, Header: viewtest.Header(),
+				Mode: "run", RanksLog: path})
+			p.WaitFor(t, 15*time.Second, "the ranks' output goes to /", "/crashtui-ranks.log (7: Output)", "7 Out")
+			p.Key(t, "7")
+			p.WaitFor(t, 5*time.Second, "ranks' stdout and stderr · 1 line", "file "+views.MidEllipsis(path, sz.w-5), "rank 0: starting")
+			fmt.Fprintln(f, "rank 1: residual 0.5")
+			fmt.Fprint(f, "rank 0: residual 0.25\nrank 1: half a li")
+			p.WaitFor(t, 5*time.Second, "rank 1: residual 0.5", "rank 0: residual 0.25", "3 lines")
+			if strings.Contains(p.Text(), "half a li") {
+				t.Errorf("a line not yet ended is shown:\n%s", p.Text())
+			}
+			fmt.Fprintln(f, "ne")
+			p.WaitFor(t, 5*time.Second, "rank 1: half a line")
+			p.waitCursor(t, "half a line") // following the newest
+			p.Key(t, "/")
+			p.Type("rank 1")
+			p.Key(t, "\r")
+			txt := p.WaitFor(t, 5*time.Second, "2 of 4 lines match")
+			if strings.Contains(txt, "rank 0: residual") {
+				t.Errorf("the filter kept rank 0's line:\n%s", txt)
+			}
+			p.Key(t, "k")
+			p.Key(t, "y")
+			p.WaitFor(t, 5*time.Second, "copied the line to the clipboard (OSC 52): rank 1: residual 0.5")
 			p.quit(t)
 		})
 	}

@@ -53,6 +53,9 @@ type Options struct {
 	Lock  sync.Locker
 	// Tour starts the guided tour (tour.go).
 	Tour bool
+	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
+	// Output tab (7) reads it as it grows.
+	RanksLog string
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or

@@ -33,7 +33,7 @@ type component interface {
 
 // tabs returns the components in tab order (views.TabNames).
 func (m *Model) tabs() []component {
-	return []component{m.proc, m.mx, m.crash, m.thr, m.stk, m.log}
+	return []component{m.proc, m.mx, m.crash, m.thr, m.stk, m.log, m.out}
 }
 
 func (m *Model) active() component { return m.tabs()[m.tab] }

@@ -116,6 +116,9 @@ func cutMiddle(s string, w int) string {
 	return string(r[:head]) + "…" + string(r[len(r)-(w-1-head):])
 }
 
+// MidEllipsis is midEllipsis for the tui.
+func MidEllipsis(s string, w int) string { return midEllipsis(s, w) }
+
 // midEllipsis shortens a path to w cells by cutting its middle at directory boundaries: the
 // file name and the directories nearest to it stay, "…" stands for what was cut
 // ("/home/…/solver/relax.c:88").

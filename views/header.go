@@ -108,23 +108,25 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// Tab names, in the order of the number keys.
-var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Stacks", "Log"}
+// Tab names, in the order of the number keys; Output (the ranks' output) is there only in a
+// session that started the ranks (run).
+var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Stacks", "Log", "Output"}
 
-var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Stack", "Log"}
+var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Stack", "Log", "Out"}
 
 // TabSpan is the columns a tab occupies in the tab bar, for mouse clicks.
 type TabSpan struct{ From, To int }
 
-// Tabs is the tab bar; badges are appended to names (crash count, thread count). The full
-// names are used when they fit, else short ones, else short ones without badges.
-func Tabs(st *Styles, s *sessions.State, active, width int) (string, []TabSpan) {
+// Tabs is the tab bar of the first n tabs; badges are appended to names (crash count, thread
+// count). The full names are used when they fit, else short ones, else short ones without
+// badges.
+func Tabs(st *Styles, s *sessions.State, active, n, width int) (string, []TabSpan) {
 	var bar string
 	var spans []TabSpan
 	for _, try := range []struct {
 		names  []string
 		badges bool
-	}{{TabNames, true}, {tabShort, true}, {tabShort, false}} {
+	}{{TabNames[:n], true}, {tabShort[:n], true}, {tabShort[:n], false}} {
 		bar, spans = tabBar(st, s, active, try.names, try.badges)
 		if spans[len(spans)-1].To <= width {
 			break

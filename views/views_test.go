@@ -60,8 +60,8 @@ func TestGoldenViews(t *testing.T) {
 			return Header(st, s, hdr, Status{Mode: "replay", Replay: &ReplayStatus{Pos: 61 * time.Second, Len: 125 * time.Second, Speed: 2, Paused: true, Index: 7, Total: 30}}, w)
 		}},
 		{"header-finished-narrow", 40, func(w int) string { return Header(st, s, hdr, Status{Mode: "run", Finished: true}, w) }},
-		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, w); return r }},
-		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, w); return r }},
+		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, 6, w); return r }},
+		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, 6, w); return r }},
 		{"procs-tree", 100, func(w int) string {
 			return Processes(st, s, ProcRows(s, "tree", ""), ProcOptions{Width: w, Height: 12, Cursor: 2, Sort: "tree"})
 		}},

@@ -41,3 +41,21 @@ func TestProcDetailOfARealJob(t *testing.T) {
 		})
 	}
 }
+
+// TestRunOutputTab: crashtui run names the ranks' log at the start, and its Output tab shows
+// what each rank writes as it writes it.
+func TestRunOutputTab(t *testing.T) {
+	needRoot(t)
+	for _, sz := range []struct{ w, h int }{{80, 24}, {200, 50}} {
+		t.Run(strconv.Itoa(sz.w)+"x"+strconv.Itoa(sz.h), func(t *testing.T) {
+			scr := tuitest.Open(t, sz.w, sz.h)
+			t.Setenv("NO_COLOR", "1")
+			proc, _ := startTUI(t, scr, "run", "--matrix", "off", "--sample-every", "0", "-n", "2", "--",
+				"/bin/sh", "-c", `echo "hello from rank $CRASHTUI_RANK"; exec sleep 1000`)
+			scr.WaitFor(t, 20*time.Second, "crashtui run", "the ranks' output goes to /", ".log (7: Output)")
+			scr.Key(t, "7")
+			scr.WaitFor(t, 20*time.Second, "ranks' stdout and stderr", "hello from rank 0", "hello from rank 1")
+			quitTUI(t, scr, proc)
+		})
+	}
+}
