@@ -14,7 +14,7 @@ type KeyMap struct {
 	Tabs                                                 [7]key.Binding
 	TabKeys                                              key.Binding // 1-6, for help only
 	Enter, Back, Filter, Sort, Reverse, Explain          key.Binding
-	NextMatch, PrevMatch, Copy, Mouse                    key.Binding
+	NextMatch, PrevMatch, Copy, Mouse, Tour              key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
 	Signal, Handled                                      key.Binding // Processes: K; Crashes: t
@@ -44,6 +44,7 @@ func DefaultKeyMap() KeyMap {
 		Reverse:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reverse")),
 		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy")),
 		Mouse:      key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "mouse on/off")),
+		Tour:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "guided tour")),
 		NextMatch:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
 		PrevMatch:  key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
 		Explain:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "explain")),
@@ -141,7 +142,7 @@ type helpGroup struct {
 func (h helpKeys) groups() []helpGroup {
 	k := h.k
 	quit, force, pause := h.modeKeys()
-	global := []key.Binding{k.Explain, k.Copy, k.Mouse, k.Help, quit, force}
+	global := []key.Binding{k.Explain, k.Copy, k.Mouse, k.Tour, k.Help, quit, force}
 	if h.live {
 		global = append([]key.Binding{k.Measure, k.Checkpoint, k.Sample}, global...)
 	}

@@ -130,6 +130,7 @@ type Model struct {
 	explainFrom   int  // first line of the explanation shown (it scrolls)
 	helpFrom      int  // first line of the help shown (it scrolls when it does not fit)
 	tour          int  // the guided tour's step, -1 when not touring (tour.go)
+	tourFrom      int  // the first line of the tour's band shown (it scrolls)
 	tourFetched   bool // the current step has asked the tracer for what it shows
 	tourWaiting   bool // the current step had nothing to show yet: new events may bring it
 	ckChoice      int
@@ -331,7 +332,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventsMsg:
 		m.apply(msg.evs)
 		var tour tea.Cmd
-		if m.tour >= 0 && m.tourWaiting && m.overlay == explainOverlay {
+		if m.tour >= 0 && m.tourWaiting {
 			tour = m.tourShow() // what the step waits for may have come (the job's processes, a crash)
 		}
 		if msg.closed {
@@ -374,12 +375,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tourStartMsg:
-		if m.player != nil {
-			// A recorded session is presented whole: everything applied, the clock paused.
-			m.seek(m.player.Length())
-			m.player.SetPaused(m.now(), true)
-			m.tickSeq++
-		}
 		return m, m.startTour()
 	case releasedMsg:
 		return m, m.runDebugger(msg)
@@ -445,7 +440,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.filtering {
 		return m.filterKey(msg)
 	}
-	if m.tour >= 0 && m.overlay == explainOverlay {
+	if m.tour >= 0 && m.overlay == noOverlay {
 		return m.tourKey(msg)
 	}
 	switch m.overlay {
@@ -535,6 +530,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.explain()
 	case key.Matches(msg, k.Copy):
 		return m.copySelection()
+	case key.Matches(msg, k.Tour):
+		return m.startTour()
 	case key.Matches(msg, k.Mouse):
 		return m.toggleMouse()
 	case key.Matches(msg, k.Checkpoint):
@@ -729,6 +726,15 @@ func (m *Model) View() string {
 			q = fmt.Sprintf("End the %s crashtui started and quit?", views.Count(n, "process", "processes"))
 		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
+	case noOverlay:
+		if m.tour >= 0 {
+			// The tour's band at the bottom; the tab above it, with what the step selected.
+			bandH := tourBandH(bh)
+			band, _ := views.TourBand(m.st, m.tourExplanation(), w, bandH, m.tourFrom)
+			body = views.Fit(m.body(w, bh-bandH), w, bh-bandH) + "\n" + band
+		} else {
+			body = m.body(w, bh)
+		}
 	default:
 		body = m.body(w, bh)
 	}

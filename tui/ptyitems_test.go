@@ -219,9 +219,9 @@ func TestHelpFitsOnPty(t *testing.T) {
 			p := startPty(t, sz.w, sz.h, Options{Replay: viewtest.Events(), Header: viewtest.Header(), Mode: "replay"})
 			p.WaitFor(t, 15*time.Second, "crashtui replay")
 			p.Key(t, "?")
-			txt := p.WaitFor(t, 5*time.Second, "Processes keys", "move", "tabs", "actions", "replay",
-				"ctrl+c  quit now", "space  pause", "esc closes")
+			txt := p.WaitFor(t, 5*time.Second, "Processes keys", "move", "tabs", "actions", "replay", "space  pause", "esc closes")
 			if sz.w >= 200 {
+				p.WaitFor(t, 5*time.Second, "ctrl+c  quit now")
 				if l := lineWith(txt, "Processes keys"); !strings.Contains(l, "replay") {
 					t.Errorf("at %d columns the groups are not side by side: %q", sz.w, l)
 				}
@@ -233,7 +233,7 @@ func TestHelpFitsOnPty(t *testing.T) {
 				}
 				p.Key(t, "j")
 			}
-			p.WaitFor(t, 5*time.Second, "k scrolls back", "{      start")
+			p.WaitFor(t, 5*time.Second, "k scrolls back", "{      start", "ctrl+c  quit now")
 			p.Key(t, "\x1b")
 			p.quit(t)
 		})
@@ -681,6 +681,45 @@ func TestRanksOutputOnPty(t *testing.T) {
 			p.Key(t, "k")
 			p.Key(t, "y")
 			p.WaitFor(t, 5*time.Second, "copied the line to the clipboard (OSC 52): rank 1: residual 0.5")
+			p.quit(t)
+		})
+	}
+}
+
+// Item 10: the tour's text is a band at the bottom, the tab above it with what the step
+// selected in view; its numbers are the header's; the Stacks step explains the lone rank, not
+// the majority; T starts the tour again in any session.
+func TestTourBandOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h)+"/replay", func(t *testing.T) {
+			h, evs := demoRecording(t)
+			p := startPty(t, sz.w, sz.h, Options{Replay: evs, Header: h, Mode: "replay", Tour: true})
+			txt := p.WaitFor(t, 15*time.Second, "Tour 1/5 · the job", "procs 0/8 · threads 0",
+				"This session holds 8 processes, 0 of them running, with 0 threads")
+			if !strings.Contains(cursorLine(txt), "22572") {
+				t.Errorf("the band hides the selected process:\n%s", txt)
+			}
+			for _, want := range []string{"Tour 2/5", "Tour 3/5", "Tour 4/5", "Tour 5/5"} {
+				p.Key(t, " ")
+				p.WaitFor(t, 5*time.Second, want)
+			}
+			txt = p.WaitFor(t, 5*time.Second, "Class 4: 1 thread on one path (rank 3)")
+			if !strings.Contains(cursorLine(txt), "safepoints") {
+				t.Errorf("the Stacks step does not show the lone rank's branch selected:\n%s", txt)
+			}
+			p.Key(t, "\x1b")
+			p.WaitFor(t, 5*time.Second, "tour left")
+			p.Key(t, "T")
+			p.WaitFor(t, 5*time.Second, "Tour 1/5 · the job")
+			p.Key(t, "\x1b")
+			p.quit(t)
+		})
+		t.Run(sizeName(sz.w, sz.h)+"/live", func(t *testing.T) {
+			p := startPty(t, sz.w, sz.h, Options{Events: liveEvents(t, procFixture()), Control: &recorder{}, Header: viewtest.Header(), Mode: "attach"})
+			p.WaitFor(t, 15*time.Second, "● live", "procs 2/6 · threads 2")
+			p.Key(t, "T")
+			p.WaitFor(t, 5*time.Second, "Tour 1/5", "This session holds 6 processes, 2 of them running, with 2 threads")
+			p.Key(t, "\x1b")
 			p.quit(t)
 		})
 	}

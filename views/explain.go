@@ -561,3 +561,43 @@ func rankOrNone(r sessions.Rank) string {
 	}
 	return "rank " + r.String()
 }
+
+// TourBand draws the guided tour's explanation as a band width×height: a rule with its title,
+// the text wrapped from line from (clamped), and the hint; it returns the band and the first
+// line shown.
+func TourBand(st *Styles, ex Explanation, width, height, from int) (string, int) {
+	w := max(width-2, 10)
+	var parts []string
+	add := func(label, text string) {
+		if text != "" {
+			parts = append(parts, wrap(st.Bold.Render(label)+" "+text, w))
+		}
+	}
+	add("What:", ex.What)
+	add("Rule:", ex.Rule)
+	add("Kernel:", ex.Kernel)
+	add("Fix:", ex.Fix)
+	add("Story:", ex.Story)
+	lines := strings.Split(strings.Join(parts, "\n"), "\n")
+	room := max(height-2, 1) // the title rule and the hint
+	from = max(0, min(from, len(lines)-room))
+	shown := lines[from:min(len(lines), from+room)]
+	title := " " + sessions.Sanitize(ex.Title) + " "
+	rule := st.Title.Render(cut("──"+title, width))
+	if n := width - lipglossWidth(rule); n > 0 {
+		rule += st.Dim.Render(strings.Repeat("─", n))
+	}
+	hint := ex.Hint
+	if rest := len(lines) - from - len(shown); rest > 0 {
+		hint += fmt.Sprintf(" (%d more below)", rest)
+	}
+	out := []string{rule}
+	for _, l := range shown {
+		out = append(out, " "+l)
+	}
+	for len(out) < height-1 {
+		out = append(out, "")
+	}
+	out = append(out, st.Dim.Render(cut(" "+hint, width)))
+	return fit(strings.Join(out, "\n"), width, height), from
+}
