@@ -145,6 +145,10 @@ type Model struct {
 	term     io.Writer
 	mouseOff bool
 	ranksLog string
+	// story is a recording's title (views.StoryTitle), on the footer while the replay is
+	// paused at its first frame (storyAt events).
+	story   string
+	storyAt int
 
 	// The tabs (tab.go): each owns its cursor, keys and view.
 	proc  *procsTab
@@ -198,6 +202,16 @@ func NewModel(o Options, st *views.Styles) *Model {
 		m.replay = o.Replay
 		m.player = sessions.NewPlayer(o.Replay)
 		m.events = nil
+		m.story = views.StoryTitle(o.Replay)
+		if !o.Tour {
+			// A recording opens at its first frame, paused: the job as crashtui found it, its
+			// story's title on the footer; space plays it, . steps through it.
+			m.player.SetPaused(m.now(), true)
+			for range views.FirstFrame(o.Replay) {
+				m.apply(m.player.Step())
+			}
+			m.storyAt = m.player.Index()
+		}
 	}
 	if m.events == nil && m.player == nil {
 		m.finished = true // nothing will ever arrive
@@ -748,7 +762,11 @@ func (m *Model) View() string {
 		for _, b := range m.helpKeys().ShortHelp() {
 			keys = append(keys, views.HelpKey{Key: b.Help().Key, Desc: b.Help().Desc})
 		}
-		footer = views.Footer(m.st, sessions.Sanitize(m.message), keys, w)
+		msg := m.message
+		if msg == "" && m.story != "" && m.player.Paused() && m.player.Index() == m.storyAt && m.tour < 0 {
+			msg = "⏸ " + m.story + " · space plays, . steps"
+		}
+		footer = views.Footer(m.st, sessions.Sanitize(msg), keys, w)
 	}
 	var b strings.Builder
 	b.Grow(w * h * 2)

@@ -418,9 +418,14 @@ func TestReplayMatchesDirect(t *testing.T) {
 		return m
 	}
 
-	// Paced: ticks at 100 ms of a fake clock until the player is done.
+	// Paced: it opens paused at its first frame; space plays, then ticks at 100 ms of a fake
+	// clock until the player is done.
 	m := newReplay()
-	msgs := run(t, m, m.Init())
+	if !m.player.Paused() || m.State().Seq != views.FirstFrame(evs) {
+		t.Fatalf("the replay opened playing (%v) at event %d, want paused at its first frame (%d)", !m.player.Paused(), m.State().Seq, views.FirstFrame(evs))
+	}
+	run(t, m, m.Init())
+	msgs := press(t, m, " ")
 	for i := 0; !m.player.Done(); i++ {
 		if i > 10000 {
 			t.Fatal("replay never finished")
@@ -449,10 +454,9 @@ func TestReplayMatchesDirect(t *testing.T) {
 		t.Errorf("header does not say the replay ended:\n%s", v)
 	}
 
-	// Stepped: pause, then step every event.
+	// Stepped: from the first frame, every event.
 	m = newReplay()
-	press(t, m, " ")
-	for range evs {
+	for m.player.Index() < len(evs) {
 		press(t, m, ".")
 	}
 	if !reflect.DeepEqual(m.State(), want) {
@@ -609,8 +613,7 @@ func TestLogTopShowsTheOldestPage(t *testing.T) {
 func TestReplayArrowsMoveNotStep(t *testing.T) {
 	m := NewModel(Options{Replay: viewtest.Events(), Mode: "replay"}, views.Plain())
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
-	press(t, m, "}") // everything applied: groups exist
-	press(t, m, " ") // paused
+	press(t, m, "}") // everything applied: groups exist; paused since it opened
 	at := m.player.Index()
 	press(t, m, "3", "right")
 	if !m.crash.detail || m.player.Index() != at {
