@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
@@ -780,4 +781,48 @@ func TestRecordingsOpenAtTheirFirstFrameOnPty(t *testing.T) {
 func clockText(evs []sessions.Event) string {
 	d := evs[len(evs)-1].Time.Sub(evs[0].Time).Round(time.Second)
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// Item 13: on a light terminal (its OSC 11 answer is white) the palette is the light one:
+// dark red for a crash, never the bright red that is hard to read on white; on a dark one the
+// bright one. The terminal is asked even where termenv would not (TERM=tmux-256color).
+func TestLightTerminalOnPty(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("CI", "") // termenv treats any CI as "not a terminal"
+	t.Setenv("COLORFGBG", "")
+	for _, term := range []string{"xterm-256color", "tmux-256color"} {
+		for _, sz := range ptySizes {
+			for _, bg := range []struct {
+				name      string
+				c         color.Color
+				want, not string
+				wantDark  bool
+			}{
+				{"light", color.White, "\x1b[1;31m", "\x1b[1;91m", false},
+				{"dark", color.Black, "\x1b[1;91m", "\x1b[1;31m", true},
+			} {
+				t.Run(term+"/"+sizeName(sz.w, sz.h)+"/"+bg.name, func(t *testing.T) {
+					t.Setenv("TERM", term)
+					scr := tuitest.OpenOn(t, sz.w, sz.h, bg.c)
+					h, evs := demoRecording(t)
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						Run(ctx, Options{Replay: evs, Header: h, Mode: "replay", Input: scr.TTY, Output: scr.TTY})
+					}()
+					t.Cleanup(func() { cancel(); <-done })
+					scr.WaitFor(t, 15*time.Second, "crashtui replay")
+					scr.Key(t, "}")
+					scr.Key(t, "3")
+					scr.WaitFor(t, 5*time.Second, "solver_step", "SIGABRT")
+					scr.Type("j") // the SIGSEGV group's row leaves the cursor: drawn in red (the text does not change)
+					scr.WaitForRaw(t, 5*time.Second, bg.want+"  1     2 SIGSEGV")
+					if raw := scr.Raw(); strings.Contains(raw, bg.not) {
+						t.Errorf("the %s terminal got the other palette's red %q", bg.name, bg.not)
+					}
+				})
+			}
+		}
+	}
 }

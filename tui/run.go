@@ -73,6 +73,17 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	if os.Getenv("NO_COLOR") != "" {
 		r.SetColorProfile(termenv.Ascii)
 	}
+	if r.ColorProfile() != termenv.Ascii {
+		// Light or dark, asked before Bubble Tea reads the terminal (background.go); when
+		// the terminal does not say, lipgloss decides (COLORFGBG, else dark).
+		inF, ok1 := in.(*os.File)
+		outF, ok2 := out.(*os.File)
+		if ok1 && ok2 {
+			if dark, ok := termBackground(inF, outF, queryTimeout); ok {
+				r.SetHasDarkBackground(dark)
+			}
+		}
+	}
 	m := NewModel(o, views.NewStyles(r))
 	m.term = out // before the asciicast's tee: a copy is for this terminal, not the recording
 

@@ -4,6 +4,7 @@
 package tuitest
 
 import (
+	"image/color"
 	"io"
 	"os"
 	"strings"
@@ -29,7 +30,11 @@ type Screen struct {
 // Open makes a pty of cols×rows with an emulator attached; the pty is closed at cleanup (after
 // the program's own cleanups, registered later, so it never blocks on a full tty). It skips
 // the test when the machine has no pseudo-terminals.
-func Open(t testing.TB, cols, rows int) *Screen {
+func Open(t testing.TB, cols, rows int) *Screen { return OpenOn(t, cols, rows, nil) }
+
+// OpenOn is Open with a terminal whose background is bg (nil: black): the emulator answers a
+// program's OSC 11 query with it, as a terminal with a light or a dark theme would.
+func OpenOn(t testing.TB, cols, rows int, bg color.Color) *Screen {
 	t.Helper()
 	ptm, tty, err := pty.Open()
 	if err != nil {
@@ -40,6 +45,9 @@ func Open(t testing.TB, cols, rows int) *Screen {
 		t.Fatal(err)
 	}
 	s := &Screen{emu: vt.NewEmulator(cols, rows), ptm: ptm, TTY: tty}
+	if bg != nil {
+		s.emu.SetDefaultBackgroundColor(bg)
+	}
 	go io.Copy(s, ptm)     // the program's output drives the emulator
 	go io.Copy(ptm, s.emu) // the emulator's replies (terminal queries) go back to the program
 	return s
