@@ -145,6 +145,14 @@ type Model struct {
 	term     io.Writer
 	mouseOff bool
 	ranksLog string
+	// ckAsked is the checkpoint asked for and not yet seen (its policy, "" when none) and
+	// ckLast the State's newest checkpoint when it was asked: a controller that only passes
+	// the request on (the guest's agent) returns before its threads come.
+	ckAsked string
+	ckLast  *sessions.Checkpoint
+	ckTook  time.Duration
+	ckSeen  bool
+	started time.Time // when the program started
 	// story is a recording's title (views.StoryTitle), on the footer while the replay is
 	// paused at its first frame (storyAt events).
 	story   string
@@ -184,12 +192,16 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.Ellipsis = st.Dim
 	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{following: true}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
-	m.out = &outputTab{path: o.RanksLog, following: true}
-	m.ranksLog = o.RanksLog
-	if o.RanksLog != "" {
-		m.message = ranksMessage(o.RanksLog, m.width)
+	m.out = &outputTab{path: o.RanksLog, following: true, title: "ranks' stdout and stderr"}
+	if o.GuestLog != "" {
+		m.out.path, m.out.title, m.out.guest = o.GuestLog, "the guest's build and boot log", true
+	}
+	m.ranksLog = m.out.path
+	if m.ranksLog != "" {
+		m.message = ranksMessage(m.out, m.width)
 	}
 	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	m.started = m.now()
 	m.tour = -1
 	if o.Tour {
 		m.tour = 0
@@ -222,14 +234,21 @@ func NewModel(o Options, st *views.Styles) *Model {
 // State is the State the events reduced into so far.
 func (m *Model) State() *sessions.State { return m.state }
 
-const ranksPrefix = "the ranks' output goes to "
+const (
+	ranksPrefix = "the ranks' output goes to "
+	guestPrefix = "the guest's build and boot log goes to "
+)
 
-// ranksMessage names the ranks' log at the start, its path cut in the middle to fit in width
-// beside the footer's "? help": the file's name stays.
-func ranksMessage(path string, width int) string {
+// ranksMessage names the Output tab's file at the start, its path cut in the middle to fit in
+// width beside the footer's "? help": the file's name stays.
+func ranksMessage(o *outputTab, width int) string {
 	const tail = " (7: Output)"
-	room := max(width-len(ranksPrefix)-len(tail)-10, 12)
-	return ranksPrefix + views.MidEllipsis(sessions.Sanitize(path), room) + tail
+	prefix := ranksPrefix
+	if o.guest {
+		prefix = guestPrefix
+	}
+	room := max(width-len(prefix)-len(tail)-10, 12)
+	return prefix + views.MidEllipsis(sessions.Sanitize(o.path), room) + tail
 }
 
 // ownsJob says whether crashtui started the job (run, demo): quitting ends it, rather than
@@ -335,8 +354,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		if m.ranksLog != "" && strings.HasPrefix(m.message, ranksPrefix) {
-			m.message = ranksMessage(m.ranksLog, msg.Width) // said at the start: fitted to the width
+		if m.ranksLog != "" && (strings.HasPrefix(m.message, ranksPrefix) || strings.HasPrefix(m.message, guestPrefix)) {
+			m.message = ranksMessage(m.out, msg.Width) // said at the start: fitted to the width
 		}
 		m.help.Width = msg.Width
 		if m.cast != nil {
@@ -345,6 +364,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case eventsMsg:
 		m.apply(msg.evs)
+		if m.ckAsked != "" {
+			m.checkpointSeen()
+		}
 		var tour tea.Cmd
 		if m.tour >= 0 && m.tourWaiting {
 			tour = m.tourShow() // what the step waits for may have come (the job's processes, a crash)
@@ -377,7 +399,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case msg.err != nil:
 			m.message = fmt.Sprintf("%s failed after %v: %v", msg.op, took, msg.err)
 		case strings.HasPrefix(msg.op, "checkpoint"):
-			m.message = fmt.Sprintf("%s: %d threads, %v", msg.op, len(m.state.Threads), took)
+			m.ckTook = took
+			m.checkpointSeen()
 		default:
 			m.message = fmt.Sprintf("%s done in %v", msg.op, took)
 		}
@@ -440,6 +463,9 @@ func (m *Model) quit() tea.Cmd {
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	m.message = "" // a message lasts until the next key
+	if m.ckSeen {
+		m.ckAsked = "" // said: the threads that come later are the Threads tab's
+	}
 	if key.Matches(msg, k.ForceQuit) {
 		return m.quit()
 	}
@@ -584,7 +610,44 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 // checkpoint runs a simulated checkpoint with policy through the controller.
 func (m *Model) checkpoint(policy string) tea.Cmd {
 	m.message = "checkpoint (" + policy + ") running…"
+	m.ckAsked, m.ckLast, m.ckTook, m.ckSeen = policy, nil, 0, false
+	if n := len(m.state.Checkpoints); n > 0 {
+		m.ckLast = m.state.Checkpoints[n-1]
+	}
 	return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
+}
+
+// checkpointSeen says what the checkpoint asked for did, once its threads are in the State:
+// the checkpoints after the one that was newest when it was asked.
+func (m *Model) checkpointSeen() {
+	cks := m.state.Checkpoints
+	from := 0
+	for i, ck := range cks {
+		if ck == m.ckLast {
+			from = i + 1
+		}
+	}
+	// (When the one it followed was dropped, MaxCheckpoints, from is 0: all are newer.)
+	threads := 0
+	var last *sessions.Checkpoint
+	for _, ck := range cks[min(from, len(cks)):] {
+		threads += len(ck.Threads)
+		last = ck
+	}
+	took := ""
+	if m.ckTook > 0 {
+		took = fmt.Sprintf(", %v", m.ckTook)
+	}
+	if last == nil {
+		m.message = fmt.Sprintf("checkpoint (%s) asked%s: waiting for its threads…", m.ckAsked, took)
+		return
+	}
+	id := ""
+	if last.ID > 0 {
+		id = fmt.Sprintf(" #%d", last.ID)
+	}
+	m.message = fmt.Sprintf("checkpoint%s (%s): %s%s", id, m.ckAsked, views.Count(threads, "thread", "threads"), took)
+	m.ckSeen = true
 }
 
 func (m *Model) askQuit() tea.Cmd {

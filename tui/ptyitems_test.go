@@ -826,3 +826,59 @@ func TestLightTerminalOnPty(t *testing.T) {
 		}
 	}
 }
+
+// asyncCheckpoint is a controller like the guest's: Checkpoint passes the request on and
+// returns; the threads come later as events (the test sends them).
+type asyncCheckpoint struct{ recorder }
+
+// Item 11, without QEMU (TestGuestDemoOnPty boots one): the guest's boot log shows as
+// progress until its processes come; a checkpoint whose threads come after the controller
+// returned is counted when they come, not as "0 threads"; a restore whose outcome the tracer
+// never followed (the process crashed) says so instead of a blank.
+func TestGuestDemoStatusOnPty(t *testing.T) {
+	for _, sz := range ptySizes {
+		t.Run(sizeName(sz.w, sz.h), func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "crashtui-guest.log")
+			f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			fmt.Fprintln(f, "demo --guest: building crashtui and the guest's programs for ppc64le, then booting QEMU power10")
+			ch := make(chan sessions.Event, 64)
+			t.Cleanup(func() { close(ch) })
+			at := viewtest.T0
+			ev := func(b sessions.Body) sessions.Event {
+				at = at.Add(time.Millisecond)
+				return sessions.Event{Time: at, Host: "guest", Body: b}
+			}
+			p := startPty(t, sz.w, sz.h, Options{Events: ch, Control: &asyncCheckpoint{}, Header: sessions.Header{Arch: "ppc64le", Kernel: "QEMU power10"},
+				Mode: "demo", GuestLog: logPath})
+			p.WaitFor(t, 15*time.Second, "no processes yet", "building crashtui and the guest's programs")
+			fmt.Fprintln(f, "guest: [  0.5s] booting power10")
+			p.WaitFor(t, 5*time.Second, "booting power10 ·", "s since the start")
+			ch <- ev(sessions.Process{PID: 86, PPID: 82, Rank: sessions.NoRank, Exe: "/bin/sigpending", Comm: "sigpending", Threads: 4})
+			for _, tid := range []int{88, 89, 90} {
+				ch <- ev(sessions.Task{PID: 86, TID: tid})
+			}
+			p.WaitFor(t, 5*time.Second, "sigpending", "procs 1/1")
+			p.Key(t, "4")
+			p.Key(t, "c")
+			p.Type("jj") // sc-only
+			p.WaitFor(t, 5*time.Second, "> sc-only")
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "checkpoint (sc-only) asked")
+			for _, tid := range []int{86, 88, 89, 90} {
+				ch <- ev(sessions.Thread{Checkpoint: 1, Policy: "sc-only", PID: 86, TID: tid, Arch: "ppc64le", InSyscall: true, Syscall: "read",
+					Insn: "scv", Ret: -512, Code: "ERESTARTSYS", OnResume: "restart", Restore: "rewind", Applied: "sc-only"})
+			}
+			p.WaitFor(t, 5*time.Second, "checkpoint #1 (sc-only): 4 threads")
+			ch <- ev(sessions.Crash{PID: 86, TID: 88, Rank: sessions.NoRank, Exe: "/bin/sigpending", Signal: "SIGABRT", Code: "SI_TKILL",
+				Module: "/bin/sigpending", Offset: 0x926c, Function: "gsignal", Key: "/bin/sigpending|/bin/sigpending+0x926c", Representative: true})
+			ch <- ev(sessions.Exit{PID: 86, Signal: "SIGABRT"})
+			p.Key(t, "\r")
+			p.WaitFor(t, 5*time.Second, "outcome: not followed: the process crashed with", "SIGABRT after the restore")
+			p.quit(t)
+		})
+	}
+}

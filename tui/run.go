@@ -56,6 +56,9 @@ type Options struct {
 	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
 	// Output tab (7) reads it as it grows.
 	RanksLog string
+	// GuestLog is, for demo --guest, the guest's build and boot log: the Output tab reads it
+	// instead, and the Processes tab shows its newest line until the guest's processes come.
+	GuestLog string
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or

@@ -24,6 +24,8 @@ import (
 // rank.
 type outputTab struct {
 	path           string
+	title          string // what the file holds
+	guest          bool   // it is demo --guest's build and boot log
 	tail           *tailer
 	lines          []views.OutputLine
 	dropped        int
@@ -153,7 +155,7 @@ func (o *outputTab) normalize(m *Model) {
 }
 
 func (o *outputTab) view(m *Model, w, h int) string {
-	return views.Output(m.st, o.lines, o.rows(m), views.OutputOptions{Width: w, Height: h, Path: o.path, Cursor: o.cursor,
+	return views.Output(m.st, o.lines, o.rows(m), views.OutputOptions{Width: w, Height: h, Path: o.path, Title: o.title, Cursor: o.cursor,
 		Offset: o.offset, Filter: o.filter, Following: o.following, Err: o.err, Dropped: o.dropped})
 }
 
@@ -185,4 +187,12 @@ func (o *outputTab) copyText(m *Model) (string, string) {
 		return "the line", o.lines[rows[c]].Text
 	}
 	return "", ""
+}
+
+// latest is the newest line read, "" when none.
+func (o *outputTab) latest() string {
+	if len(o.lines) == 0 {
+		return ""
+	}
+	return o.lines[len(o.lines)-1].Text
 }

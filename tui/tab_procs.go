@@ -141,8 +141,16 @@ func (p *procsTab) query(m *Model) views.ProcQuery {
 func (p *procsTab) rows(m *Model) []views.ProcRow { return views.ProcList(m.state, p.query(m)) }
 
 func (p *procsTab) opts(m *Model, w, h int) views.ProcOptions {
-	return views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
+	o := views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
 		Sort: views.ProcSorts[p.sort], Reverse: p.reverse, Filter: p.filter, Users: p.users, Live: m.live()}
+	if m.out.guest && len(m.state.Procs) == 0 {
+		// The guest's boot, as far as it has come, and for how long (redrawn at each read of
+		// the log, a few times a second).
+		if l := m.out.latest(); l != "" {
+			o.Waiting = fmt.Sprintf("%s · %.0f s since the start", l, m.now().Sub(m.started).Seconds())
+		}
+	}
+	return o
 }
 
 // dialog reports whether the signal dialog is open: the Model then gives this tab every key.

@@ -19,6 +19,7 @@ type OutputLine struct {
 type OutputOptions struct {
 	Width, Height  int
 	Path           string // the log file
+	Title          string // what it holds: "ranks' stdout and stderr"
 	Cursor, Offset int
 	Filter         string
 	Following      bool
@@ -43,7 +44,10 @@ func outputRow(l OutputLine) string { return hms(l.At) + " " + l.Text }
 func Output(st *Styles, lines []OutputLine, rows []int, o OutputOptions) string {
 	h := o.Height - 2
 	var b strings.Builder
-	title := fmt.Sprintf("ranks' stdout and stderr · %s, as the ranks wrote them together", Count(len(lines), "line", "lines"))
+	title := fmt.Sprintf("%s · %s", o.Title, Count(len(lines), "line", "lines"))
+	if strings.HasPrefix(o.Title, "ranks'") {
+		title += ", as the ranks wrote them together"
+	}
 	if o.Filter != "" {
 		title = fmt.Sprintf("%d of %s match · filter: %s", len(rows), Count(len(lines), "line", "lines"), sessions.Sanitize(o.Filter))
 	}
@@ -55,8 +59,8 @@ func Output(st *Styles, lines []OutputLine, rows []int, o OutputOptions) string 
 	}
 	cur := min(o.Cursor, len(rows)-1)
 	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(rows), h), o.Width)) + "\n")
-	// The file: it is where the rest is, and what to open outside crashtui. The ranks share
-	// it, so their lines are interleaved as they wrote them, not told apart by rank.
+	// The file: it is where the rest is, and what to open outside crashtui. Ranks share it,
+	// so their lines are interleaved as they wrote them, not told apart by rank.
 	b.WriteString(st.Dim.Render("file " + midEllipsis(sessions.Sanitize(o.Path), max(o.Width-5, 8))))
 	switch {
 	case o.Err != "":

@@ -59,6 +59,9 @@ type ProcOptions struct {
 	Filter         string
 	Users          map[int]string // user names by uid (USER shows the uid without one)
 	Live           bool           // a tracer runs: S can sample (the title says so)
+	// Waiting is what the session is waiting for before it has processes (the guest's boot
+	// progress), shown under "no processes yet".
+	Waiting string
 }
 
 // ProcState is a process's state in a word or two: alive, stopped, exit N, killed SIGX (core),
@@ -385,6 +388,9 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 			b.WriteString(st.Dim.Render(" no process matches the filter (uid:N and user:NAME match exactly)"))
 		} else {
 			b.WriteString(st.Dim.Render(" no processes yet"))
+			if o.Waiting != "" {
+				b.WriteString("\n" + st.Info.Render(cut(" "+sessions.Sanitize(o.Waiting), o.Width)))
+			}
 		}
 		return fit(b.String(), o.Width, o.Height)
 	}

@@ -47,7 +47,7 @@ func threadCells(s *sessions.State, t ThreadRef) []string {
 	if code == "" && t.InSyscall {
 		code = fmt.Sprint(t.Ret)
 	}
-	outcome := ThreadOutcome(t.Thread)
+	outcome := ThreadOutcomeIn(s, t)
 	if !ThreadLive(s, t) {
 		outcome = "(ended) " + outcome // its state is history, not the thread's now
 	}
@@ -162,7 +162,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	ts := ThreadRows(s, o)
 	cur := clampI(o.Cursor, len(ts))
 	if o.Detail && cur >= 0 {
-		lines := wrapLines(threadDetail(st, ts[cur].Thread, o.Width), o.Width)
+		lines := wrapLines(threadDetail(st, s, ts[cur], o.Width), o.Width)
 		off := max(0, min(o.Scroll, len(lines)-o.Height))
 		return fit(strings.Join(lines[off:], "\n"), o.Width, o.Height)
 	}
@@ -228,7 +228,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	if cur < 0 {
 		return list + "\n" + fit("", o.Width, detailH)
 	}
-	return list + "\n" + fit(strings.Join(threadDetail(st, ts[cur].Thread, o.Width), "\n"), o.Width, detailH)
+	return list + "\n" + fit(strings.Join(threadDetail(st, s, ts[cur], o.Width), "\n"), o.Width, detailH)
 }
 
 // keyRegisters are the registers a syscall restart is about, on every architecture: the pc,
@@ -273,10 +273,36 @@ func ThreadDetailLen(st *Styles, s *sessions.State, o ThreadOptions) int {
 	if len(ts) == 0 {
 		return 0
 	}
-	return len(wrapLines(threadDetail(st, ts[clampI(o.Cursor, len(ts))].Thread, o.Width), o.Width))
+	return len(wrapLines(threadDetail(st, s, ts[clampI(o.Cursor, len(ts))], o.Width), o.Width))
 }
 
-func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
+// ThreadOutcomeIn is the thread's outcome (ThreadOutcome) or, when the tracer reported none
+// after the restore, what the session knows of what followed: its process crashed or ended
+// (the outcome was never followed), or it is still in its syscall.
+func ThreadOutcomeIn(s *sessions.State, r ThreadRef) string {
+	if o := ThreadOutcome(r.Thread); o != "" || r.Applied == "" {
+		return o
+	}
+	p := s.Procs[sessions.ProcKey{Host: r.Host, PID: r.PID}]
+	switch {
+	case p == nil:
+		return ""
+	case p.Exit != nil && p.Exit.Signal != "" && p.Crashes > 0:
+		return "not followed: the process crashed with " + sessions.Sanitize(p.Exit.Signal) + " after the restore (3: Crashes)"
+	case p.Exit != nil && p.Exit.Signal != "":
+		return "not followed: the process was killed by " + sessions.Sanitize(p.Exit.Signal) + " after the restore"
+	case p.Exit != nil && p.Exit.Code != nil:
+		return fmt.Sprintf("not followed: the process exited with status %d after the restore", *p.Exit.Code)
+	case p.Exit != nil:
+		return "not followed: the process ended after the restore"
+	case !ThreadLive(s, r):
+		return "not followed: the thread ended after the restore"
+	}
+	return "not known yet: the thread has not left its syscall since the restore"
+}
+
+func threadDetail(st *Styles, s *sessions.State, r ThreadRef, width int) []string {
+	t := r.Thread
 	var out []string
 	out = append(out, st.Dim.Render(strings.Repeat("─", max(0, width))))
 	head := fmt.Sprintf("tid %d (%s): %s · pc %s", t.TID, sessions.Sanitize(t.Arch), threadWhere(t), t.PC)
@@ -292,7 +318,7 @@ func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 		out = append(out, fmt.Sprintf("args (%s) · return %d %s · on resume: %s · restore: %s",
 			strings.Join(args, ", "), t.Ret, sessions.Sanitize(t.Code), sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Restore)))
 	}
-	outcome := ThreadOutcome(t)
+	outcome := ThreadOutcomeIn(s, r)
 	if t.Applied != "" || outcome != "" {
 		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), outcome))
 	}
