@@ -135,7 +135,11 @@ func EventLine(e sessions.Event) string {
 	default:
 		what = string(e.Kind())
 	}
-	return sessions.Sanitize(fmt.Sprintf("%s %-7s %s%s", hms(e.Time), e.Kind(), host, what))
+	kind := string(e.Kind())
+	if e.Kind() == sessions.KindCrashLines {
+		kind = "lines" // the column is 7 wide: "crash_lines" pushed its row out of line
+	}
+	return sessions.Sanitize(fmt.Sprintf("%s %-7s %s%s", hms(e.Time), kind, host, what))
 }
 
 // Log renders the event timeline, newest at the bottom (in the time order), the cursor's row
