@@ -35,12 +35,15 @@ type ptyTUI struct {
 //
 // NO_COLOR is set unless the test set it: the cursor row is then marked with a ">", which
 // the screen's text shows (reverse video it does not).
-func startPty(t *testing.T, w, h int, o Options) *ptyTUI {
+func startPty(t *testing.T, w, h int, o Options) *ptyTUI { return startPtyOn(t, w, h, nil, o) }
+
+// startPtyOn is startPty on a terminal whose background is bg.
+func startPtyOn(t *testing.T, w, h int, bg color.Color, o Options) *ptyTUI {
 	t.Helper()
 	if _, ok := os.LookupEnv("NO_COLOR"); !ok {
 		t.Setenv("NO_COLOR", "1")
 	}
-	scr := tuitest.Open(t, w, h)
+	scr := tuitest.OpenOn(t, w, h, bg)
 	o.Input, o.Output = scr.TTY, scr.TTY
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &ptyTUI{Screen: scr, done: make(chan error, 1)}
@@ -796,22 +799,14 @@ func TestLightTerminalOnPty(t *testing.T) {
 				name      string
 				c         color.Color
 				want, not string
-				wantDark  bool
 			}{
-				{"light", color.White, "\x1b[1;31m", "\x1b[1;91m", false},
-				{"dark", color.Black, "\x1b[1;91m", "\x1b[1;31m", true},
+				{"light", color.White, "\x1b[1;31m", "\x1b[1;91m"},
+				{"dark", color.Black, "\x1b[1;91m", "\x1b[1;31m"},
 			} {
 				t.Run(term+"/"+sizeName(sz.w, sz.h)+"/"+bg.name, func(t *testing.T) {
 					t.Setenv("TERM", term)
-					scr := tuitest.OpenOn(t, sz.w, sz.h, bg.c)
 					h, evs := demoRecording(t)
-					ctx, cancel := context.WithCancel(context.Background())
-					done := make(chan struct{})
-					go func() {
-						defer close(done)
-						Run(ctx, Options{Replay: evs, Header: h, Mode: "replay", Input: scr.TTY, Output: scr.TTY})
-					}()
-					t.Cleanup(func() { cancel(); <-done })
+					scr := startPtyOn(t, sz.w, sz.h, bg.c, Options{Replay: evs, Header: h, Mode: "replay"})
 					scr.WaitFor(t, 15*time.Second, "crashtui replay")
 					scr.Key(t, "}")
 					scr.Key(t, "3")
@@ -821,6 +816,7 @@ func TestLightTerminalOnPty(t *testing.T) {
 					if raw := scr.Raw(); strings.Contains(raw, bg.not) {
 						t.Errorf("the %s terminal got the other palette's red %q", bg.name, bg.not)
 					}
+					scr.quit(t)
 				})
 			}
 		}
