@@ -54,7 +54,7 @@ func TestRunOutputTab(t *testing.T) {
 			t.Setenv("NO_COLOR", "1")
 			proc, _ := startTUI(t, scr, "run", "--matrix", "off", "--sample-every", "0", "-n", "2", "--",
 				"/bin/sh", "-c", `echo "hello from rank $CRASHTUI_RANK"; exec sleep 1000`)
-			scr.WaitFor(t, 20*time.Second, "crashtui run", "the ranks' output goes to /", ".log (7: Output)")
+			scr.WaitFor(t, 20*time.Second, "crashtui run", "the ranks' output goes to ", "crashtui-ranks-", ".log (7: Output)")
 			scr.Key(t, "7")
 			scr.WaitFor(t, 20*time.Second, "ranks' stdout and stderr", "hello from rank 0", "hello from rank 1")
 			quitTUI(t, scr, proc)
