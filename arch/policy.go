@@ -191,7 +191,7 @@ func (s RestartState) explainPPC(h Handler) string {
 	}
 	out := capitalize(kernel) + "; " + restore + "."
 	if s.Insn == "scv" {
-		out += " CRIU before 59fcfa80 handled only sc (0xc00 with SO), so it restored this scv thread unfixed: seed 002."
+		out += " CRIU before 59fcfa80 handled only sc (0xc00 with SO), so it restored this scv thread unfixed (checkpoint-restore/criu#2261)."
 	}
 	return out
 }

@@ -28,6 +28,9 @@ type Controller interface {
 	Reacquire(pid int) error        // take it back when that debugger exits
 	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
 	Signal(pid int, sig string) error
+	// ProcDetail reads what /proc says about one traced process now (Processes' enter):
+	// files only, no stop.
+	ProcDetail(pid int) (sessions.ProcDetail, error)
 }
 
 // Options configure Run.
@@ -50,6 +53,12 @@ type Options struct {
 	Lock  sync.Locker
 	// Tour starts the guided tour (tour.go).
 	Tour bool
+	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
+	// Output tab (7) reads it as it grows.
+	RanksLog string
+	// GuestLog is, for demo --guest, the guest's build and boot log: the Output tab reads it
+	// instead, and the Processes tab shows its newest line until the guest's processes come.
+	GuestLog string
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or
@@ -67,7 +76,19 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	if os.Getenv("NO_COLOR") != "" {
 		r.SetColorProfile(termenv.Ascii)
 	}
+	if r.ColorProfile() != termenv.Ascii {
+		// Light or dark, asked before Bubble Tea reads the terminal (background.go); when
+		// the terminal does not say, lipgloss decides (COLORFGBG, else dark).
+		inF, ok1 := in.(*os.File)
+		outF, ok2 := out.(*os.File)
+		if ok1 && ok2 {
+			if dark, ok := termBackground(inF, outF, queryTimeout); ok {
+				r.SetHasDarkBackground(dark)
+			}
+		}
+	}
 	m := NewModel(o, views.NewStyles(r))
+	m.term = out // before the asciicast's tee: a copy is for this terminal, not the recording
 
 	var cast *sessions.CastWriter
 	if o.Cast != nil {

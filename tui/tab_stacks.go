@@ -2,11 +2,8 @@ package tui
 
 import (
 	"bufio"
-	"debug/buildinfo"
 	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +40,15 @@ type stacksTab struct {
 	// source file on a slow file system must not stall either. sourceOf names it.
 	source   []string
 	sourceOf sourceKey
+	// keep follows the selected frame (by its path) across samples.
+	keep    follow[string]
+	filter  string
+	sort    int // index into views.StackSorts
+	reverse bool
+}
+
+func (s *stacksTab) query() views.StackQuery {
+	return views.StackQuery{Collapsed: s.collapsed, Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 }
 
 type sourceKey struct {
@@ -60,10 +66,11 @@ func (s *stacksTab) refresh(m *Model) {
 	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: sessions.DefaultCutRE, Window: stackWindow})
 }
 
-func (s *stacksTab) lines() []views.StackLine { return views.StackLines(s.merged.Tree, s.collapsed) }
+func (s *stacksTab) lines() []views.StackLine { return views.StackLinesOf(s.merged.Tree, s.query()) }
 
 func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
-	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live()}
+	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live(),
+		Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 	switch {
 	case m.player != nil:
 	case s.auto:
@@ -123,13 +130,25 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	lines := s.lines()
 	c := clamp(s.cursor, len(lines))
 	switch {
+	case key.Matches(msg, k.Sort):
+		s.sort = (s.sort + 1) % len(views.StackSorts)
+		m.message = "branches by " + views.StackSorts[s.sort]
+		return nil
+	case key.Matches(msg, k.Reverse):
+		s.reverse = !s.reverse
+		return nil
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			s.cursor = nextMatch(c, len(lines), m.matchDir(msg), func(i int) bool { return !lines[i].Context })
+		}
+		return nil
 	case c < 0:
 	case key.Matches(msg, k.Enter):
 		s.detail = !s.detail
 	case key.Matches(msg, k.Left):
 		if l := lines[c]; len(l.Node.Children) > 0 && !s.collapsed[l.Path] {
 			s.collapsed[l.Path] = true
-		} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
+		} else if i := strings.LastIndex(l.Path, views.PathSep); i > 0 {
 			// Already collapsed or a leaf: go to its parent, as file trees do.
 			for j, p := range lines {
 				if p.Path == l.Path[:i] {
@@ -149,7 +168,7 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 func (s *stacksTab) normalize(m *Model) {
 	s.refresh(m)
 	lines := s.lines()
-	s.cursor = clamp(s.cursor, len(lines))
+	s.keep.fit(&s.cursor, len(lines), func(i int) string { return lines[i].Path })
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
 		if k := (sourceKey{n.Frame, len(n.Children) > 0}); k != s.sourceOf || s.source == nil {
@@ -180,12 +199,31 @@ func (s *stacksTab) click(m *Model, x, y int) {
 	}
 }
 
-func (s *stacksTab) escape(m *Model)            { s.detail = false }
-func (s *stacksTab) filterRef(m *Model) *string { return nil }
-func (s *stacksTab) sorts() bool                { return false }
+// seekMatch moves the cursor off a row shown only as a match's caller.
+func (s *stacksTab) seekMatch(m *Model) {
+	lines := s.lines()
+	if c := clamp(s.cursor, len(lines)); c >= 0 && lines[c].Context {
+		s.cursor = nextMatch(c, len(lines), 1, func(i int) bool { return !lines[i].Context })
+	}
+}
+
+// escape closes the detail, or clears the filter.
+func (s *stacksTab) escape(m *Model) {
+	if s.detail {
+		s.detail = false
+		return
+	}
+	s.filter = ""
+}
+func (s *stacksTab) filterRef(m *Model) *string { return &s.filter }
+func (s *stacksTab) sorts() bool                { return true }
 func (s *stacksTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	bs := []key.Binding{k.Enter, k.Explain, k.Frames}
+	bs := []key.Binding{k.Enter, k.Explain, k.Frames, k.Filter}
+	if s.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	bs = append(bs, k.Sort, k.Reverse)
 	if m.live() {
 		bs = append(bs, k.Sample, k.Auto, k.Debug)
 	}
@@ -291,90 +329,4 @@ func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string 
 		out = append(out, line)
 	}
 	return out
-}
-
-type (
-	// releasedMsg: the tracer let go of pid (or could not) for a debugger.
-	releasedMsg struct {
-		pid      int
-		exe      string
-		err      error
-		released bool // Release was asked (false: no debugger to hand it to)
-		name     string
-		argv     []string
-	}
-	// debuggerDoneMsg: the debugger the user ran on pid has exited.
-	debuggerDoneMsg struct {
-		pid  int
-		name string
-		err  error
-	}
-)
-
-// debugger is the command that attaches to pid: dlv for a Go program when it is installed,
-// gdb otherwise.
-func debugger(pid int, exe string) (string, []string, error) {
-	if exe != "" {
-		if _, err := buildinfo.ReadFile(exe); err == nil {
-			if dlv, err := exec.LookPath("dlv"); err == nil {
-				return "dlv", []string{dlv, "attach", strconv.Itoa(pid)}, nil
-			}
-		}
-	}
-	gdb, err := exec.LookPath("gdb")
-	if err != nil {
-		return "", nil, fmt.Errorf("no debugger: gdb is not installed (apt-get install gdb)")
-	}
-	return "gdb", []string{gdb, "-q", "-p", strconv.Itoa(pid)}, nil
-}
-
-// debugClass hands the selected class's first process to gdb (or dlv): crashtui lets go of
-// it, the debugger runs in the terminal, and the process is taken back when it exits. The
-// rest of the job stays traced.
-func (m *Model) debugClass() tea.Cmd {
-	if m.ctrl == nil || m.player != nil {
-		m.message = "g needs a live session: it hands one process to gdb and takes it back"
-		return nil
-	}
-	lines := m.stk.lines()
-	c := clamp(m.stk.cursor, len(lines))
-	if c < 0 {
-		m.message = "no stacks yet: S samples"
-		return nil
-	}
-	cl := views.StackNodeClass(m.stk.merged, lines[c].Node)
-	if cl == nil || len(cl.PIDs) == 0 {
-		return nil
-	}
-	pid := cl.PIDs[0]
-	exe := ""
-	if p := m.state.Procs[sessions.ProcKey{PID: pid}]; p != nil {
-		exe = p.Exe
-	}
-	m.message = fmt.Sprintf("letting go of pid %d for a debugger…", pid)
-	ctrl := m.ctrl
-	// Which debugger reads the executable's build info: off Update, as the release is.
-	return func() tea.Msg {
-		name, argv, err := debugger(pid, exe)
-		if err != nil {
-			return releasedMsg{pid: pid, exe: exe, err: err}
-		}
-		return releasedMsg{pid: pid, exe: exe, err: ctrl.Release(pid), released: true, name: name, argv: argv}
-	}
-}
-
-func (m *Model) runDebugger(msg releasedMsg) tea.Cmd {
-	if msg.err != nil && !msg.released {
-		m.message = msg.err.Error() // no debugger: nothing was let go of
-		return nil
-	}
-	if msg.err != nil {
-		m.message = fmt.Sprintf("could not let go of pid %d: %v", msg.pid, msg.err)
-		pid := msg.pid
-		return m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
-	}
-	cmd := exec.Command(msg.argv[0], msg.argv[1:]...)
-	return tea.ExecProcess(cmd, func(err error) tea.Msg {
-		return debuggerDoneMsg{pid: msg.pid, name: msg.name, err: err}
-	})
 }

@@ -88,6 +88,16 @@ var signalText = map[string]string{
 	"SIGABRT": "SIGABRT: the process called abort() (a failed assert, glibc's heap checks, std::terminate).",
 	"SIGTRAP": "SIGTRAP: a breakpoint or trap instruction.",
 	"SIGSYS":  "SIGSYS: a seccomp filter trapped a system call.",
+	"SIGINT":  "SIGINT: an interrupt, what ctrl+c sends; without a handler it ends the process (crashtui sends it first to the ranks it started when it quits).",
+	"SIGTERM": "SIGTERM: a request to end; without a handler it ends the process.",
+	"SIGKILL": "SIGKILL: the process was killed outright: it cannot be caught or ignored (kill -9, the OOM killer, crashtui ending the ranks it started).",
+	"SIGHUP":  "SIGHUP: the terminal or the session went away; without a handler it ends the process.",
+	"SIGQUIT": "SIGQUIT: what ctrl+\\ sends; its default action ends the process with a core.",
+	"SIGPIPE": "SIGPIPE: a write to a pipe or socket with no reader left; without a handler it ends the process.",
+	"SIGUSR1": "SIGUSR1: a signal whose meaning the program chooses; without a handler it ends the process.",
+	"SIGUSR2": "SIGUSR2: a signal whose meaning the program chooses; without a handler it ends the process.",
+	"SIGALRM": "SIGALRM: a timer (alarm, setitimer) expired; without a handler it ends the process.",
+	"SIGXCPU": "SIGXCPU: the process used more CPU time than RLIMIT_CPU allows.",
 }
 
 // reasonRule maps a matrix denial reason to its rule (kernel.md §A.3): the tracer's reason
@@ -246,7 +256,7 @@ func ExplainGroup(g *sessions.Group) Explanation {
 
 // ExplainThread teaches a thread's restart state.
 func ExplainThread(t *sessions.Thread) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("thread %d of %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
+	ex := Explanation{Title: fmt.Sprintf("thread %d of pid %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
 	if what := ThreadExplain(t); what != "" {
 		ex.What = what
 	} else if !t.InSyscall {
@@ -267,7 +277,7 @@ func ExplainThread(t *sessions.Thread) Explanation {
 // for an event that carries neither.
 func ThreadExplain(t *sessions.Thread) string {
 	if t.Explain != "" {
-		return sessions.Sanitize(t.Explain)
+		return recordedWords(sessions.Sanitize(t.Explain))
 	}
 	if t.Stop == "" {
 		return ""
@@ -391,7 +401,7 @@ func caughtWhy(sig string, t *sessions.Thread) string {
 // format version 1 says it in its own recorded words; "" when the outcome is not known.
 func ThreadOutcome(t *sessions.Thread) string {
 	if t.Outcome != "" {
-		return sessions.Sanitize(t.Outcome)
+		return recordedWords(sessions.Sanitize(t.Outcome))
 	}
 	name := sessions.Sanitize(t.Syscall)
 	if name == "" {
@@ -511,7 +521,7 @@ func RenderExplanationFrom(st *Styles, ex Explanation, width, height, from int) 
 
 // ExplainProc teaches a process's state (for processes without a crash group).
 func ExplainProc(p *sessions.Proc) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("pid %d (%s), rank %s: %s", p.PID, sessions.Sanitize(p.Comm), p.Rank, ProcState(p))}
+	ex := Explanation{Title: fmt.Sprintf("pid %d (%s) · %s: %s", p.PID, sessions.Sanitize(p.Comm), rankOrNone(p.Rank), ProcState(p))}
 	switch {
 	case p.Exit != nil && p.Exit.Detached:
 		ex.What = "crashtui detached from this process; it keeps running untraced."
@@ -531,4 +541,63 @@ func ExplainProc(p *sessions.Proc) Explanation {
 		ex.Story = StorySpindle
 	}
 	return ex
+}
+
+// recordedWords rewords what older tracers wrote into their events in the project's own
+// jargon: "seed 002" is the name of a test story in crashtui's sources, not something a user
+// can look up; the bug it stands for is CRIU's checkpoint-restore/criu#2261.
+func recordedWords(s string) string {
+	return strings.NewReplacer(
+		"unfixed: seed 002.", "unfixed (checkpoint-restore/criu#2261).",
+		", the seed 002 bug", " (checkpoint-restore/criu#2261)",
+		" (seed 002)", " (checkpoint-restore/criu#2261)",
+	).Replace(s)
+}
+
+// rankOrNone is "rank 3", or "no rank" for a process without one.
+func rankOrNone(r sessions.Rank) string {
+	if r < 0 {
+		return "no rank"
+	}
+	return "rank " + r.String()
+}
+
+// TourBand draws the guided tour's explanation as a band width×height: a rule with its title,
+// the text wrapped from line from (clamped), and the hint; it returns the band and the first
+// line shown.
+func TourBand(st *Styles, ex Explanation, width, height, from int) (string, int) {
+	w := max(width-2, 10)
+	var parts []string
+	add := func(label, text string) {
+		if text != "" {
+			parts = append(parts, wrap(st.Bold.Render(label)+" "+text, w))
+		}
+	}
+	add("What:", ex.What)
+	add("Rule:", ex.Rule)
+	add("Kernel:", ex.Kernel)
+	add("Fix:", ex.Fix)
+	add("Story:", ex.Story)
+	lines := strings.Split(strings.Join(parts, "\n"), "\n")
+	room := max(height-2, 1) // the title rule and the hint
+	from = max(0, min(from, len(lines)-room))
+	shown := lines[from:min(len(lines), from+room)]
+	title := " " + sessions.Sanitize(ex.Title) + " "
+	rule := st.Title.Render(cut("──"+title, width))
+	if n := width - lipglossWidth(rule); n > 0 {
+		rule += st.Dim.Render(strings.Repeat("─", n))
+	}
+	hint := ex.Hint
+	if rest := len(lines) - from - len(shown); rest > 0 {
+		hint += fmt.Sprintf(" (%d more below)", rest)
+	}
+	out := []string{rule}
+	for _, l := range shown {
+		out = append(out, " "+l)
+	}
+	for len(out) < height-1 {
+		out = append(out, "")
+	}
+	out = append(out, st.Dim.Render(cut(" "+hint, width)))
+	return fit(strings.Join(out, "\n"), width, height), from
 }

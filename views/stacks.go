@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,9 +24,163 @@ type StackLine struct {
 	Node   *sessions.StackNode
 	Depth  int
 	Prefix string // "│  ├─ "
-	// Path is the node's position (child indexes from the root): a stable id for collapse.
+	// Path is the node's position as the labels from the outermost frame, joined by
+	// PathSep: a stable id for collapsing and for the cursor, which a new sample that
+	// reorders the branches does not change.
 	Path string
+	// Context marks a frame shown only because a frame under it matches the filter.
+	Context bool
 }
+
+// StackQuery chooses and orders the tree's lines: the folded paths, a filter on the frames'
+// rows (a matching frame shows with its callers, dim), and the order of the branches.
+type StackQuery struct {
+	Collapsed map[string]bool
+	Filter    string
+	Sort      string // one of StackSorts
+	Reverse   bool
+}
+
+// StackSorts are the orders of each frame's callees (s cycles, r reverses): threads is the
+// merge's own, the busiest branch first.
+var StackSorts = []string{"threads", "frame", "ranks", "state"}
+
+// stackSortColumn is the column of the Stacks list each sort is marked on.
+var stackSortColumn = map[string]int{"frame": 0, "threads": 1, "ranks": 2, "state": 3}
+
+// stackRowText is what the filter matches in a frame's row.
+func stackRowText(n *sessions.StackNode) string {
+	return sessions.Sanitize(n.Label) + " " + sessions.Sanitize(n.Ranks) + " " + ProgressText(n.Progress)
+}
+
+// StackLinesOf flattens the tree as q asks.
+func StackLinesOf(root *sessions.StackNode, q StackQuery) []StackLine {
+	if root == nil {
+		return nil
+	}
+	if q.Filter == "" && (q.Sort == "" || q.Sort == "threads") && !q.Reverse {
+		return StackLines(root, q.Collapsed)
+	}
+	// Which nodes show: those that match and their callers (a filter shows every match,
+	// folded or not).
+	show := map[*sessions.StackNode]bool{}
+	match := map[*sessions.StackNode]bool{}
+	var mark func(n *sessions.StackNode) bool
+	mark = func(n *sessions.StackNode) bool {
+		m := Matches(stackRowText(n), q.Filter)
+		any := m
+		for _, c := range n.Children {
+			if mark(c) {
+				any = true
+			}
+		}
+		match[n], show[n] = m, any
+		return any
+	}
+	for _, c := range root.Children {
+		mark(c)
+	}
+	less := stackLess(q.Sort)
+	order := func(n *sessions.StackNode) []*sessions.StackNode {
+		kids := make([]*sessions.StackNode, 0, len(n.Children))
+		for _, c := range n.Children {
+			if q.Filter == "" || show[c] {
+				kids = append(kids, c)
+			}
+		}
+		if less != nil {
+			sort.SliceStable(kids, func(i, j int) bool { return less(kids[i], kids[j]) })
+		}
+		if q.Reverse {
+			if less == nil {
+				slices.Reverse(kids)
+			} else {
+				sort.SliceStable(kids, func(i, j int) bool { return less(kids[j], kids[i]) })
+			}
+		}
+		return kids
+	}
+	// Paths come from the merge's order of the children (walkChildren), whatever is shown.
+	ids := map[*sessions.StackNode]string{}
+	var name func(n *sessions.StackNode, path string)
+	name = func(n *sessions.StackNode, path string) {
+		walkChildren(n, 0, "", path, func(c *sessions.StackNode, _ int, _, p string, _ bool) {
+			ids[c] = p
+			name(c, p+PathSep)
+		})
+	}
+	name(root, "")
+	var out []StackLine
+	var walk func(n *sessions.StackNode, depth int, prefix string, last bool)
+	walk = func(n *sessions.StackNode, depth int, prefix string, last bool) {
+		glyph, next := "", prefix
+		if depth > 0 {
+			if last {
+				glyph, next = prefix+"└─ ", prefix+"   "
+			} else {
+				glyph, next = prefix+"├─ ", prefix+"│  "
+			}
+		}
+		path := ids[n]
+		out = append(out, StackLine{Node: n, Depth: depth, Prefix: glyph, Path: path, Context: q.Filter != "" && !match[n]})
+		if q.Filter == "" && q.Collapsed[path] {
+			return
+		}
+		kids := order(n)
+		for i, c := range kids {
+			walk(c, depth+1, next, i == len(kids)-1)
+		}
+	}
+	tops := order(root)
+	for i, c := range tops {
+		walk(c, 0, "", i == len(tops)-1)
+	}
+	return out
+}
+
+// stackLess orders two callees for a sort; nil keeps the merge's order.
+func stackLess(by string) func(a, b *sessions.StackNode) bool {
+	switch by {
+	case "frame":
+		return func(a, b *sessions.StackNode) bool { return strings.ToLower(a.Label) < strings.ToLower(b.Label) }
+	case "ranks":
+		return func(a, b *sessions.StackNode) bool { return firstPID(a) < firstPID(b) }
+	case "state":
+		rank := map[string]int{sessions.Stuck: 0, sessions.Mixed: 1, sessions.Moving: 2}
+		return func(a, b *sessions.StackNode) bool {
+			ra, ok := rank[a.Progress]
+			if !ok {
+				ra = 3
+			}
+			rb, ok := rank[b.Progress]
+			if !ok {
+				rb = 3
+			}
+			return ra < rb
+		}
+	}
+	return nil
+}
+
+// firstPID orders branches by the ranks (and pids) through them: the set's text sorts 10
+// before 9, its first number does not.
+func firstPID(n *sessions.StackNode) int {
+	r := sessions.Sanitize(n.Ranks)
+	r = strings.TrimPrefix(r, "pid ")
+	v, i := 0, 0
+	for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+		v = v*10 + int(r[i]-'0')
+		i++
+	}
+	if i == 0 {
+		return 1 << 30
+	}
+	return v
+}
+
+// PathSep joins the labels of a StackLine's Path (no label contains it: Sanitize drops
+// control characters).
+const PathSep = "\x1f"
 
 // StackLines flattens the tree for display, skipping the children of collapsed paths.
 func StackLines(root *sessions.StackNode, collapsed map[string]bool) []StackLine {
@@ -47,15 +203,25 @@ func StackLines(root *sessions.StackNode, collapsed map[string]bool) []StackLine
 		if collapsed[path] {
 			return
 		}
-		for i, c := range n.Children {
-			walk(c, depth+1, next, path+"/"+strconv.Itoa(i), i == len(n.Children)-1)
-		}
+		walkChildren(n, depth+1, next, path+PathSep, walk)
 	}
 	// The root "/" is not shown: its children are the outermost frames.
-	for i, c := range root.Children {
-		walk(c, 0, "", strconv.Itoa(i), i == len(root.Children)-1)
-	}
+	walkChildren(root, 0, "", "", walk)
 	return out
+}
+
+// walkChildren walks n's children with their paths: a label twice among siblings (two
+// frames the merge kept apart) gets its index, so that paths stay unique.
+func walkChildren(n *sessions.StackNode, depth int, prefix, path string, walk func(*sessions.StackNode, int, string, string, bool)) {
+	seen := map[string]bool{}
+	for i, c := range n.Children {
+		id := sessions.Sanitize(c.Label)
+		if seen[id] {
+			id += "#" + strconv.Itoa(i)
+		}
+		seen[id] = true
+		walk(c, depth, prefix, path+id, i == len(n.Children)-1)
+	}
 }
 
 // classWord is "thread" or "threads".
@@ -142,9 +308,9 @@ func StacksSummary(st sessions.Stacks) []string {
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s; it is sleeping in %s, a timed wait, not blocked on another rank.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), sessions.Sanitize(l.Syscall)))
 		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && l.Progress == sessions.Stuck:
-			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %d others wait elsewhere: "+
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %s wait elsewhere: "+
 				"the classic deadlock culprit (look at what it waits for, and who should have sent it).",
-				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), l.Others))
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), othersWord(l.Others)))
 		case l.Progress == sessions.Moving:
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s and it is still moving: a slow rank the others may be waiting for.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At)))
@@ -213,7 +379,7 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 		"offset, named from the symbol table and DWARF when present."
 	switch {
 	case c.Progress == sessions.Stuck && st.Culprit != nil && st.Culprit.Class == c.Class:
-		ex.Fix = "attach a debugger to this one process (g) and look at what it waits for and who should have sent it; the others are probably waiting for it."
+		ex.Fix = "attach a debugger to this one process (D) and look at what it waits for and who should have sent it; the others are probably waiting for it."
 	case c.Progress == sessions.Stuck:
 		ex.Fix = "compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
 	case c.Progress == sessions.Moving:
@@ -305,3 +471,6 @@ func WriteDot(w io.Writer, st sessions.Stacks) {
 	}
 	fmt.Fprintln(w, "}")
 }
+
+// othersWord is "1 other" or "3 others".
+func othersWord(n int) string { return Count(n, "other", "others") }

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -20,19 +23,29 @@ type StacksOptions struct {
 	Status string
 	// Live says S can take a sample.
 	Live bool
+	// Filter, Sort and Reverse choose and order the tree's lines (StackLinesOf).
+	Filter  string
+	Sort    string
+	Reverse bool
 }
 
-// progressStyle colours a progress word; the word itself carries the meaning (NO_COLOR).
-func (st *Styles) progress(p string, text string) string {
+func (o StacksOptions) query() StackQuery {
+	return StackQuery{Collapsed: o.Collapsed, Filter: o.Filter, Sort: o.Sort, Reverse: o.Reverse}
+}
+
+// progress colours a progress word; the word itself carries the meaning (NO_COLOR).
+func (st *Styles) progress(p string, text string) string { return st.progressStyle(p).Render(text) }
+
+func (st *Styles) progressStyle(p string) lipgloss.Style {
 	switch p {
 	case sessions.Stuck:
-		return st.Bad.Render(text)
+		return st.Bad
 	case sessions.Moving:
-		return st.Good.Render(text)
+		return st.Good
 	case sessions.Mixed:
-		return st.Warn.Render(text)
+		return st.Warn
 	}
-	return st.Dim.Render(text)
+	return st.Dim
 }
 
 var sparkGlyphs = []rune("▁▂▃▄▅▆▇█")
@@ -81,7 +94,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		}
 		return fit(st.Dim.Render(msg), o.Width, o.Height)
 	}
-	lines := StackLines(merged.Tree, o.Collapsed)
+	lines := StackLinesOf(merged.Tree, o.query())
 	cur := clampI(o.Cursor, len(lines))
 	listH := stacksListH(o.Height, o.Detail != nil)
 	paneH := o.Height - listH
@@ -92,14 +105,36 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	var b strings.Builder
 	status := fmt.Sprintf("%s · %s · %s · %s", Count(len(merged.Ranks), "process", "processes"),
 		threads(nthreads), Count(merged.Samples, "sample", "samples"), Count(len(merged.Classes), "class", "classes"))
+	if o.Filter != "" {
+		n := 0
+		for _, l := range lines {
+			if !l.Context {
+				n++
+			}
+		}
+		status = fmt.Sprintf("%s · filter: %s · %s", Count(n, "frame matches", "frames match"), sessions.Sanitize(o.Filter), status)
+	}
 	if o.Status != "" {
 		status += " · " + o.Status
 	}
 	b.WriteString(st.Dim.Render(cut(status, o.Width)) + "\n")
-	rankW := 12
-	labelW := max(12, o.Width-rankW-23)
+	rankW := 6 // the ranks as wide as the widest set (RANKS▲ at least), up to a third of the screen
+	for _, l := range lines {
+		rankW = max(rankW, ansi.StringWidth(sessions.Sanitize(l.Node.Ranks)))
+	}
+	rankW = min(rankW, max(o.Width/3, 12))
+	// The frames as wide as the widest (with its tree glyphs), the rest of the row after it.
+	labelW := 20
+	for _, l := range lines {
+		labelW = max(labelW, ansi.StringWidth(l.Prefix)+2+ansi.StringWidth(sessions.Sanitize(l.Node.Label)))
+	}
+	labelW = max(12, min(labelW, o.Width-rankW-23))
 	// Every row starts with a space: the NO_COLOR cursor marker takes its place.
-	head := fmt.Sprintf(" %s %5s  %s %-7s %s", pad("FRAME (by "+merged.Frames+")", labelW), "THR", pad("RANKS", rankW), "STATE", "CLASS")
+	hs := []string{"FRAME (by " + merged.Frames + ")", "THR", "RANKS", "STATE"}
+	if c, ok := stackSortColumn[o.Sort]; ok {
+		hs[c] += SortMark(o.Sort, o.Reverse)
+	}
+	head := fmt.Sprintf(" %s %5s  %s %-7s %s", pad(hs[0], labelW), hs[1], pad(hs[2], rankW), hs[3], "CLASS")
 	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(lines))
@@ -119,11 +154,13 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		label := l.Prefix + mark + sessions.Sanitize(n.Label)
 		line := fmt.Sprintf(" %s %5d  %s %s %s", pad(label, labelW), n.Count, pad(sessions.Sanitize(n.Ranks), rankW),
 			pad(ProgressText(n.Progress), 7), class)
-		line = cut(line, o.Width)
-		if i == cur {
-			line = st.Cursor(line, o.Width)
-		} else {
-			line = st.progress(n.Progress, line)
+		switch {
+		case o.Filter != "" && l.Context:
+			line = st.listRow(line, "", st.Dim, i == cur, o.Width)
+		case o.Filter != "" || i == cur:
+			line = st.listRow(line, o.Filter, st.progressStyle(n.Progress), i == cur, o.Width)
+		default:
+			line = st.progress(n.Progress, cut(line, o.Width))
 		}
 		b.WriteString(line + "\n")
 	}
@@ -137,9 +174,14 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	if o.Detail != nil {
 		pane = append(pane, o.Detail...)
 	} else {
+		setW := 4
+		for _, c := range merged.Classes {
+			setW = max(setW, ansi.StringWidth(sessions.Sanitize(c.Ranks))+2)
+		}
+		setW = min(setW, max(o.Width/4, 10))
 		for _, c := range merged.Classes {
 			spark := Sparkline(c.Spark)
-			line := fmt.Sprintf("#%-3d %-11s %s %s %s  %s", c.Class, threads(c.Count), pad("["+sessions.Sanitize(c.Ranks)+"]", 10),
+			line := fmt.Sprintf("#%-3d %-11s %s %s %s  %s", c.Class, threads(c.Count), pad("["+sessions.Sanitize(c.Ranks)+"]", setW),
 				st.progress(c.Progress, pad(ProgressText(c.Progress), 7)), spark, ClassPath(c, merged.Frames))
 			if c.Syscall != "" {
 				line += " · in " + sessions.Sanitize(c.Syscall)

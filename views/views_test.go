@@ -60,8 +60,8 @@ func TestGoldenViews(t *testing.T) {
 			return Header(st, s, hdr, Status{Mode: "replay", Replay: &ReplayStatus{Pos: 61 * time.Second, Len: 125 * time.Second, Speed: 2, Paused: true, Index: 7, Total: 30}}, w)
 		}},
 		{"header-finished-narrow", 40, func(w int) string { return Header(st, s, hdr, Status{Mode: "run", Finished: true}, w) }},
-		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, w); return r }},
-		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, w); return r }},
+		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, 6, w); return r }},
+		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, 6, w); return r }},
 		{"procs-tree", 100, func(w int) string {
 			return Processes(st, s, ProcRows(s, "tree", ""), ProcOptions{Width: w, Height: 12, Cursor: 2, Sort: "tree"})
 		}},
@@ -77,8 +77,10 @@ func TestGoldenViews(t *testing.T) {
 		{"crash-detail-segv", 100, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 50, Detail: true}) }},
 		{"crash-detail-abort", 80, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 30, Cursor: 1, Detail: true}) }},
 		{"threads", 100, func(w int) string { return Threads(st, s, ThreadOptions{Width: w, Height: 20}) }},
-		{"log", 100, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 12}) }},
-		{"log-filter", 80, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 6, Filter: "crash"}) }},
+		{"log", 100, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 12, Cursor: -1, Following: true}) }},
+		{"log-filter", 80, func(w int) string {
+			return Log(st, s, LogOptions{Width: w, Height: 6, Filter: "crash", Cursor: -1, Following: true})
+		}},
 		{"explain-cell-dumpable", 80, func(w int) string {
 			return RenderExplanation(st, ExplainCell(ix.PairCell(Unit{Member: 5}, Unit{Member: 1})), w, 22)
 		}},
@@ -120,7 +122,7 @@ func TestSanitizedRendering(t *testing.T) {
 		"detail":         Crashes(st, s, CrashOptions{Width: 200, Height: 60, Detail: true}),
 		"matrix":         Matrix(st, s, ix, MatrixOptions{Width: 200, Height: 20, Row: 0, Col: 1}),
 		"threads":        Threads(st, s, ThreadOptions{Width: 200, Height: 20}),
-		"log":            Log(st, s, LogOptions{Width: 400, Height: 20}),
+		"log":            Log(st, s, LogOptions{Width: 400, Height: 20, Cursor: -1, Following: true}),
 		"explain-group":  RenderExplanation(st, ExplainGroup(s.Groups[0]), 200, 40),
 		"explain-cell":   RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[0]), 200, 40),
 		"explain-thread": RenderExplanation(st, ExplainThread(ThreadList(s)[0].Thread), 200, 40),

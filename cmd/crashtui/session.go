@@ -47,6 +47,8 @@ type common struct {
 	tour        bool // demo, replay: the guided tour (--tour)
 	// control, when not nil, carries request lines to the tracer (agent --control: stdin).
 	control io.Reader
+	// ranksLog is the file run's ranks write their output to (the TUI's Output tab reads it).
+	ranksLog string
 }
 
 func (c *common) register(fs *flag.FlagSet) {

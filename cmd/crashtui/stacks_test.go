@@ -632,8 +632,8 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 	checkDetached(t, append(a.pids, b.pids...), nil)
 }
 
-// TestStacksDebuggerHandOff: g on a class lets go of its process, runs gdb on it in the
-// terminal (the rest of the job stays traced), and takes the process back when gdb exits.
+// TestStacksDebuggerHandOff: D on a class asks, naming the process, then y lets go of it, runs
+// gdb on it in the terminal (the rest of the job stays traced), and takes it back when gdb exits.
 func TestStacksDebuggerHandOff(t *testing.T) {
 	needRoot(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
@@ -648,7 +648,7 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 	scr.WaitFor(t, 10*time.Second, "recv_message", "barrier")
 	scr.Type("jjjjj") // down to main's first branch
 	// The cursor is only a colour, which the screen's text does not show: wait instead until
-	// the TUI has read the keys, so that g does not arrive in the same read as them.
+	// the TUI has read the keys, so that D does not arrive in the same read as them.
 	for dl := patience.New(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if n, err := unix.IoctlGetInt(int(scr.TTY.Fd()), unix.TIOCINQ); err != nil || n == 0 {
 			break
@@ -657,7 +657,9 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 			t.Fatalf("the TUI did not read the keys typed in %v", dl.Waited())
 		}
 	}
-	scr.Key(t, "g")
+	scr.Key(t, "D")
+	scr.WaitFor(t, 5*time.Second, "to a debugger? y/n")
+	scr.Key(t, "y")
 	txt := scr.WaitFor(t, 20*time.Second, "Attaching to process", "(gdb)")
 	var handed int
 	fmt.Sscanf(txt[strings.Index(txt, "Attaching to process"):], "Attaching to process %d", &handed)
@@ -770,7 +772,7 @@ func TestStacksRecordedAndReplayed(t *testing.T) {
 	}
 }
 
-// TestStacksDlvHandOff: for a Go program, g runs dlv attach (when dlv is installed) and
+// TestStacksDlvHandOff: for a Go program, D, y runs dlv attach (when dlv is installed) and
 // crashtui takes the process back when dlv exits without killing it.
 func TestStacksDlvHandOff(t *testing.T) {
 	needRoot(t)
@@ -784,7 +786,9 @@ func TestStacksDlvHandOff(t *testing.T) {
 	scr.Key(t, "5")
 	scr.Key(t, "S")
 	scr.WaitFor(t, 10*time.Second, "main.blockRead")
-	scr.Key(t, "g")
+	scr.Key(t, "D")
+	scr.WaitFor(t, 5*time.Second, "to a debugger? y/n")
+	scr.Key(t, "y")
 	scr.WaitFor(t, 30*time.Second, "(dlv)")
 	if tp := tracerPID(prog.Process.Pid); tp == 0 {
 		t.Errorf("the Go program is not traced by dlv")

@@ -105,6 +105,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		defer log.Close()
 		spec.Stdout, spec.Stderr = log, log
+		c.ranksLog = log.Name()
 		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s\n", log.Name())
 	}
 	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracing) error {
@@ -187,7 +188,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
-			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour})
+			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour, RanksLog: c.ranksLog})
 	}
 	if ownsJob(mode) {
 		endRanks(t, c.grace, stderr)

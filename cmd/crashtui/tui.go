@@ -9,7 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/sessions/outfile"
+	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/tui"
 	"github.com/crashtui/crashtui/views"
@@ -40,6 +42,11 @@ func (c controller) Signal(pid int, sig string) error {
 		return fmt.Errorf("signal %d: unknown signal %q", pid, sig)
 	}
 	return c.t.SignalProcess(pid, n)
+}
+
+// ProcDetail reads what /proc says about one process of the job now (files only: no stop).
+func (c controller) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	return tracer.ReadProcDetail(pid)
 }
 
 // AutoSample turns the periodic sampling on or off.
