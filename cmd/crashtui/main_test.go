@@ -310,7 +310,7 @@ func (j *job) waitLines(t *testing.T, prefix string, n int) []string {
 	return got
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (ptrace of other users' processes, prlimit, uid switches)")
 	}

@@ -44,6 +44,7 @@ func attachOnce(ctx context.Context, c *common, stdout io.Writer, mode string, j
 	if cerr := t.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("detach: %w", cerr)
 	}
+	s.settle() // every event of the step is in the State
 	if final != nil && ran {
 		// A result derived from the events (stacks' merged tree): recorded and in --json too.
 		s.mu.Lock()

@@ -164,20 +164,24 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) 
 }
 
 // session joins the tracer's event stream to its consumers: the State reducer, --json
-// output, the recorder and the TUI. The tracer's goroutine only applies an event to the State
-// and queues it: --json and the recording are written by writeLoop from an unbounded queue,
-// so a consumer that does not read (a pager, "| sleep 15") never stalls the tracer and so the
+// output, the recorder and the TUI. The tracer's goroutine only queues an event (emit): it
+// never takes the lock the TUI holds while it draws, so a slow frame never keeps a tracee
+// at its stop. applyLoop applies queued events to the State in batches, under mu, and hands
+// them on: --json and the recording are written by writeLoop from an unbounded queue, so a
+// consumer that does not read (a pager, "| sleep 15") never stalls the tracer and so the
 // job it holds.
 type session struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // the State's, held by the TUI while it reads it
 	state   *sessions.State
 	json    bool
 	out     *bufio.Writer // --json
 	enc     *json.Encoder
 	rec     *sessions.Recorder
 	recF    *outfile.File
+	in      batchQueue  // emitted, to applyLoop
 	queue   *eventQueue // to the TUI
-	writes  *eventQueue // to writeLoop (--json, recording)
+	writes  batchQueue  // applied, to writeLoop (--json, recording)
+	applied chan struct{}
 	written chan struct{}
 	// progress counts the events writeLoop has written: finish waits while it moves.
 	progress atomic.Int64
@@ -190,7 +194,9 @@ type session struct {
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
-		stdoutGone: make(chan struct{}), written: make(chan struct{})}
+		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
+	s.in.init()
+	s.writes.init()
 	if !c.json {
 		s.queue = newEventQueue()
 	}
@@ -212,7 +218,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		}
 		s.rec, s.recF = rec, f
 	}
-	s.writes = newEventQueue()
+	go s.applyLoop()
 	go s.writeLoop()
 	if c.json {
 		go s.watchReader(stdout)
@@ -227,26 +233,65 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 // stdoutGone, and keeps recording.
 func (s *session) writeLoop() {
 	defer close(s.written)
-	for e := range s.writes.out {
-		if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
-			err := s.enc.Encode(withSentences(e))
-			if err == nil && len(s.writes.out) == 0 {
-				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
+	for {
+		batch, ok := s.writes.take()
+		if !ok {
+			break
+		}
+		for _, e := range batch {
+			if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
+				if err := s.enc.Encode(withSentences(e)); err != nil {
+					s.fail(err)
+				}
 			}
-			if err != nil {
-				s.stdoutErr = err
-				s.goneOnce.Do(func() { close(s.stdoutGone) })
+			if s.rec != nil {
+				s.rec.Record(e)
+			}
+			s.progress.Add(1)
+		}
+		// Flushed when caught up, once a batch: a reader sees each event promptly, and a
+		// storm of events costs one write per batch, not one per event.
+		if s.enc != nil && s.stdoutErr == nil {
+			if err := s.out.Flush(); err != nil {
+				s.fail(err)
 			}
 		}
-		if s.rec != nil {
-			s.rec.Record(e)
-		}
-		s.progress.Add(1)
-	}
-	if s.enc != nil && s.stdoutErr == nil {
-		s.out.Flush()
 	}
 }
+
+// fail records the first failed --json write (the consumer went away).
+func (s *session) fail(err error) {
+	s.stdoutErr = err
+	s.goneOnce.Do(func() { close(s.stdoutGone) })
+}
+
+// applyLoop applies each batch of emitted events to the State, in order, and hands it to
+// the writer and the TUI.
+func (s *session) applyLoop() {
+	defer close(s.applied)
+	for {
+		batch, ok := s.in.take()
+		if !ok {
+			s.writes.close()
+			return
+		}
+		s.mu.Lock()
+		for _, e := range batch {
+			s.state.Apply(e)
+		}
+		s.mu.Unlock()
+		s.writes.pushAll(batch)
+		if s.queue != nil {
+			for _, e := range batch {
+				s.queue.push(e)
+			}
+		}
+		s.in.done(len(batch))
+	}
+}
+
+// settle waits until every event emitted so far is in the State.
+func (s *session) settle() { s.in.settle() }
 
 // withSentences is e as --json writes it. The tracer emits facts and recordings keep them
 // alone; people and scripts reading --json also get a thread's explanation and outcome in the
@@ -318,32 +363,24 @@ func header(job, host string) sessions.Header {
 		Start: time.Now().UTC(), Job: job, Host: host}
 }
 
-// emit is the tracer's Emit callback: it must not block for long, so it only applies the
-// event and queues it.
-func (s *session) emit(e sessions.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.state.Apply(e)
-	s.writes.push(e)
-	if s.queue != nil {
-		s.queue.push(e)
-	}
-}
+// emit is the tracer's Emit callback: it must not block, so it only queues the event
+// (applyLoop applies it).
+func (s *session) emit(e sessions.Event) { s.in.push(e) }
 
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
 // it may wait on a slow --json reader.
 func (s *session) finish(host string) sessions.Summary {
+	s.settle()
 	s.mu.Lock()
 	sum := s.state.Summary()
 	s.mu.Unlock()
 	s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sum})
-	s.mu.Lock()
+	s.in.close()
+	<-s.applied
 	if s.queue != nil {
 		s.queue.close()
 	}
-	s.writes.close()
-	s.mu.Unlock()
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
 	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
 	// that keeps reading gets everything, the summary last.
@@ -373,6 +410,71 @@ func (s *session) finish(host string) sessions.Summary {
 		s.recF.Close()
 	}
 	return sum
+}
+
+// batchQueue is an unbounded FIFO of events taken in batches: whatever came while its
+// reader was busy is taken at once, so a storm of events costs one wake of the reader per
+// batch. It counts what it was given and what its reader is done with (settle).
+type batchQueue struct {
+	mu          sync.Mutex
+	cond        *sync.Cond // signalled when items come, when closed, and when done
+	items       []sessions.Event
+	closed      bool
+	pushed, got int64
+}
+
+func (q *batchQueue) init() { q.cond = sync.NewCond(&q.mu) }
+
+func (q *batchQueue) push(e sessions.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, e)
+	q.pushed++
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+func (q *batchQueue) pushAll(es []sessions.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, es...)
+	q.pushed += int64(len(es))
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// take waits for items and returns them all; ok is false once the queue is closed and
+// empty.
+func (q *batchQueue) take() (batch []sessions.Event, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	batch, q.items = q.items, nil
+	return batch, len(batch) > 0 || !q.closed
+}
+
+// done says the reader has handled n more items.
+func (q *batchQueue) done(n int) {
+	q.mu.Lock()
+	q.got += int64(n)
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// settle waits until the reader is done with every item pushed before the call.
+func (q *batchQueue) settle() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for want := q.pushed; q.got < want; {
+		q.cond.Wait()
+	}
+}
+
+func (q *batchQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 // eventQueue is an unbounded FIFO between the tracer (which must never block on a slow

@@ -171,6 +171,7 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 	}
 	if c.json {
 		// The agents' stack samples merged across hosts: one tree, rank sets over every host.
+		s.settle()
 		s.mu.Lock()
 		var merged *sessions.Stacks
 		if s.state.SampleEvents > 0 {
