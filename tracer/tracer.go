@@ -98,7 +98,9 @@ func New(opts Options) *Tracer {
 		self:    os.Getpid(),
 	}
 	t.blocking = kickReady()
-	if !t.blocking {
+	if t.blocking {
+		quietStops()
+	} else {
 		signal.Notify(t.sigch, unix.SIGCHLD)
 	}
 	// The loop must not run on the process's main thread: a goroutine locked to it that

@@ -518,3 +518,18 @@ func TestUnattachedNamedInText(t *testing.T) {
 		t.Errorf("--json has no error event with the refusal of %d:\n%s", b.Process.Pid, out)
 	}
 }
+
+// TestMatrixOfOneProcess: the text of a one-process matrix says there is no pair, and
+// claims nothing about who may read whom.
+func TestMatrixOfOneProcess(t *testing.T) {
+	needRoot(t)
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out, code := runMatrix(t, "pid:"+strconv.Itoa(cmd.Process.Pid))
+	if code != 0 || !strings.Contains(string(out), "no pair to check") || strings.Contains(string(out), "every process may read") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}

@@ -38,6 +38,10 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 // printMatrix writes the matrix as a grid (one row per reader A, one column per target B)
 // followed by every refused pair with its reason and fix.
 func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
+	if len(m.PIDs) < 2 {
+		fmt.Fprintf(w, "the job has %d process(es) (%v): no pair to check; the matrix is about who may read whose memory.\n", len(m.PIDs), m.PIDs)
+		return
+	}
 	cells := map[[2]int]sessions.Cell{}
 	for _, c := range m.Cells {
 		cells[[2]int{c.From, c.To}] = c

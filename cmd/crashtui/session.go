@@ -287,8 +287,16 @@ func (s *session) applyLoop() {
 			}
 		}
 		s.in.done(len(batch))
+		// What comes meanwhile waits for the next batch: an emit then wakes no one (a
+		// Broadcast without a waiter is an atomic load), so the tracer's loop makes no
+		// futex call for an event, and a storm costs one wake here per applyEvery.
+		time.Sleep(applyEvery)
 	}
 }
+
+// applyEvery is how often, at most, applyLoop takes a batch: the State, --json and the TUI
+// lag the tracer by up to this much.
+const applyEvery = time.Millisecond
 
 // settle waits until every event emitted so far is in the State.
 func (s *session) settle() { s.in.settle() }

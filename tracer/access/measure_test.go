@@ -711,3 +711,27 @@ func TestMatrixOpenMPI(t *testing.T) {
 		})
 	}
 }
+
+// TestMatrixOneProcess: a job of one process has no pair: Matrix(true) holds and injects
+// nothing there (a static binary with no room for a guard near its pc made it fail for
+// nothing) and reports no error.
+func TestMatrixOneProcess(t *testing.T) {
+	measureNeedKernel(t)
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	log := &tracertest.EventLog{}
+	tr, _ := measureAttach(t, "pid:"+strconv.Itoa(cmd.Process.Pid), log)
+	m, st, err := New(tr).Matrix(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Injections != 0 || st.LongestStop != 0 || len(m.Cells) != 0 || len(m.PIDs) != 1 {
+		t.Errorf("one process: %d injections, held %v, %d cells, pids %v", st.Injections, st.LongestStop, len(m.Cells), m.PIDs)
+	}
+	if errs := tracertest.Of[sessions.Error](log); len(errs) > 0 {
+		t.Errorf("errors for a one-process matrix: %+v", errs)
+	}
+}
