@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -32,17 +33,20 @@ func TestReadProcDetail(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 
 	var d sessions.ProcDetail
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := patience.New(20 * time.Second)
 	for {
 		d, err = ReadProcDetail(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Until sleep has exec'd and gone to sleep (the fork's child runs Go's code first).
-		if len(d.Threads) == 1 && strings.Contains(d.Threads[0].Syscall, "nanosleep") && slices.Equal(d.Cmdline, []string{"sleep", "1000"}) {
+		// The state too: /proc is read file by file, and a thread seen in its syscall may
+		// show R in a status read a moment before it blocked.
+		if len(d.Threads) == 1 && strings.Contains(d.Threads[0].Syscall, "nanosleep") && slices.Equal(d.Cmdline, []string{"sleep", "1000"}) &&
+			strings.HasPrefix(d.State, "S") && d.Threads[0].State == "S" {
 			break
 		}
-		if time.Now().After(deadline) {
+		if deadline.Passed() {
 			t.Fatalf("sleep never showed asleep in its syscall: %+v", d)
 		}
 		time.Sleep(10 * time.Millisecond)
