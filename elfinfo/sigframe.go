@@ -26,6 +26,11 @@ type sigframeABI struct {
 	// popped is how much the trampoline's first instruction raises sp (ppc64le's addi r1,r1,128
 	// pops the handler's dummy caller frame), for a thread stopped past it.
 	popped uint64
+	// call is the instruction just before the trampoline that calls the handler, where the
+	// kernel enters a handler and a thread stopped before its handler runs is, with the
+	// trampoline's sp (ppc64le's bctrl: __kernel_start_sigtramp_rt64, or tramp[0] of the
+	// frame's own trampoline). 0 where the kernel enters the handler itself.
+	call uint32
 }
 
 var sigframeABIs = map[string]*sigframeABI{
@@ -56,15 +61,18 @@ var sigframeABIs = map[string]*sigframeABI{
 	// uc_link, uc_stack, uc_sigmask, __unused[15]); its gp_regs 64 bytes into sigcontext
 	// (_unused[4], signal, _pad0, handler, oldmask, regs): r0-r31, then PT_NIP (32) and
 	// PT_LNK (36); the vDSO's own CFI reads the same words (PTREGS 128+168+56 points at them).
-	// The trampoline is addi r1,r1,128; li r0,172 (__NR_rt_sigreturn); sc: the vDSO's
-	// __kernel_sigtramp_rt64 (where the handler called by __kernel_start_sigtramp_rt64's
-	// bctrl returns), or the same words setup_trampoline writes into the frame without one.
+	// The kernel enters the handler through the vDSO's __kernel_start_sigtramp_rt64, a bctrl
+	// to it (the nip a thread stopped before its handler runs has), which returns to the
+	// trampoline right after: addi r1,r1,128; li r0,172 (__NR_rt_sigreturn); sc, the vDSO's
+	// __kernel_sigtramp_rt64; setup_trampoline writes the same four words into the frame
+	// when there is no vDSO.
 	"ppc64le": {
 		regs:   128 + 168 + 64,
 		slot:   gprSlots(32, regSlot{65, 36}), // r0-r31, LR
 		pc:     32,
 		tramp:  []uint32{0x38210080, 0x380000ac, 0x44000002},
 		popped: 128,
+		call:   0x4e800421,
 	},
 }
 
@@ -174,8 +182,8 @@ func (abi *sigframeABI) trampIn(pc uint64, mem MemReader) (is, read bool) {
 }
 
 // inTrampoline says whether a thread stopped at pc with stack pointer sp is inside the
-// trampoline (its handler has returned, rt_sigreturn is not made yet), and gives the stack
-// pointer the trampoline started with.
+// trampoline (its handler has returned, rt_sigreturn is not made yet) or at the call of its
+// handler just before it (ppc64le), and gives the stack pointer the trampoline starts with.
 func (r *Resolver) inTrampoline(pid int, maps []Mapping, arch string, pc, sp uint64, mem MemReader) (uint64, bool) {
 	abi := sigframeABIs[arch]
 	if abi == nil {
@@ -190,6 +198,12 @@ func (r *Resolver) inTrampoline(pid int, maps []Mapping, arch string, pc, sp uin
 			if k > 0 {
 				sp -= abi.popped
 			}
+			return sp, true
+		}
+	}
+	if abi.call != 0 && r.trampAt(pid, maps, abi, pc+4, mem) {
+		var b [4]byte
+		if mem(pc, b[:]) == nil && binary.LittleEndian.Uint32(b[:]) == abi.call {
 			return sp, true
 		}
 	}

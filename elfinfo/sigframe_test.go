@@ -136,18 +136,23 @@ func TestSignalFrameC(t *testing.T) {
 	// yet) is in the same signal frame: unwound from each of the trampoline's instructions,
 	// with the stack pointer the handler returned with (the ucontext is at it on amd64, 128
 	// bytes above it on arm64, past the siginfo, and on ppc64le, past the dummy caller frame
-	// that the trampoline's first instruction pops), the same frames follow.
-	type at struct{ off, sp uint64 }
+	// that the trampoline's first instruction pops), the same frames follow. So they do on
+	// ppc64le from the vDSO's bctrl before it, where the kernel enters the handler (a thread
+	// held as its handler is about to run is there).
+	type at struct {
+		off int64
+		sp  uint64
+	}
 	tsp := uc - map[string]uint64{"amd64": 0, "arm64": 128, "ppc64le": 128}[runtime.GOARCH]
 	starts := map[string][]at{
-		"amd64":   {{0, tsp}, {7, tsp}},                       // mov $15,%rax; syscall
-		"arm64":   {{0, tsp}, {4, tsp}},                       // mov x8,#139; svc #0
-		"ppc64le": {{0, tsp}, {4, tsp + 128}, {8, tsp + 128}}, // addi r1,r1,128; li r0,172; sc
+		"amd64":   {{0, tsp}, {7, tsp}},                                  // mov $15,%rax; syscall
+		"arm64":   {{0, tsp}, {4, tsp}},                                  // mov x8,#139; svc #0
+		"ppc64le": {{-4, tsp}, {0, tsp}, {4, tsp + 128}, {8, tsp + 128}}, // bctrl; addi r1,r1,128; li r0,172; sc
 	}[runtime.GOARCH]
 	for _, st := range starts {
-		got := r.Unwind(pid, maps, fs[k].PC+st.off, st.sp, 0, 0, runtime.GOARCH, mem, 64)
+		got := r.Unwind(pid, maps, fs[k].PC+uint64(st.off), st.sp, 0, 0, runtime.GOARCH, mem, 64)
 		if len(got) != len(fs)-k || !got[0].Signal || got[1].PC != hit || stackNames(got[1:]) != stackNames(fs[k+1:]) {
-			t.Errorf("from the trampoline's pc+%d, sp %#x:%s\nwant the signal frame, then:%s", st.off, st.sp, frameList(got), frameList(fs[k+1:]))
+			t.Errorf("from the trampoline's pc%+d, sp %#x:%s\nwant the signal frame, then:%s", st.off, st.sp, frameList(got), frameList(fs[k+1:]))
 		}
 	}
 	again := r.Relocate(pid, maps, fs)
