@@ -19,7 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // sighandlerProgram is testdata/sighandler.c built -O2 without frame pointers: by the gcc
@@ -184,90 +183,212 @@ func guestProgram(t *testing.T, env, name string) string {
 	return out
 }
 
-// TestSignalFrameGo: the Go runtime's own signal handler path on the architecture that runs
-// it (its handler sigtramp, entered from the kernel's rt_sigframe and returning to the
-// trampoline: its own sigreturn__sigaction on amd64, the vDSO's on arm64 and ppc64le). A
-// flood of SIGURG, the runtime's preemption signal, keeps crashprog's threads (one spinning
-// in main.spin, main blocked in a raw read) in the handler; the process is stopped until
-// one is, and every thread found in runtime.sigtramp must unwind into a signal frame and a
-// named interrupted function; some thread must do so into main.spin or main.blockRead, down
-// to its goroutine's (or thread's) first frame.
+// ptraceHandlerEntry takes a thread of a running process into its handler for sig, the way
+// a debugger (or crashtui's engine, which delivers a signal before it holds a thread) does:
+// PTRACE_SEIZE and PTRACE_INTERRUPT it, queue sig, let it take it (its signal-delivery-stop),
+// then PTRACE_SINGLESTEP with sig, which sets up the handler's frame and stops the thread
+// where the handler is entered (signal_delivered's ptrace_notify). Call from a goroutine
+// locked to its OS thread; t.Cleanup detaches.
+func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal) {
+	t.Helper()
+	wait := func(what string) syscall.WaitStatus {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
+			t.Fatalf("thread %d, %s: %v %#x", tid, what, err, ws)
+		}
+		return ws
+	}
+	if err := ptraceSeize(tid); err != nil {
+		t.Fatalf("seize %d: %v", tid, err)
+	}
+	t.Cleanup(func() { syscall.PtraceDetach(tid) })
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
+		t.Fatalf("interrupt %d: %v", tid, e)
+	}
+	wait("interrupt")
+	if err := syscall.Tgkill(pid, tid, sig); err != nil {
+		t.Fatalf("tgkill %d %v: %v", tid, sig, err)
+	}
+	// Until its signal-delivery-stop for sig (the runtime may have queued another first).
+	for n := 0; ; n++ {
+		if err := syscall.PtraceCont(tid, 0); err != nil {
+			t.Fatalf("cont %d: %v", tid, err)
+		}
+		if ws := wait("signal delivery"); ws.StopSignal() == sig {
+			break
+		} else if n > 100 {
+			t.Fatalf("thread %d: no stop for %v, last %#x", tid, sig, ws)
+		}
+	}
+	ptraceStep(t, tid, sig)
+	if ws := wait("handler entry"); ws.StopSignal() != syscall.SIGTRAP {
+		t.Fatalf("thread %d: stopped with %v after stepping into the handler, want SIGTRAP", tid, ws.StopSignal())
+	}
+}
+
+// ptraceStep is PTRACE_SINGLESTEP delivering sig (0 for none); the caller waits.
+func ptraceStep(t *testing.T, tid int, sig syscall.Signal) {
+	t.Helper()
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, syscall.PTRACE_SINGLESTEP, uintptr(tid), 0, uintptr(sig), 0, 0); e != 0 {
+		t.Fatalf("single-step %d: %v", tid, e)
+	}
+}
+
+// unwindThread unwinds a ptrace-stopped thread.
+func unwindThread(t *testing.T, r *Resolver, pid, tid int, mem MemReader) []Frame {
+	t.Helper()
+	var rg syscall.PtraceRegs
+	if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
+		t.Fatalf("registers of %d: %v", tid, err)
+	}
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, sp, fp, lr := startRegs(&rg)
+	return r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
+}
+
+// TestSignalFrameGo: the Go runtime's own signal handler path (sigtramp, entered from the
+// kernel's rt_sigframe, returning to the trampoline: its own sigreturn__sigaction on amd64,
+// the vDSO's on arm64 and ppc64le), on crashprog's thread blocked in a raw read under
+// main.blockRead and on the one spinning in main.spin, each taken into the runtime's SIGURG
+// handler by ptrace. Where the handler is entered (runtime.sigtramp; on ppc64le the vDSO's
+// bctrl that calls it) and again at runtime.sigtrampgo, single steps later, the stack is the
+// handler's frames, the signal frame, the interrupted code at the pc the signal hit, down to
+// the goroutine's first frame.
 func TestSignalFrameGo(t *testing.T) {
 	exe := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
-	cmd := exec.Command(exe, "hang")
-	stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		stdin.Close()
-		cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
-	}
-	mem := procMem(t, pid)
-	r := NewResolver()
-	defer r.Close()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-				syscall.Kill(pid, syscall.SIGURG)
+	for _, tc := range []struct{ name, fn string }{{"read", "main.blockRead"}, {"spin", "main.spin"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(exe, "hang")
+			stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}()
-	// Each stop finds a thread in the handler with some probability: the test waits on that
-	// state, with a deadline generous for an emulated guest.
-	deadline := time.Now().Add(240 * time.Second)
-	inHandler := 0
-	for try := 0; ; try++ {
-		groupStop(t, pid)
-		runtime.LockOSThread()
-		regs := threadRegs(t, pid)
-		runtime.UnlockOSThread()
-		maps, err := ReadMaps(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for tid, rg := range regs {
-			pc, sp, fp, lr := startRegs(&rg)
-			fs := r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
-			k := slices.IndexFunc(fs, func(f Frame) bool { return f.Function == "runtime.sigtramp" })
-			if k < 0 {
-				continue
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-			inHandler++
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			t.Cleanup(func() {
+				syscall.Kill(pid, syscall.SIGKILL)
+				stdin.Close()
+				cmd.Wait()
+			})
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+				t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
+			}
+			runtime.LockOSThread() // every ptrace request must come from the thread that seized
+			defer runtime.UnlockOSThread()
+			mem := procMem(t, pid)
+			r := NewResolver()
+			defer r.Close()
+			// The thread: the one in read(2), or one running (user code) whose stack is in
+			// main.spin (sysmon and idle threads run now and then too).
+			var tid int
+			waitFor(t, func() bool {
+				for id, nr := range taskSyscalls(pid) {
+					switch {
+					case tc.fn == "main.blockRead" && nr == syscall.SYS_READ:
+						tid = id
+						return true
+					case tc.fn == "main.spin" && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
+						tid = id
+						return true
+					}
+				}
+				return false
+			}, "a thread of crashprog in "+tc.fn)
+			ptraceHandlerEntry(t, pid, tid, syscall.SIGURG)
+
+			entry := unwindThread(t, r, pid, tid, mem)
+			t.Logf("handler entered, thread %d:%s", tid, frameList(entry))
+			k := slices.IndexFunc(entry, func(f Frame) bool { return f.Signal })
 			switch {
-			case k+2 >= len(fs) || !fs[k+1].Signal || fs[k+1].SourceFrames()[0].Function != SignalFrameName:
-				t.Fatalf("stop %d, thread %d: no signal frame after runtime.sigtramp:%s", try, tid, frameList(fs))
-			case fs[k+2].Function == "" || fs[k+2].Signal:
-				t.Fatalf("stop %d, thread %d: the interrupted frame is unnamed:%s", try, tid, frameList(fs))
+			case runtime.GOARCH == "ppc64le" && k != 0:
+				t.Fatalf("frame 0 is not the signal frame (the vDSO's bctrl to the handler)")
+			case runtime.GOARCH != "ppc64le" && (k != 1 || entry[0].Function != "runtime.sigtramp"):
+				t.Fatalf("frames 0 and 1 are not runtime.sigtramp and the signal frame")
 			}
-			past := fs[k+2:]
-			ours := slices.ContainsFunc(past, func(f Frame) bool { return f.Function == "main.spin" || f.Function == "main.blockRead" })
-			if ours && outermost[past[len(past)-1].Function] {
-				t.Logf("stop %d, thread %d (%d stacks in the handler seen): %s", try, tid, inHandler, stackNames(fs))
-				return
+			interrupted := checkInterrupted(t, entry[k+1:], tc.fn)
+
+			// Into the handler, to its call of sigtrampgo: sigtramp is a caller now.
+			for n := 0; ; n++ {
+				var rg syscall.PtraceRegs
+				if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
+					t.Fatal(err)
+				}
+				maps, err := ReadMaps(pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pc, _, _, _ := startRegs(&rg)
+				if r.Locate(pid, maps, pc).Function == "runtime.sigtrampgo" {
+					break
+				}
+				if n == 5000 {
+					t.Fatalf("no runtime.sigtrampgo in %d single steps from the handler's entry", n)
+				}
+				ptraceStep(t, tid, 0)
+				var ws syscall.WaitStatus
+				if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || ws.StopSignal() != syscall.SIGTRAP {
+					t.Fatalf("single step %d of %d: %v %#x", n, tid, err, ws)
+				}
 			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("in %d stops, %d threads were in the signal handler, none interrupted in crashprog's main.spin or main.blockRead", try+1, inHandler)
-		}
-		groupCont(t, pid)
+			inGo := unwindThread(t, r, pid, tid, mem)
+			t.Logf("in runtime.sigtrampgo:%s", frameList(inGo))
+			if len(inGo) < 3 || inGo[0].Function != "runtime.sigtrampgo" || inGo[1].Function != "runtime.sigtramp" || !inGo[2].Signal {
+				t.Fatalf("frames 0-2 are not runtime.sigtrampgo, runtime.sigtramp and the signal frame")
+			}
+			if again := checkInterrupted(t, inGo[3:], tc.fn); stackNames(again) != stackNames(interrupted) || again[0].PC != interrupted[0].PC {
+				t.Errorf("from sigtrampgo the interrupted frames are %s at %#x, from the handler's entry %s at %#x",
+					stackNames(again), again[0].PC, stackNames(interrupted), interrupted[0].PC)
+			}
+		})
 	}
+}
+
+// stopsIn says whether thread tid of pid, interrupted for a moment with ptrace, is in fn
+// (its stack holds it); it is detached again.
+func stopsIn(t *testing.T, r *Resolver, pid, tid int, mem MemReader, fn string) bool {
+	t.Helper()
+	if err := ptraceSeize(tid); err != nil {
+		return false
+	}
+	defer syscall.PtraceDetach(tid)
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
+		return false
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
+		return false
+	}
+	return inStack(unwindThread(t, r, pid, tid, mem), fn)
+}
+
+// inStack says whether fn is one of the frames gdb would show for fs (inlined calls too).
+func inStack(fs []Frame, fn string) bool {
+	return slices.ContainsFunc(fs, func(f Frame) bool {
+		return slices.ContainsFunc(f.SourceFrames(), func(s SourceFrame) bool { return s.Function == fn })
+	})
+}
+
+// checkInterrupted checks the frames past a signal frame: the interrupted code, named, whose
+// stack holds fn and ends at its goroutine's first frame; it returns them.
+func checkInterrupted(t *testing.T, fs []Frame, fn string) []Frame {
+	t.Helper()
+	switch {
+	case len(fs) == 0 || fs[0].Function == "" || fs[0].Signal:
+		t.Fatalf("the interrupted frame is unnamed")
+	case !inStack(fs, fn):
+		t.Fatalf("the interrupted code is not under %s", fn)
+	case !outermost[fs[len(fs)-1].Function]:
+		t.Fatalf("the interrupted code's stack ends in %s", fs[len(fs)-1].Location)
+	}
+	return fs
 }
