@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -28,11 +27,14 @@ type ThreadSample struct {
 	State string `json:"state"`
 	// Held is true when the registers were read in a ptrace-stop; false when the thread was
 	// read from /proc while blocked (Note says why) and its stack may be partial.
-	Held    bool    `json:"held"`
-	Syscall string  `json:"syscall,omitempty"` // the call it was blocked in
-	CPU     uint64  `json:"cpu"`               // utime+stime so far, in clock ticks
-	Frames  []Frame `json:"frames"`
-	Note    string  `json:"note,omitempty"`
+	Held    bool   `json:"held"`
+	Syscall string `json:"syscall,omitempty"` // the call it was blocked in
+	CPU     uint64 `json:"cpu"`               // utime+stime so far, in clock ticks
+	// RunNS is the time it has spent on a CPU so far, in nanoseconds (schedstat; 0 where the
+	// kernel does not keep it): what tells a spinning thread from a blocked one.
+	RunNS  uint64  `json:"run_ns,omitempty"`
+	Frames []Frame `json:"frames"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // Stacks is the merged view of the samples (STAT's prefix tree and equivalence classes, over
@@ -51,14 +53,26 @@ type Stacks struct {
 	Culprit *LoneRank  `json:"culprit,omitempty"`
 }
 
-// Progress over the samples: the same innermost pc and stack every time, a stack that
-// changed, a mix of both among a class's threads, or unknown (one sample only).
+// Progress over the samples, from the stacks and the kernel's own counters (each thread's
+// state and CPU time, /proc/TID/stat and schedstat): the same call path every time and no CPU
+// used (stuck: blocked), the same call path and CPU used (spinning: a busy wait, a livelock,
+// or one long loop), a call path that changed (moving), stopped by job control (stopped), a
+// mix of these among a class's threads (mixed), or unknown (fewer than two samples with a
+// stack). A sample that read no stack is no change of stack.
 const (
-	Stuck   = "stuck"
-	Moving  = "moving"
-	Mixed   = "mixed"
-	Unknown = "unknown"
+	Stuck    = "stuck"
+	Spinning = "spinning"
+	Moving   = "moving"
+	Stopped  = "stopped"
+	Mixed    = "mixed"
+	Unknown  = "unknown"
 )
+
+// SpinShare is the share of one CPU a thread must have used over the samples, on the same
+// path, to be spinning rather than stuck: a blocked thread uses none, one that wakes to poll
+// every millisecond 1-3%, a busy wait all of one (still a third of one with six runnable
+// threads on a loaded 2-CPU machine).
+const SpinShare = 0.10
 
 // StackFrame is one frame of a merged path.
 type StackFrame struct {
@@ -82,9 +96,11 @@ type StackClass struct {
 	Syscall  string       `json:"syscall,omitempty"`
 	// Since is when its threads were first seen on this same stack, for a stuck class.
 	Since *time.Time `json:"since,omitempty"`
-	// CPUTicks is the CPU time its threads used over the samples (clock ticks): a stuck
-	// class that uses CPU is spinning, one that uses none is blocked.
+	// CPUTicks is the CPU time its threads used over the samples (clock ticks).
 	CPUTicks uint64 `json:"cpu_ticks"`
+	// CPUShare is the share of one CPU each of its threads used on average over the
+	// samples (0.0-1.0 and up, from schedstat or the ticks): what makes a class spinning.
+	CPUShare float64 `json:"cpu_share"`
 	// Partial is true when some of its threads were read from /proc, not stopped.
 	Partial bool `json:"partial,omitempty"`
 	// Spark is how many threads were on this path in each sample, oldest first.
@@ -216,9 +232,11 @@ type threadTrack struct {
 	rank    Rank
 	tid     int
 	keys    []string // path key per sample, oldest first
-	exact   []string // exact PCs per sample
 	times   []time.Time
 	cpu     []uint64
+	runNS   []uint64
+	framed  []bool // the sample read a stack
+	state   string // in the latest sample
 	seqs    []int
 	last    []Frame
 	syscall string
@@ -288,17 +306,18 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			}
 			tr.rank = s.Rank
 			p := path(th.Frames, o)
-			var key, exact strings.Builder
+			var key strings.Builder
 			for _, f := range p {
 				k, _ := frameKey(f, o.Frames)
 				key.WriteString(k)
 				key.WriteByte('\n')
-				fmt.Fprintf(&exact, "%x;", uint64(f.PC))
 			}
 			tr.keys = append(tr.keys, key.String())
-			tr.exact = append(tr.exact, exact.String())
 			tr.times = append(tr.times, s.Time)
 			tr.cpu = append(tr.cpu, th.CPU)
+			tr.runNS = append(tr.runNS, th.RunNS)
+			tr.framed = append(tr.framed, len(th.Frames) > 0)
+			tr.state = th.State
 			tr.seqs = append(tr.seqs, s.Seq)
 			tr.last, tr.syscall, tr.held = p, th.Syscall, th.Held
 		}
@@ -311,17 +330,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			cur = append(cur, tr)
 		}
 	}
-	progress := func(tr *threadTrack) string {
-		if len(tr.exact) < 2 {
-			return Unknown
-		}
-		for _, e := range tr.exact[1:] {
-			if e != tr.exact[0] {
-				return Moving
-			}
-		}
-		return Stuck
-	}
+	progress := func(tr *threadTrack) string { return tr.progress() }
 	// combine merges two progresses: a thread seen once (unknown) does not make its class
 	// mixed; stuck and moving do.
 	combine := func(a, b string) string {
@@ -366,6 +375,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 				sys = ""
 			}
 			c.CPUTicks += tr.cpu[len(tr.cpu)-1] - tr.cpu[0]
+			c.CPUShare += tr.cpuShare() / float64(len(ca.threads))
 			c.Partial = c.Partial || !tr.held
 		}
 		c.Syscall = sys
@@ -405,12 +415,12 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 		for _, tr := range ca.threads {
 			classOf[tr] = i + 1
 		}
-		if ca.c.Progress == Stuck {
+		if ca.c.Progress == Stuck || ca.c.Progress == Spinning {
 			// Stuck since the oldest sample of the run of identical stacks its threads share.
 			var since time.Time
 			for _, tr := range ca.threads {
-				j := len(tr.exact) - 1
-				for j > 0 && tr.exact[j-1] == tr.exact[len(tr.exact)-1] {
+				j := len(tr.keys) - 1
+				for j > 0 && tr.keys[j-1] == tr.keys[len(tr.keys)-1] {
 					j--
 				}
 				if since.IsZero() || tr.times[j].After(since) {
@@ -574,14 +584,71 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 		}
 	}
 	sort.SliceStable(out.Lone, func(i, j int) bool { return out.Lone[i].Rank < out.Lone[j].Rank })
-	switch stuck := lonely(out.Lone, Stuck); {
+	// The culprit stays where it is: blocked, or spinning there (an MPI library's progress
+	// loop polls at full CPU in a deadlock as much as a blocked read waits).
+	switch still := append(lonely(out.Lone, Stuck), lonely(out.Lone, Spinning)...); {
 	case len(out.Lone) == 1 && !TimedWait(out.Lone[0].Syscall):
 		l := out.Lone[0]
 		out.Culprit = &l
-	case len(stuck) == 1:
-		out.Culprit = &stuck[0]
+	case len(still) == 1:
+		out.Culprit = &still[0]
 	}
 	return out
+}
+
+// progress is the thread's progress over its samples (see Stuck).
+func (tr *threadTrack) progress() string {
+	if tr.state == "T" || tr.state == "t" {
+		return Stopped
+	}
+	first, last := tr.framedRange()
+	if first < 0 || first == last {
+		return Unknown
+	}
+	for j := first + 1; j <= last; j++ {
+		if tr.framed[j] && tr.keys[j] != tr.keys[first] {
+			return Moving
+		}
+	}
+	if tr.cpuShare() >= SpinShare {
+		return Spinning
+	}
+	return Stuck
+}
+
+// framedRange is the first and the last of the thread's samples that read a stack (-1s when
+// none did).
+func (tr *threadTrack) framedRange() (first, last int) {
+	first, last = -1, -1
+	for j, ok := range tr.framed {
+		if ok {
+			if first < 0 {
+				first = j
+			}
+			last = j
+		}
+	}
+	return first, last
+}
+
+// cpuShare is the share of one CPU the thread used between its first and last sample: its
+// run time from schedstat when both have it, else its stat ticks (USER_HZ, 100 a second).
+func (tr *threadTrack) cpuShare() float64 {
+	n := len(tr.times)
+	if n < 2 {
+		return 0
+	}
+	wall := tr.times[n-1].Sub(tr.times[0])
+	if wall <= 0 {
+		return 0
+	}
+	var used time.Duration
+	if tr.runNS[0] > 0 && tr.runNS[n-1] >= tr.runNS[0] {
+		used = time.Duration(tr.runNS[n-1] - tr.runNS[0])
+	} else if tr.cpu[n-1] >= tr.cpu[0] {
+		used = time.Duration(tr.cpu[n-1]-tr.cpu[0]) * 10 * time.Millisecond
+	}
+	return float64(used) / float64(wall)
 }
 
 func stackFrame(f Frame) StackFrame {

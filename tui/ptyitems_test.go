@@ -327,7 +327,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 				t.Errorf("a sample moved the cursor off watch_loop: %q\n%s", l, txt)
 			}
 			p.Key(t, "e") // the frame is drawn in pieces: wait for the title that names the class
-			p.WaitFor(t, 5*time.Second, "1 thread on one path (pid 4110)", "What: 1 thread of pid 4110 on main > watch_loop")
+			p.WaitFor(t, 5*time.Second, "1 thread on one path (pid 4110)", "What: 1 thread of pid 4110")
 			p.Key(t, "\x1b")
 
 			// Threads: tid 4201 stays selected when a new checkpoint lists a thread before it.

@@ -146,15 +146,15 @@ func stackLess(by string) func(a, b *sessions.StackNode) bool {
 	case "ranks":
 		return func(a, b *sessions.StackNode) bool { return firstPID(a) < firstPID(b) }
 	case "state":
-		rank := map[string]int{sessions.Stuck: 0, sessions.Mixed: 1, sessions.Moving: 2}
+		rank := map[string]int{sessions.Stuck: 0, sessions.Spinning: 1, sessions.Mixed: 2, sessions.Moving: 3, sessions.Stopped: 4}
 		return func(a, b *sessions.StackNode) bool {
 			ra, ok := rank[a.Progress]
 			if !ok {
-				ra = 3
+				ra = 5
 			}
 			rb, ok := rank[b.Progress]
 			if !ok {
-				rb = 3
+				rb = 5
 			}
 			return ra < rb
 		}
@@ -271,8 +271,12 @@ func ProgressText(p string) string {
 	switch p {
 	case sessions.Stuck:
 		return "stuck"
+	case sessions.Spinning:
+		return "spinning"
 	case sessions.Moving:
 		return "moving"
+	case sessions.Stopped:
+		return "stopped"
 	case sessions.Mixed:
 		return "mixed"
 	}
@@ -307,34 +311,83 @@ func StacksSummary(st sessions.Stacks) []string {
 		case l.Progress == sessions.Stuck && sessions.TimedWait(l.Syscall):
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s; it is sleeping in %s, a timed wait, not blocked on another rank.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), sessions.Sanitize(l.Syscall)))
-		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && l.Progress == sessions.Stuck:
-			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it is stuck there while %s wait elsewhere: "+
+		case st.Culprit != nil && l.PID == st.Culprit.PID && l.Host == st.Culprit.Host && (l.Progress == sessions.Stuck || l.Progress == sessions.Spinning):
+			how := "stuck there"
+			if l.Progress == sessions.Spinning {
+				how = "stays there, spinning (a progress loop polls at full CPU while it waits)"
+			}
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, and it %s while %s wait elsewhere: "+
 				"the classic deadlock culprit (look at what it waits for, and who should have sent it).",
-				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), othersWord(l.Others)))
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At), strings.Replace(how, "stuck there", "is stuck there", 1), othersWord(l.Others)))
 		case l.Progress == sessions.Moving:
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s and it is still moving: a slow rank the others may be waiting for.",
+				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At)))
+		case l.Progress == sessions.Spinning:
+			out = append(out, fmt.Sprintf("%s is the only one in %s under %s, on the same path every time and using CPU: busy there (a busy wait, a livelock, or one long loop) while the others wait.",
 				who, sessions.Sanitize(l.Into), sessions.Sanitize(l.At)))
 		default:
 			out = append(out, fmt.Sprintf("%s is the only one in %s under %s (%s).", who, sessions.Sanitize(l.Into),
 				sessions.Sanitize(l.At), ProgressText(l.Progress)))
 		}
 	}
-	stuck, moving := 0, 0
+	if st.Samples >= 2 {
+		out = append(out, progressVerdict(st)...)
+	}
+	return out
+}
+
+// progressVerdict is what the processes' progress says about the job: blocked, spinning,
+// moving and stopped, with where the spinning and the blocked are.
+func progressVerdict(st sessions.Stacks) []string {
+	n := map[string]int{}
 	for _, r := range st.Ranks {
 		switch r.Progress {
-		case sessions.Stuck:
-			stuck++
-		case sessions.Moving, sessions.Mixed:
-			moving++ // some thread of it moved
+		case sessions.Mixed:
+			n[sessions.Moving]++ // some thread of it moved
+		default:
+			n[r.Progress]++
 		}
 	}
-	if st.Samples >= 2 {
-		switch {
-		case moving == 0 && stuck > 0:
-			out = append(out, fmt.Sprintf("No process moved over %d samples: a hang (a deadlock if they wait on each other), not a slow job.", st.Samples))
-		case stuck > 0 && moving > 0:
-			out = append(out, fmt.Sprintf("%s stuck, %s moving.", Count(stuck, "process", "processes"), Count(moving, "process", "processes")))
+	stuck, spin, moving, stopped := n[sessions.Stuck], n[sessions.Spinning], n[sessions.Moving], n[sessions.Stopped]
+	var out []string
+	// Where the spinning ones spin and where the blocked ones block: the biggest class of
+	// each, by its innermost frame (the cut's, for an MPI call).
+	where := func(p string) (string, sessions.StackClass, bool) {
+		for _, c := range st.Classes {
+			if c.Progress == p && len(c.Frames) > 0 {
+				f := c.Frames[len(c.Frames)-1]
+				return frameLabel(f, "function"), c, true
+			}
 		}
+		return "", sessions.StackClass{}, false
+	}
+	switch {
+	case stuck+spin+stopped > 0 && moving == 0 && spin == 0 && stopped == 0:
+		out = append(out, fmt.Sprintf("No process moved over %d samples and none used CPU: a hang (a deadlock if they wait on each other), not a slow job.", st.Samples))
+	case spin > 0 && moving == 0 && stuck == 0:
+		out = append(out, fmt.Sprintf("No process left its call path over %d samples, and they use CPU: a livelock or busy wait (or one very long loop), not a deadlock.", st.Samples))
+	}
+	if spin > 0 {
+		if at, c, ok := where(sessions.Spinning); ok {
+			out = append(out, fmt.Sprintf("%s spin in %s (same path every sample, %.0f%% of a CPU each): busy, not blocked.",
+				Count(spin, "process", "processes"), at, 100*c.CPUShare))
+		}
+	}
+	if stuck > 0 && (spin > 0 || moving > 0) {
+		if at, c, ok := where(sessions.Stuck); ok {
+			in := ""
+			if c.Syscall != "" {
+				in = " in " + sessions.Sanitize(c.Syscall)
+			}
+			out = append(out, fmt.Sprintf("%s blocked in %s%s.", Count(stuck, "process is", "processes are"), at, in))
+		}
+	}
+	if moving > 0 && (stuck > 0 || spin > 0) {
+		out = append(out, fmt.Sprintf("%s moving.", Count(moving, "process is", "processes are")))
+	}
+	if stopped > 0 {
+		out = append(out, fmt.Sprintf("%s stopped by job control (SIGSTOP, Ctrl-Z): not a hang; SIGCONT resumes %s.",
+			Count(stopped, "process is", "processes are"), map[bool]string{true: "it", false: "them"}[stopped == 1]))
 	}
 	return out
 }
@@ -348,19 +401,19 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 	if c.Syscall != "" {
 		in = ", blocked in " + sessions.Sanitize(c.Syscall)
 	}
+	since := ""
+	if c.Since != nil {
+		since = " since " + c.Since.Format(time.TimeOnly)
+	}
 	switch c.Progress {
 	case sessions.Stuck:
-		since := ""
-		if c.Since != nil {
-			since = " since " + c.Since.Format(time.TimeOnly)
-		}
-		if c.CPUTicks > 0 && c.Syscall == "" {
-			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s but used CPU: spinning (a busy-wait or a livelock) at %s.",
-				threads(c.Count), ranksWord(c.Ranks), since, path)
-		} else {
-			ex.What = fmt.Sprintf("%s of %s sat at the same pc and stack in every sample%s%s: %s.",
-				threads(c.Count), ranksWord(c.Ranks), since, in, path)
-		}
+		ex.What = fmt.Sprintf("%s of %s sat on the same call path in every sample%s%s, using no CPU: blocked at %s.",
+			threads(c.Count), ranksWord(c.Ranks), since, in, path)
+	case sessions.Spinning:
+		ex.What = fmt.Sprintf("%s of %s sat on the same call path in every sample%s but used %.0f%% of a CPU each: spinning (a busy wait, a livelock, or one long loop) at %s.",
+			threads(c.Count), ranksWord(c.Ranks), since, 100*c.CPUShare, path)
+	case sessions.Stopped:
+		ex.What = fmt.Sprintf("%s of %s are stopped by job control (SIGSTOP, Ctrl-Z) at %s: not a hang; SIGCONT resumes them.", threads(c.Count), ranksWord(c.Ranks), path)
 	case sessions.Moving:
 		ex.What = fmt.Sprintf("%s of %s on %s, and the stack changed between samples: progressing.", threads(c.Count), ranksWord(c.Ranks), path)
 	case sessions.Mixed:
@@ -378,10 +431,14 @@ func ExplainClass(st sessions.Stacks, c sessions.StackClass) Explanation {
 		"and unwinds with the module's CFI (.eh_frame / .debug_frame), falling back to frame pointers; frames are module + link-time " +
 		"offset, named from the symbol table and DWARF when present."
 	switch {
-	case c.Progress == sessions.Stuck && st.Culprit != nil && st.Culprit.Class == c.Class:
+	case (c.Progress == sessions.Stuck || c.Progress == sessions.Spinning) && st.Culprit != nil && st.Culprit.Class == c.Class:
 		ex.Fix = "attach a debugger to this one process (D) and look at what it waits for and who should have sent it; the others are probably waiting for it."
 	case c.Progress == sessions.Stuck:
 		ex.Fix = "compare with the other classes: if they wait for each other it is a deadlock; the lone rank, if any, is where to look first. Take more samples to be sure."
+	case c.Progress == sessions.Spinning:
+		ex.Fix = "look at what the loop waits for (a flag, a lock, an MPI progress poll): a busy wait on something that never comes is a hang that burns CPU; profile it (perf top -p PID) to see the loop."
+	case c.Progress == sessions.Stopped:
+		ex.Fix = "kill -CONT the processes (or fg in their shell) and sample again."
 	case c.Progress == sessions.Moving:
 		ex.Fix = "if the others are waiting in a collective, this is the slow rank: profile it, or check its input is not larger than the others'."
 	default:
@@ -448,7 +505,7 @@ func WriteDot(w io.Writer, st sessions.Stacks) {
 		s = sessions.Sanitize(s)
 		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 	}
-	colour := map[string]string{sessions.Stuck: "#e06c75", sessions.Moving: "#98c379", sessions.Mixed: "#e5c07b"}
+	colour := map[string]string{sessions.Stuck: "#e06c75", sessions.Spinning: "#d19a66", sessions.Moving: "#98c379", sessions.Mixed: "#e5c07b", sessions.Stopped: "#61afef"}
 	var walk func(n *sessions.StackNode) int
 	walk = func(n *sessions.StackNode) int {
 		me := id

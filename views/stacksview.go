@@ -40,6 +40,8 @@ func (st *Styles) progressStyle(p string) lipgloss.Style {
 	switch p {
 	case sessions.Stuck:
 		return st.Bad
+	case sessions.Spinning:
+		return st.Warn
 	case sessions.Moving:
 		return st.Good
 	case sessions.Mixed:

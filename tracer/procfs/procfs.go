@@ -214,6 +214,22 @@ func ParseStat(b []byte) (Stat, error) {
 
 func ReadStat(pid int) (Stat, error) { return ReadStatPath("/proc/" + strconv.Itoa(pid) + "/stat") }
 
+// ReadTaskRunNS is the time thread tid of pid has spent on a CPU, in nanoseconds: the first
+// field of /proc/PID/task/TID/schedstat (kernel/sched/stats.c; CONFIG_SCHED_INFO), finer than
+// stat's clock ticks. ok is false where the file is absent.
+func ReadTaskRunNS(pid, tid int) (ns uint64, ok bool) {
+	var buf [128]byte
+	b, err := ReadSmall(Path(pid, "task/"+strconv.Itoa(tid)+"/schedstat"), buf[:])
+	if err != nil {
+		return 0, false
+	}
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+	return n, err == nil
+}
+
 // ReadTaskStat is one thread's stat (its own state and CPU time).
 func ReadTaskStat(pid, tid int) (Stat, error) {
 	return ReadStatPath(Path(pid, "task/"+strconv.Itoa(tid)+"/stat"))

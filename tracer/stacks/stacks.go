@@ -149,6 +149,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		tid   int
 		state byte
 		cpu   uint64
+		run   uint64 // ns on a CPU (schedstat)
 		sys   procfs.Syscall
 		note  string
 	}
@@ -159,6 +160,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		if st, err := procfs.ReadTaskStat(p.PID, tid); err == nil {
 			x.state, x.cpu = st.State, st.CPU
 		}
+		x.run, _ = procfs.ReadTaskRunNS(p.PID, tid)
 		if x.state == 'Z' || x.state == 'X' {
 			continue
 		}
@@ -210,7 +212,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		if c == nil {
 			c = &capture{}
 		}
-		c.ts.TID, c.ts.State, c.ts.CPU = x.tid, string(rune(x.state)), x.cpu
+		c.ts.TID, c.ts.State, c.ts.CPU, c.ts.RunNS = x.tid, string(rune(x.state)), x.cpu, x.run
 		if x.sys.InSyscall() {
 			c.ts.Syscall = arch.SyscallName(a, x.sys.Nr)
 			if c.ts.Syscall == "" {
