@@ -378,6 +378,56 @@ const (
 	maxTailPaths = 64
 )
 
+// tailChainOut is tailChain for a callee in another module: the jumps that, entered at
+// start, lead (in this module) to a tail call through the PLT into a function named as
+// reaches accepts, as barrier's `jmp pthread_barrier_wait@plt` at -O2. The result is as
+// tailChain's, the last jump's frame included: it is this module's function that left.
+func (x *funcIndex) tailChainOut(start uint64, reaches func(names []string) bool) (pcs []uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			pcs = nil
+		}
+	}()
+	var paths [][]uint64
+	var path []uint64
+	onPath := map[uint64]bool{}
+	var walk func(fn uint64)
+	walk = func(fn uint64) {
+		if onPath[fn] || len(path) >= maxTailCalls || len(paths) >= maxTailPaths {
+			return
+		}
+		u, s := x.concrete(fn)
+		if s == nil || s.entry != fn {
+			return
+		}
+		onPath[fn] = true
+		for _, c := range s.calls {
+			if !c.tail {
+				continue
+			}
+			to, local, names := x.entryOf(u, c.target)
+			path = append(path, c.ret)
+			switch {
+			case local:
+				walk(to)
+			case reaches(names):
+				paths = append(paths, slices.Clone(path))
+			}
+			path = path[:len(path)-1]
+		}
+		onPath[fn] = false
+	}
+	walk(start)
+	if len(paths) == 0 {
+		return nil
+	}
+	chain := commonEnds(paths)
+	slices.Reverse(chain)
+	return chain
+}
+
 // commonEnds is what every path shares at its start and at its end (all of it when the
 // paths are one).
 func commonEnds(paths [][]uint64) []uint64 {

@@ -262,6 +262,32 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 	if ur.hasLR {
 		regs[ur.lr] = lr
 	}
+	frames, _ := r.walk(pid, maps, pc, regs, ur, arch, mem, max, true)
+	return frames
+}
+
+// UnwindBlocked unwinds a thread that is not stopped, blocked in a syscall, from the only
+// registers /proc/TID/syscall gives: its user pc and stack pointer. It uses CFI alone (the
+// frame pointer and the link register are unknown, so no frame-pointer step is tried), and
+// says whether the walk is complete: it reached a thread's outermost frame or the end CFI
+// marks (return address undefined). Where a rule needs a register /proc does not give (a
+// frame-pointer CFA, a leaf whose return address is still in the link register) it stops
+// short: complete is false, and the caller must stop the thread to read it (kernel.md:
+// "Reading without stopping"). The thread's memory is read as it is; the caller checks the
+// thread did not run meanwhile.
+func (r *Resolver) UnwindBlocked(pid int, maps []Mapping, pc, sp uint64, arch string, mem MemReader, max int) (frames []Frame, complete bool) {
+	ur, ok := dwarfRegs[arch]
+	if !ok || max <= 0 {
+		return nil, false
+	}
+	return r.walk(pid, maps, pc, map[uint64]uint64{ur.sp: sp}, ur, arch, mem, max, false)
+}
+
+// walk is Unwind's loop from pc with the registers regs knows; fpFallback allows the
+// frame-pointer step where CFI fails. ended says the walk stopped at the stack's end (an
+// outermost frame, an undefined return address), not for want of a rule, a register or
+// memory.
+func (r *Resolver) walk(pid int, maps []Mapping, pc uint64, regs map[uint64]uint64, ur unwindRegs, arch string, mem MemReader, max int, fpFallback bool) (_ []Frame, ended bool) {
 	var frames []Frame
 	exact := true // pc is where the thread is, not a return address
 	// crossSignal appends the signal frame of trampoline tramp, which starts with stack
@@ -276,11 +302,11 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
 		return true
 	}
-	if tsp, ok := r.inTrampoline(pid, maps, arch, pc, sp, mem); ok {
+	if tsp, ok := r.inTrampoline(pid, maps, arch, pc, regs[ur.sp], mem); ok {
 		// Stopped in the trampoline itself: the handler has returned, and the kernel's frame
 		// is still there (rt_sigreturn is not made yet).
 		if !crossSignal(pc, tsp) {
-			return r.finishUnwind(pid, maps, frames)
+			return r.finishUnwind(pid, maps, frames), false
 		}
 	} else {
 		frames = []Frame{{PC: pc, Location: r.Locate(pid, maps, pc)}}
@@ -304,12 +330,19 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 			var ok bool
 			// The link register is live in the innermost frame and in the one a signal
 			// interrupted (the kernel saved it): a leaf may not have saved it.
+			if !fpFallback {
+				break
+			}
 			if ra, ok = fpStep(arch, exact, regs, ur, mem); !ok {
 				break
 			}
 		}
-		if ra == 0 || regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
-			break // end of stack, or a corrupt one going backwards
+		if ra == 0 {
+			ended = err == nil // CFI says there is no caller
+			break
+		}
+		if regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
+			break // a corrupt stack going backwards
 		}
 		pc, exact = ra, false
 		if r.isSigreturn(pid, maps, arch, pc, mem) {
@@ -324,10 +357,11 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		loc := r.callerLocation(pid, maps, pc)
 		frames = append(frames, Frame{PC: pc, Location: loc})
 		if outermost[loc.Function] {
+			ended = true
 			break // a thread's first frame: what is above it is not a caller
 		}
 	}
-	return r.finishUnwind(pid, maps, frames)
+	return r.finishUnwind(pid, maps, frames), ended
 }
 
 // finishUnwind drops what an unwind read past the stack's end and adds the tail calls.
@@ -398,23 +432,45 @@ func (r *Resolver) tailCalls(mod *module, ra uint64, calleeMod *module, calleeAt
 		return fs
 	}
 	var pcs []uint64
+	chainMod := calleeMod // the module whose functions jumped
 	if entry, local, names, ok := mod.sym.CallTarget(ra); ok {
-		if !local && calleeMod != mod {
+		switch {
+		case !local && calleeMod != mod:
+			// A call through the PLT into the callee's module, which jumped on there.
 			for _, n := range names {
 				if v, ok := calleeMod.d.syms[n]; ok {
-					entry, local = v, true
+					pcs = calleeMod.sym.TailChain(v, calleeAt)
 					break
 				}
 			}
-		}
-		if local {
-			pcs = calleeMod.sym.TailChain(entry, calleeAt)
+		case local && calleeMod == mod:
+			pcs = mod.sym.TailChain(entry, calleeAt)
+		case local:
+			// A call inside the caller's module whose function then jumped, through the PLT,
+			// into the callee's: the chain is in the caller's module.
+			// The callee's entry from the symbol table: DWARF's innermost function at calleeAt
+			// may be code inlined into it.
+			var calleeEntry uint64
+			if sym, ok := calleeMod.d.funcForVaddr(calleeAt); ok {
+				calleeEntry = sym.value
+			}
+			reaches := func(names []string) bool {
+				for _, n := range names {
+					if v, ok := calleeMod.d.syms[n]; ok && v == calleeEntry {
+						return true
+					}
+				}
+				return false
+			}
+			if calleeEntry != 0 {
+				pcs, chainMod = mod.sym.TailChainOut(entry, reaches), mod
+			}
 		}
 	}
 	var fs []SourceFrame
 	for _, pc := range pcs {
 		// A jump's frame is shown, as a caller's, at the instruction before its pc.
-		fl, _ := calleeMod.symbolize(pc-1, r.deferLines)
+		fl, _ := chainMod.symbolize(pc-1, r.deferLines)
 		if fl.known {
 			fs = append(fs, SourceFrame{Function: fl.name, File: fl.file, Line: fl.line})
 			fs = append(fs, fl.inlined...)

@@ -18,6 +18,10 @@ type Sample struct {
 	Threads []ThreadSample `json:"threads"`
 	// HeldUS is how long the process was held stopped, in microseconds.
 	HeldUS int `json:"held_us"`
+	// Stopped counts the threads stopped to be read; Unstopped those read while they stayed
+	// blocked in a syscall (/proc gave pc and sp, CFI did the rest): no EINTR, no restart.
+	Stopped   int `json:"stopped"`
+	Unstopped int `json:"unstopped"`
 }
 
 // ThreadSample is one thread's stack in a Sample, innermost frame first.
@@ -27,9 +31,12 @@ type ThreadSample struct {
 	State string `json:"state"`
 	// Held is true when the registers were read in a ptrace-stop; false when the thread was
 	// read from /proc while blocked (Note says why) and its stack may be partial.
-	Held    bool   `json:"held"`
-	Syscall string `json:"syscall,omitempty"` // the call it was blocked in
-	CPU     uint64 `json:"cpu"`               // utime+stime so far, in clock ticks
+	Held bool `json:"held"`
+	// Unstopped is true when it was read while it stayed blocked, without stopping it, and
+	// CFI from /proc's pc and sp reached its stack's end: the stack is whole.
+	Unstopped bool   `json:"unstopped,omitempty"`
+	Syscall   string `json:"syscall,omitempty"` // the call it was blocked in
+	CPU       uint64 `json:"cpu"`               // utime+stime so far, in clock ticks
 	// RunNS is the time it has spent on a CPU so far, in nanoseconds (schedstat; 0 where the
 	// kernel does not keep it): what tells a spinning thread from a blocked one.
 	RunNS  uint64  `json:"run_ns,omitempty"`
@@ -241,6 +248,7 @@ type threadTrack struct {
 	last    []Frame
 	syscall string
 	held    bool
+	whole   bool // held, or read whole without stopping it
 }
 
 // MergeStacks merges samples into the prefix tree, the classes and each process's progress.
@@ -319,7 +327,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			tr.framed = append(tr.framed, len(th.Frames) > 0)
 			tr.state = th.State
 			tr.seqs = append(tr.seqs, s.Seq)
-			tr.last, tr.syscall, tr.held = p, th.Syscall, th.Held
+			tr.last, tr.syscall, tr.held, tr.whole = p, th.Syscall, th.Held, th.Held || th.Unstopped
 		}
 	}
 	// Current threads: present in their host's latest sample.
@@ -339,6 +347,8 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			return b
 		case b == Unknown || a == b:
 			return a
+		case (a == Stuck && b == Spinning) || (a == Spinning && b == Stuck):
+			return Spinning // none left its path; some used CPU there
 		}
 		return Mixed
 	}
@@ -376,7 +386,7 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 			}
 			c.CPUTicks += tr.cpu[len(tr.cpu)-1] - tr.cpu[0]
 			c.CPUShare += tr.cpuShare() / float64(len(ca.threads))
-			c.Partial = c.Partial || !tr.held
+			c.Partial = c.Partial || !tr.whole
 		}
 		c.Syscall = sys
 		c.Ranks, c.PIDs, c.Hosts = rankSet(ca.threads)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
 	"github.com/crashtui/crashtui/tui/tuitest"
 	"github.com/crashtui/crashtui/views"
 	"golang.org/x/sys/unix"
@@ -749,8 +750,10 @@ func TestStacksNeverInterruptsEpollWait(t *testing.T) {
 				continue
 			}
 			seen++
-			if th.Held || !strings.Contains(th.Note, "EINTR") {
-				t.Errorf("the epoll_wait thread was held (%v) or not said why not: %q", th.Held, th.Note)
+			// Read whole without stopping it (CFI from /proc's pc and sp), or else from /proc
+			// with the reason it was not stopped.
+			if th.Held || (!th.Unstopped && !strings.Contains(th.Note, "EINTR")) {
+				t.Errorf("the epoll_wait thread was held (%v), or not read whole and not said why not: %q", th.Held, th.Note)
 			}
 			var names []string
 			for _, f := range th.Frames {
@@ -883,4 +886,82 @@ func TestStacksSpinningNeverStuck(t *testing.T) {
 			t.Errorf("run %d: a busy process makes no hang: %s", run, text)
 		}
 	}
+}
+
+// TestStacksReadsBlockedWithoutStopping is issue 24's third item: every thread of a hung job
+// built -O2 -fomit-frame-pointer (ranks blocked in read and in a barrier, helpers in a
+// condition variable) is blocked in a syscall, and CFI from the pc and sp /proc gives reaches
+// each stack's end: all are read without being stopped (the sample counts none stopped, each
+// thread is "unstopped"), no thread ran at all meanwhile (its schedstat count of times on a
+// CPU is unchanged, so its state never left S), and the frames are gdb's.
+func TestStacksReadsBlockedWithoutStopping(t *testing.T) {
+	needRoot(t)
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		t.Skip("gdb is not installed (make test installs it with apt-get)")
+	}
+	j := startHung(t, buildC(t, "hang", "-O2", "-fomit-frame-pointer"), 3, "THREADS=2")
+	for _, pid := range j.pids {
+		waitState(t, pid, "S")
+	}
+	slices := func() map[string]uint64 {
+		m := map[string]uint64{}
+		for _, pid := range j.pids {
+			for _, tid := range procfs.Tasks(pid) {
+				s, _ := procfs.ReadTaskSchedstat(pid, tid)
+				m[fmt.Sprintf("%d/%d", pid, tid)] = s.Slices
+			}
+		}
+		return m
+	}
+	before := slices()
+	samples, _ := stacksJSON(t, "--samples", "3", "--interval", "100ms", "pgid:"+strconv.Itoa(j.pgid))
+	after := slices()
+	for k, n := range before {
+		if after[k] != n {
+			t.Errorf("thread %s ran while it was sampled (%d times on a CPU before, %d after)", k, n, after[k])
+		}
+	}
+	if len(samples) != 9 {
+		t.Fatalf("%d samples, want 3 processes x 3", len(samples))
+	}
+	for _, s := range samples {
+		if s.Stopped != 0 || s.Unstopped != 2 {
+			t.Errorf("sample %d of %d: %d stopped, %d unstopped; want 0 and 2", s.Seq, s.PID, s.Stopped, s.Unstopped)
+		}
+		for _, th := range s.Threads {
+			if !th.Unstopped || th.Held {
+				t.Errorf("thread %d of %d: unstopped %v held %v (%s)", th.TID, s.PID, th.Unstopped, th.Held, th.Note)
+			}
+		}
+	}
+	// The main threads' frames, named as gdb names them.
+	for _, s := range samples[len(samples)-3:] {
+		out, err := exec.Command(gdb, "-nx", "-batch", "-p", strconv.Itoa(s.PID), "-ex", "bt").CombinedOutput()
+		if err != nil {
+			t.Fatalf("gdb: %v\n%s", err, out)
+		}
+		var want []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[0], "#") {
+				name := f[1]
+				if len(f) > 3 && f[2] == "in" {
+					name = f[3]
+				}
+				want = append(want, name)
+			}
+		}
+		var got []string
+		for _, th := range s.Threads {
+			if th.TID == s.PID {
+				for _, f := range th.Frames {
+					got = append(got, f.Function)
+				}
+			}
+		}
+		if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+			t.Errorf("pid %d: frames %v, gdb's %v", s.PID, got, want)
+		}
+	}
+	checkDetached(t, j.pids, []string{"S", "S", "S"})
 }

@@ -214,20 +214,32 @@ func ParseStat(b []byte) (Stat, error) {
 
 func ReadStat(pid int) (Stat, error) { return ReadStatPath("/proc/" + strconv.Itoa(pid) + "/stat") }
 
-// ReadTaskRunNS is the time thread tid of pid has spent on a CPU, in nanoseconds: the first
-// field of /proc/PID/task/TID/schedstat (kernel/sched/stats.c; CONFIG_SCHED_INFO), finer than
-// stat's clock ticks. ok is false where the file is absent.
-func ReadTaskRunNS(pid, tid int) (ns uint64, ok bool) {
+// Schedstat is /proc/PID/task/TID/schedstat (kernel/sched/stats.c; CONFIG_SCHED_INFO): the
+// time the thread has run and waited to run, and how many times it was put on a CPU.
+type Schedstat struct {
+	RunNS, WaitNS, Slices uint64
+}
+
+// ReadTaskSchedstat reads thread tid's schedstat; ok is false where the file is absent.
+// Slices tells whether a thread ran at all between two reads: a blocked thread that is not
+// woken keeps its count.
+func ReadTaskSchedstat(pid, tid int) (s Schedstat, ok bool) {
 	var buf [128]byte
 	b, err := ReadSmall(Path(pid, "task/"+strconv.Itoa(tid)+"/schedstat"), buf[:])
 	if err != nil {
-		return 0, false
+		return s, false
 	}
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
+	var f [3][]byte
+	for i := range f {
+		if f[i], b = NextField(b); len(f[i]) == 0 {
+			return s, false
+		}
 	}
-	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
-	return n, err == nil
+	var e1, e2, e3 error
+	s.RunNS, e1 = strconv.ParseUint(string(f[0]), 10, 64)
+	s.WaitNS, e2 = strconv.ParseUint(string(f[1]), 10, 64)
+	s.Slices, e3 = strconv.ParseUint(string(f[2]), 10, 64)
+	return s, e1 == nil && e2 == nil && e3 == nil
 }
 
 // ReadTaskStat is one thread's stat (its own state and CPU time).

@@ -152,15 +152,18 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		run   uint64 // ns on a CPU (schedstat)
 		sys   procfs.Syscall
 		note  string
+		read  []elfinfo.Frame // unwound without stopping it
 	}
 	ths := make([]*th, 0, len(p.TIDs))
 	var hold []int
+	var maps []elfinfo.Mapping
 	for _, tid := range p.TIDs {
 		x := &th{tid: tid}
 		if st, err := procfs.ReadTaskStat(p.PID, tid); err == nil {
 			x.state, x.cpu = st.State, st.CPU
 		}
-		x.run, _ = procfs.ReadTaskRunNS(p.PID, tid)
+		sched, _ := procfs.ReadTaskSchedstat(p.PID, tid)
+		x.run = sched.RunNS
 		if x.state == 'Z' || x.state == 'X' {
 			continue
 		}
@@ -168,6 +171,13 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		ths = append(ths, x)
 		if x.sys.InSyscall() && procfs.InVforkCall(a, p.PID, x.sys) {
 			x.note = "a vfork parent cannot stop"
+			continue
+		}
+		if maps == nil {
+			maps, _ = s.stackMaps(p, false)
+		}
+		if f, ok := s.readBlocked(p.PID, tid, x.state, x.sys, sched, maps, o); ok {
+			x.read = f
 			continue
 		}
 		hold = append(hold, tid)
@@ -219,6 +229,15 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 				c.ts.Syscall = "#" + strconv.Itoa(x.sys.Nr)
 			}
 		}
+		if x.read != nil {
+			c.ts.Frames, c.ts.Unstopped = elfinfo.SessionFrames(x.read), true
+			smp.Unstopped++
+			smp.Threads = append(smp.Threads, c.ts)
+			continue
+		}
+		if c.ts.Held {
+			smp.Stopped++
+		}
 		if !c.ts.Held {
 			if x.sys.Nr >= -1 && x.sys.PC != 0 {
 				c.pc, c.sp = x.sys.PC, x.sys.SP
@@ -249,6 +268,29 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 	}
 	smp.HeldUS = int(held / time.Microsecond)
 	return smp, held
+}
+
+// readBlocked unwinds thread tid without stopping it when the kernel shows it blocked in a
+// syscall (state S or D, its user pc and sp in /proc/TID/syscall) and CFI alone, from those
+// two registers, reaches the stack's end (issue 24 item 3). It is only trusted when the
+// thread did not run while it was read: the same pc and sp in /proc/TID/syscall and the same
+// count of times on a CPU (schedstat) after as before. Otherwise (running, a frame-pointer
+// CFA, a leaf's return address in a register, woken meanwhile) it says no, and the thread is
+// stopped and read as before.
+func (s *Stacks) readBlocked(pid, tid int, state byte, sys procfs.Syscall, before procfs.Schedstat, maps []elfinfo.Mapping, o Options) ([]elfinfo.Frame, bool) {
+	if (state != 'S' && state != 'D') || !sys.InSyscall() || sys.PC == 0 || sys.SP == 0 || before.Slices == 0 || len(maps) == 0 {
+		return nil, false
+	}
+	frames, complete := s.resolver.UnwindBlocked(pid, maps, sys.PC, sys.SP, string(arch.Host()), procfs.Reader(pid), o.MaxFrames)
+	if !complete || len(frames) == 0 {
+		return nil, false
+	}
+	after, ok := procfs.ReadTaskSchedstat(pid, tid)
+	now := procfs.ReadTaskSyscall(pid, tid)
+	if !ok || after.Slices != before.Slices || now.PC != sys.PC || now.SP != sys.SP || now.Nr != sys.Nr {
+		return nil, false // it ran: what was read may be half old, half new
+	}
+	return frames, true
 }
 
 // stackSnapshot is how much of a stack is copied while its thread is held: enough for the
