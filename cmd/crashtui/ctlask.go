@@ -301,9 +301,8 @@ func (a *asker) ask(requests ...string) ([]sessions.Event, error) {
 	for _, r := range requests {
 		req += r + "\n"
 	}
-	if _, err := io.WriteString(c, req); err != nil {
-		return nil, a.gone(err)
-	}
+	// A holder that refuses answers why without reading: a failed write still has an answer.
+	io.WriteString(c, req)
 	c.CloseWrite()
 	var evs []sessions.Event
 	sc := sessions.NewLineScanner(io.LimitReader(c, ctlMaxAnswer), ctlMaxLine)
@@ -330,6 +329,10 @@ func (a *asker) ask(requests ...string) ([]sessions.Event, error) {
 // gone is the error of a holder that went away before its answer was complete: crashtui
 // detaches when it quits, so the job is no longer traced.
 func (a *asker) gone(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err // not the socket's addresses: its name is in the message already
+	}
 	return fmt.Errorf("%v, which traced job %s, went away before it answered (%v): it has let go of the job; run this command again to trace it directly",
 		a.h, sessions.Sanitize(a.job.Spec), err)
 }

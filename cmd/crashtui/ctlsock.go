@@ -73,7 +73,7 @@ func ctlDirs(uid int, env func(string) string) []string {
 // ctlName is the socket's name for the crashtui of pid.
 func ctlName(pid int) string { return strconv.Itoa(pid) + ".sock" }
 
-// ctlMaxConns bounds the askers served at once; ctlIdle is how long a connection may send
+// ctlMaxConns bounds the askers answered at once; ctlIdle is how long a connection may send
 // nothing before it is dropped; ctlWriteTimeout, how long an asker may leave an answer unread.
 const (
 	ctlMaxConns     = 8
@@ -277,19 +277,12 @@ func (cs *ctlServer) accept() {
 			time.Sleep(10 * time.Millisecond) // EMFILE and the like: let it pass
 			continue
 		}
-		select {
-		case cs.sem <- struct{}{}:
-			go func() {
-				defer func() { <-cs.sem }()
-				cs.serveConn(conn)
-			}()
-		default:
-			go func() {
-				a := newCtlAnswer(conn, cs.host)
-				a.send(sessions.Error{Op: "control", Message: fmt.Sprintf("crashtui (pid %d) is answering %d other requests: ask again", os.Getpid(), ctlMaxConns)})
-				a.end()
-			}()
-		}
+		// At most ctlMaxConns at once; the next ones wait in the listen backlog.
+		cs.sem <- struct{}{}
+		go func() {
+			defer func() { <-cs.sem }()
+			cs.serveConn(conn)
+		}()
 	}
 }
 
