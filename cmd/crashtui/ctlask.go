@@ -41,41 +41,51 @@ func (h *holder) String() string { return fmt.Sprintf("crashtui pid %d (%s)", h.
 // job that are crashtuis themselves (skip: never traced, never sampled). A JOB that names a
 // crashtui itself (pid:N of one, or only crashtuis) is refused, exit status 2.
 func findHolder(job tracer.Job) (*holder, map[int]string, error) {
-	pids, err := job.Resolve()
+	pids, skip, err := crashtuisIn(job)
+	if err != nil || len(pids) == 0 {
+		return nil, skip, err
+	}
+	tp := tracerOf(pids[0])
+	for _, pid := range pids[1:] {
+		if tracerOf(pid) != tp {
+			return nil, skip, nil // traced by several, or in part: attach, and say who holds the rest
+		}
+	}
+	if tp == 0 || tp == os.Getpid() {
+		return nil, skip, nil
+	}
+	h, err := holderAt(tp)
+	return h, skip, err
+}
+
+// crashtuisIn resolves job and sets apart the processes that are crashtuis themselves: pids
+// are the others, skip the crashtuis with why. A JOB that is a crashtui (pid:N of one, or
+// only crashtuis) is refused, exit status 2. A JOB that resolves to nothing is no error here:
+// the attach says what is wrong with it.
+func crashtuisIn(job tracer.Job) (pids []int, skip map[int]string, err error) {
+	all, err := job.Resolve()
 	if err != nil {
-		return nil, nil, nil // the attach says what is wrong with the job
+		return nil, nil, nil
 	}
 	if job.Kind == tracer.JobPID && isCrashtui(job.ID) {
 		return nil, nil, &exitError{2, crashtuiJobError(job, job.ID)}
 	}
-	skip := map[int]string{}
-	by := map[int][]int{} // tracing process (0: none) -> pids
-	for _, pid := range pids {
-		if isCrashtui(pid) {
-			skip[pid] = fmt.Sprintf("pid %d is a crashtui: crashtui never traces or samples another one (ask it: name the job it traces)", pid)
+	for _, pid := range all {
+		if !isCrashtui(pid) {
+			pids = append(pids, pid)
 			continue
 		}
-		by[tracerOf(pid)] = append(by[tracerOf(pid)], pid)
+		if skip == nil {
+			skip = map[int]string{}
+		}
+		skip[pid] = fmt.Sprintf("pid %d is a crashtui: crashtui never traces or samples another one (ask it: name the job it traces)", pid)
 	}
-	if len(by) == 0 && len(skip) > 0 {
+	if len(pids) == 0 {
 		for pid := range skip {
 			return nil, nil, &exitError{2, crashtuiJobError(job, pid)}
 		}
 	}
-	if len(skip) == 0 {
-		skip = nil
-	}
-	if len(by) != 1 {
-		return nil, skip, nil // untraced, or traced by several: attach, and say who holds the rest
-	}
-	for tp := range by {
-		if tp == 0 || tp == os.Getpid() {
-			return nil, skip, nil
-		}
-		h, err := holderAt(tp)
-		return h, skip, err
-	}
-	return nil, skip, nil
+	return pids, skip, nil
 }
 
 // tracerOf is the process tracing pid (its main thread's TracerPid is the tracing thread;

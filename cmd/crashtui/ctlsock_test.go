@@ -442,9 +442,10 @@ func seizeFromThread(t *testing.T, pid int) int {
 }
 
 // TestControlSocketRefusesCrashtuiItself: crashtui never samples or checkpoints a crashtui:
-// stacks, matrix and checkpoint of pid:N of a running crashtui run (and of the bare N) exit 2
-// with an error that names the job to give instead (the ranks' process group), and the
-// crashtui is never traced; the ranks' process group is answered through the socket.
+// stacks, matrix and checkpoint of pid:N of a running crashtui run (and of the bare N), and
+// attach of it, exit 2 with an error that names the job to give instead (the ranks' process
+// group), and the crashtui is never traced; the ranks' process group is answered through the
+// socket.
 func TestControlSocketRefusesCrashtuiItself(t *testing.T) {
 	needRoot(t)
 	h := startCrashtui(t, "run", "--json", "-n", "2", "--", "sleep", "60")
@@ -469,6 +470,7 @@ func TestControlSocketRefusesCrashtuiItself(t *testing.T) {
 		{"stacks", strconv.Itoa(c)},
 		{"matrix", "--json", "pid:" + strconv.Itoa(c)},
 		{"checkpoint", "pid:" + strconv.Itoa(c)},
+		{"attach", "--json", "pid:" + strconv.Itoa(c)},
 	} {
 		out, stderr, code := crashtuiOut(t, args...)
 		if code != 2 || !strings.Contains(stderr, fmt.Sprintf("is crashtui itself (pid %d", c)) ||
@@ -653,5 +655,56 @@ func TestControlSocketDemoAndAgent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestControlSocketSkipsCrashtuiInJob: a crashtui inside a JOB (a crashtui view in the job's
+// process group) is left out, the log says why, and the rest of the job is sampled, measured
+// or attached.
+func TestControlSocketSkipsCrashtuiInJob(t *testing.T) {
+	needRoot(t)
+	j := startHung(t, buildC(t, "hang"), 1)
+	view := exec.Command(crashtuiBin, "view", "--json")
+	view.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: j.pgid}
+	in, err := view.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWaited(t, view, 0)
+	t.Cleanup(func() { in.Close() }) // view ends at the end of its input
+	for _, args := range [][]string{
+		{"stacks", "--json", "--samples", "1", "pgid:" + strconv.Itoa(j.pgid)},
+		{"matrix", "--json", "pgid:" + strconv.Itoa(j.pgid)},
+	} {
+		out, stderr, code := crashtuiOut(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		evs := jsonEvents(t, []byte(out))
+		if got := processPIDs(evs); len(got) != 1 || !got[j.pids[0]] {
+			t.Errorf("%v: processes %v, want only the rank %d", args, got, j.pids[0])
+		}
+		said := false
+		for _, e := range evs {
+			if e.kind() == "error" && e.int("pid") == view.Process.Pid && strings.Contains(e.str("message"), "is a crashtui") {
+				said = true
+			}
+		}
+		if !said {
+			t.Errorf("%v: no event says crashtui view (pid %d) was left out: %s", args, view.Process.Pid, out)
+		}
+	}
+	h := startCrashtui(t, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	evs := h.waitFor(t, "the rank, and why the view is left out", 20*time.Second, func(evs []event) bool {
+		return count(evs, "process") >= 1 && count(evs, "error") >= 1
+	})
+	if got := processPIDs(evs); len(got) != 1 || !got[j.pids[0]] || tracerPID(view.Process.Pid) != 0 {
+		t.Errorf("attach: processes %v, the view traced by %d; want only the rank %d", got, tracerPID(view.Process.Pid), j.pids[0])
+	}
+	h.stop(t)
+	select {
+	case <-w.exited:
+		t.Errorf("crashtui view ended while the job was traced: %v", w.err)
+	default:
 	}
 }
