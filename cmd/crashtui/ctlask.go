@@ -102,8 +102,8 @@ func tracerOf(pid int) int {
 	return tgid
 }
 
-// isCrashtui says whether pid is a crashtui: it runs crashtui's own executable, or it has a
-// control socket.
+// isCrashtui says whether pid is a crashtui: it runs crashtui's own executable, or it answers
+// on a control socket (a stale one, of a dead crashtui whose pid it took, does not count).
 func isCrashtui(pid int) bool {
 	var self, st unix.Stat_t
 	if unix.Stat("/proc/self/exe", &self) == nil && unix.Stat(procfs.Path(pid, "exe"), &st) == nil &&
@@ -114,13 +114,8 @@ func isCrashtui(pid int) bool {
 	if uid < 0 {
 		return false
 	}
-	for _, dir := range ctlDirsOf(pid, uid) {
-		var st unix.Stat_t
-		if unix.Lstat(filepath.Join(dir, ctlName(pid)), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK && int(st.Uid) == uid {
-			return true
-		}
-	}
-	return false
+	h := &holder{pid: pid, uid: uid}
+	return h.find() == nil
 }
 
 // ctlDirsOf are the control directories of the crashtui pid of uid, from its environment
@@ -147,12 +142,29 @@ func holderAt(tp int) (*holder, error) {
 		return nil, nil
 	}
 	h := &holder{pid: tp, uid: uid, cmd: commandLine(tp)}
-	for _, dir := range ctlDirsOf(tp, uid) {
-		path := filepath.Join(dir, ctlName(tp))
+	switch err := h.find(); {
+	case errors.Is(err, errNoSocket):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return h, nil
+}
+
+// errNoSocket: the process has no control socket (it is no crashtui, or one that died).
+var errNoSocket = errors.New("no control socket")
+
+// find looks for the holder's control socket in its directories and sets h.path to the one
+// it answers on. It fails with errNoSocket when there is none, and with h.refused when the
+// holder is closed to this user.
+func (h *holder) find() error {
+	me := os.Geteuid()
+	for _, dir := range ctlDirsOf(h.pid, h.uid) {
+		path := filepath.Join(dir, ctlName(h.pid))
 		var st unix.Stat_t
 		if err := unix.Lstat(path, &st); err != nil {
-			if errors.Is(err, unix.EACCES) {
-				return nil, h.refused(err)
+			if errors.Is(err, unix.EACCES) && me != 0 && me != h.uid {
+				return h.refused(err) // another user's directory
 			}
 			continue
 		}
@@ -163,18 +175,19 @@ func holderAt(tp int) (*holder, error) {
 		c, err := h.dial()
 		if err == nil {
 			c.Close()
-			return h, nil
+			return nil
 		}
 		if errors.Is(err, unix.ECONNREFUSED) {
 			removeStale(path) // a dead crashtui's
 			continue
 		}
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			return nil, h.refused(err)
+			return h.refused(err)
 		}
-		return nil, fmt.Errorf("pid %d (%s) traces the job, but asking it failed: %w", tp, h.cmd, err)
+		return fmt.Errorf("pid %d (%s) traces the job, but asking it failed: %w", h.pid, h.cmd, err)
 	}
-	return nil, nil
+	h.path = ""
+	return errNoSocket
 }
 
 func (h *holder) refused(err error) error {

@@ -401,13 +401,7 @@ func TestControlSocketStale(t *testing.T) {
 	}
 	os.Remove(planted)
 	live.stop(t)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: planted, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.SetUnlinkOnClose(false)
-	ln.Close() // nobody listens there now
-	t.Cleanup(func() { os.Remove(planted) })
+	plantStale(t, planted)
 	_, stderr, code = crashtuiOut(t, "stacks", "--samples", "1", "pid:"+strconv.Itoa(sleeper.Process.Pid))
 	if code != 1 || !strings.Contains(stderr, fmt.Sprintf("already traced by pid %d", tid)) {
 		t.Errorf("stacks of a sleep this test traces: exit %d, %q; want 1, already traced by pid %d", code, stderr, tid)
@@ -415,6 +409,29 @@ func TestControlSocketStale(t *testing.T) {
 	if isSocketFile(planted) {
 		t.Errorf("the stale %s was not removed", planted)
 	}
+
+	// A stale socket bearing the pid of one of the job's own processes (a dead crashtui's
+	// pid, taken since) does not make that process a crashtui: it is sampled.
+	plantStale(t, filepath.Join(ctlRoot, ctlName(j.pids[1])))
+	out, stderr, code = crashtuiOut(t, "stacks", "--json", "--samples", "1", pg)
+	if evs := jsonEvents(t, []byte(out)); code != 0 || count(evs, "sample") != 2 || count(evs, "error") != 0 {
+		t.Errorf("stacks of a job whose rank %d has a stale socket's pid: exit %d: %s\n%s", j.pids[1], code, stderr, out)
+	}
+	if isSocketFile(filepath.Join(ctlRoot, ctlName(j.pids[1]))) {
+		t.Errorf("the stale socket of pid %d was not removed", j.pids[1])
+	}
+}
+
+// plantStale leaves a socket nobody listens on at path (removed at the end of the test).
+func plantStale(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	t.Cleanup(func() { os.Remove(path) })
 }
 
 // seizeFromThread seizes pid from an OS thread of this test that ends with the test: its end
