@@ -54,6 +54,12 @@ func startHolder(t *testing.T, n int, args ...string) (*crashtuiProc, string) {
 	if !patience.Until(10*time.Second, 5*time.Millisecond, func() bool { return isSocketFile(sock) }) {
 		t.Fatalf("no control socket %s; stderr: %s", sock, h.stderr.String())
 	}
+	for path, mode := range map[string]uint32{ctlRoot: 0o700, sock: 0o600} {
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil || st.Uid != 0 || st.Mode&0o7777 != mode {
+			t.Errorf("%s: uid %d mode %04o (%v), want root's, %04o", path, st.Uid, st.Mode&0o7777, err, mode)
+		}
+	}
 	return h, sock
 }
 
@@ -557,7 +563,8 @@ func TestControlSocketHolderQuits(t *testing.T) {
 
 // TestControlSocketUserHolder: a crashtui of another user than root keeps its socket in a
 // directory of that user's, 0700: $XDG_RUNTIME_DIR/crashtui, else $TMPDIR/crashtui-UID. Root
-// and that user are answered there.
+// and that user are answered there. A directory at that name that is not the user's is not
+// used, and the session says why.
 func TestControlSocketUserHolder(t *testing.T) {
 	needRoot(t)
 	u := testuser.New(t)
@@ -620,6 +627,44 @@ func TestControlSocketUserHolder(t *testing.T) {
 			}
 		})
 	}
+	// A control directory that is not the user's own (root made it first) is refused: no
+	// socket, and the session says why.
+	t.Run("another user's directory", func(t *testing.T) {
+		base := filepath.Join(u.Home, "run-planted")
+		if err := os.Mkdir(base, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		u.Own(t, base)
+		planted := filepath.Join(base, "crashtui-"+strconv.Itoa(u.UID))
+		if err := os.Mkdir(planted, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := u.Command(bin, "run", "--json", "--", "sleep", "60")
+		var env []string
+		for _, kv := range cmd.Env {
+			if !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") && !strings.HasPrefix(kv, "TMPDIR=") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, "TMPDIR="+base)
+		h := startCrashtuiCmd(t, cmd, syscall.SIGINT)
+		evs := h.waitFor(t, "the control socket's error", 20*time.Second, func(evs []event) bool {
+			for _, e := range evs {
+				if e.kind() == "error" && e.str("op") == "control" {
+					return true
+				}
+			}
+			return false
+		})
+		for _, e := range evs {
+			if e.kind() == "error" && e.str("op") == "control" && !strings.Contains(e.str("message"), planted+" belongs to uid 0") {
+				t.Errorf("control socket error %q does not say whose %s is", e.str("message"), planted)
+			}
+		}
+		if ents, _ := os.ReadDir(planted); len(ents) != 0 {
+			t.Errorf("crashtui wrote into root's %s: %v", planted, ents)
+		}
+	})
 }
 
 // TestControlSocketDemoAndAgent: crashtui demo and crashtui agent answer too. The demo's
