@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -70,8 +71,10 @@ func crashtuisIn(job tracer.Job) (pids []int, skip map[int]string, err error) {
 	if job.Kind == tracer.JobPID && isCrashtui(job.ID) {
 		return nil, nil, &exitError{2, crashtuiJobError(job, job.ID)}
 	}
-	for _, pid := range all {
-		if !isCrashtui(pid) {
+	is := make([]bool, len(all)) // a few reads of /proc each: in parallel, each in its own slot
+	procfs.InParallel(len(all), func(i int) { is[i] = isCrashtui(all[i]) })
+	for i, pid := range all {
+		if !is[i] {
 			pids = append(pids, pid)
 			continue
 		}
@@ -105,9 +108,9 @@ func tracerOf(pid int) int {
 // isCrashtui says whether pid is a crashtui: it runs crashtui's own executable, or it answers
 // on a control socket (a stale one, of a dead crashtui whose pid it took, does not count).
 func isCrashtui(pid int) bool {
-	var self, st unix.Stat_t
-	if unix.Stat("/proc/self/exe", &self) == nil && unix.Stat(procfs.Path(pid, "exe"), &st) == nil &&
-		st.Dev == self.Dev && st.Ino == self.Ino {
+	self := selfExe()
+	var st unix.Stat_t
+	if self != nil && unix.Stat(procfs.Path(pid, "exe"), &st) == nil && st.Dev == self.Dev && st.Ino == self.Ino {
 		return true
 	}
 	uid := procfs.UID(pid)
@@ -117,6 +120,15 @@ func isCrashtui(pid int) bool {
 	h := &holder{pid: pid, uid: uid}
 	return h.find() == nil
 }
+
+// selfExe is crashtui's own executable's inode (nil if /proc does not say).
+var selfExe = sync.OnceValue(func() *unix.Stat_t {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/exe", &st) != nil {
+		return nil
+	}
+	return &st
+})
 
 // ctlDirsOf are the control directories of the crashtui pid of uid, from its environment
 // (readable by root and its own user only: the only ones it answers anyway).
