@@ -45,6 +45,9 @@ type HoldOptions struct {
 	// only there); a thread that stopped at an event stop instead is let go to the interrupt
 	// that follows, one at a group-stop or its exit stop is Late.
 	AtInterrupt bool
+	// PIDs, when not nil, limit HoldJob to the threads of these processes (a checkpoint of
+	// part of the job: the rest runs on untouched).
+	PIDs []int
 }
 
 // LateWhy is why a thread was not held.
@@ -341,18 +344,25 @@ func isSocket(pid, fd int) bool {
 	return strings.HasPrefix(procfs.Readlink(procfs.Path(pid, "fd/"+fmt.Sprint(fd))), "socket:")
 }
 
-// HoldJob holds every thread of every process of the job, and those born while it waits
-// (a few rounds), runs fn and lets them go: the checkpoint's freeze.
+// HoldJob holds every thread of every process of the job (of o.PIDs, when given), and those
+// born while it waits (a few rounds), runs fn and lets them go: the checkpoint's freeze.
 func (l *Loop) HoldJob(o HoldOptions, fn func(h *Held) error) error {
 	t := l.t
 	all := &Held{}
 	var got []*task
 	defer func() { t.release(got, "release") }()
 	seen := map[*task]bool{}
+	var only map[int]bool
+	if o.PIDs != nil {
+		only = map[int]bool{}
+		for _, pid := range o.PIDs {
+			only[pid] = true
+		}
+	}
 	for round := 0; round < 10; round++ {
 		var fresh []*task
 		for _, tk := range t.tasks {
-			if !seen[tk] {
+			if !seen[tk] && (only == nil || only[tk.pid]) {
 				seen[tk] = true
 				fresh = append(fresh, tk)
 			}

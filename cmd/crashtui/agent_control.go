@@ -18,6 +18,10 @@ type requester interface {
 	AutoSample(on bool)
 }
 
+// emitter is where serveRequests says what failed: the agent's session, or the answer to an
+// asker on the control socket (ctlsock.go).
+type emitter interface{ emit(sessions.Event) }
+
 // serveRequests is agent --control: it reads request lines from r and makes, on the
 // agent's tracer, the same calls the TUI's controller makes for its keys; their results
 // are the events the tracer emits anyway (thread events of a checkpoint, a matrix, samples).
@@ -34,7 +38,7 @@ type requester interface {
 //
 // naive and sc-only are the broken restorers, asked for by name: an agent has no one to ask
 // "are you sure" (the view that sends them does, when it asks).
-func serveRequests(r io.Reader, c requester, s *session, host string, detach func()) {
+func serveRequests(r io.Reader, c requester, s emitter, host string, detach func()) {
 	fail := func(req string, err error) {
 		s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sessions.Error{Op: "request",
 			Message: fmt.Sprintf("%s: %v", req, err)}})

@@ -48,6 +48,13 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	var image io.Writer
 	var imageFile *outfile.File
 	if *imagePath != "" {
+		// An image is written by the tracer that checkpoints: not over a control socket.
+		if h, _, err := findHolder(job); err != nil || h != nil {
+			if err == nil {
+				err = (&asker{h: h, job: job}).noImage()
+			}
+			return err
+		}
 		imageFile, err = outfile.Create(*imagePath)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("image: %w", err)}
@@ -59,7 +66,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	// thread written back and resumed).
 	var threads []sessions.Thread
 	err = attachOnce(ctx, c, stdout, "checkpoint", job,
-		func(t *tracing) (err error) { threads, err = t.checkpoints.Run(policy, image); return err },
+		func(t jobOps) (err error) { threads, err = t.Checkpoint(policy, image); return err },
 		func(st *sessions.State) {
 			printCheckpoint(stdout, threads, policy, st)
 			if *imagePath != "" {

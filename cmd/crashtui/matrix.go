@@ -31,7 +31,7 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix
 	return attachOnce(ctx, c, stdout, "matrix", job,
-		func(t *tracing) (err error) { m, _, err = t.access.Matrix(*measure); return err },
+		func(t jobOps) (err error) { m, err = t.Matrix(*measure); return err },
 		func(st *sessions.State) { printMatrix(stdout, m, st) }, nil)
 }
 

@@ -157,7 +157,8 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
-	t := newTracing(tracer.Options{Emit: s.emit, Host: c.host}, crashOptions(c))
+	tap := &eventTap{} // what the control socket's requests see of the events (ctlsock.go)
+	t := newTracing(tracer.Options{Emit: tap.wrap(s.emit), Host: c.host}, crashOptions(c))
 	defer func() {
 		// Detach on every way out, panics included: never leave the job stopped.
 		if r := recover(); r != nil {
@@ -178,6 +179,12 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	go liveMatrix(ctx, t, c.matrixMode())
 	sp := newSampler(t, c.sampleInterval(mode))
 	go sp.run(ctx)
+	// Other crashtui commands on this job ask this one over its control socket.
+	ctl, cerr := serveControl(t, s, tap, controller{t, mode, sp, c.grace}, c.host)
+	if cerr != nil {
+		s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: sessions.Error{Op: "control", Message: cerr.Error()}})
+	}
+	defer ctl.stop()
 	if c.json {
 		if c.control != nil {
 			var detach func()
@@ -190,6 +197,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
 			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour, RanksLog: c.ranksLog})
 	}
+	ctl.stop() // no new asker while crashtui lets go of the job
 	if ownsJob(mode) {
 		endRanks(t, c.grace, stderr)
 	}

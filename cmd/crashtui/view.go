@@ -203,6 +203,9 @@ func attachJob(c *common, stdout, stderr io.Writer, mode, spec string) error {
 	if err != nil {
 		return err
 	}
+	if _, job.Skip, err = crashtuisIn(job); err != nil {
+		return err // crashtui never traces a crashtui (ctlask.go)
+	}
 	return traceJob(c, stdout, stderr, mode, job.Spec, func(t *tracing) error {
 		_, err := t.Attach(job)
 		if errors.Is(err, tracer.ErrNoJob) {

@@ -130,6 +130,13 @@ func New(e *tracer.Tracer) *Checkpoints { return &Checkpoints{e: e} }
 // It returns the threads it captured and an error naming what failed (threads that did not
 // stop, registers that could not be read or written); it never leaves a thread stopped.
 func (c *Checkpoints) Run(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+	return c.RunOf(nil, policy, image)
+}
+
+// RunOf is Run for the processes pids of the job only (nil: all of them): the others are
+// neither frozen nor written back. A second crashtui asks for that when its JOB is part of
+// the job this one holds (cmd/crashtui's control socket).
+func (c *Checkpoints) RunOf(pids []int, policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
 	switch policy {
 	case arch.PolicyNone, arch.PolicyNaive, arch.PolicyCorrect, arch.PolicySCOnly:
 	default:
@@ -138,13 +145,13 @@ func (c *Checkpoints) Run(policy arch.Policy, image io.Writer) ([]sessions.Threa
 	var out []sessions.Thread
 	err := c.e.Do(func(l *tracer.Loop) error {
 		var err error
-		out, err = c.run(l, policy, image)
+		out, err = c.run(l, pids, policy, image)
 		return err
 	})
 	return c.observeOutcomes(out), err
 }
 
-func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+func (c *Checkpoints) run(l *tracer.Loop, pids []int, policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
 	if l.Closing() {
 		return nil, errors.New("checkpoint: the tracer is detaching")
 	}
@@ -152,7 +159,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 		return nil, fmt.Errorf("checkpoint: %w (nothing attached)", tracer.ErrNoJob)
 	}
 	var out []sessions.Thread
-	err := l.HoldJob(tracer.HoldOptions{Timeout: freezeTimeout}, func(h *tracer.Held) error {
+	err := l.HoldJob(tracer.HoldOptions{Timeout: freezeTimeout, PIDs: pids}, func(h *tracer.Held) error {
 		var errs []error
 		caps := make([]*threadCapture, 0, len(h.Threads))
 		for _, th := range h.Threads {
