@@ -492,7 +492,7 @@ func TestUnattachedNamedInText(t *testing.T) {
 	holder := startCrashtui(t, "attach", "--json", "pid:"+strconv.Itoa(b.Process.Pid))
 	holder.waitFor(t, "the other crashtui to attach", 30*time.Second, func(evs []event) bool { return count(evs, "process") >= 1 })
 	job := "pgid:" + strconv.Itoa(a.Process.Pid)
-	want := fmt.Sprintf("pid %d (sleep) was not attached: it is already traced by pid %d (crashtui)", b.Process.Pid, holder.cmd.Process.Pid)
+	want := fmt.Sprintf("pid %d (sleep) was not attached: another crashtui (pid %d) traces it", b.Process.Pid, holder.cmd.Process.Pid)
 	for _, args := range [][]string{{"matrix", job}, {"checkpoint", job}, {"stacks", "--samples", "1", job}} {
 		out, err := exec.Command(crashtuiBin, args...).Output()
 		if err != nil {
