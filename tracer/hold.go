@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -309,12 +310,26 @@ var fdCalls = map[string]bool{"read": true, "readv": true, "write": true, "write
 
 // eintrCall says whether the running thread tk is blocked in a call an interrupt would end
 // with EINTR, and which (a thread already stopped can always be held).
+// It remembers the call the thread is in (task.inCall): every hold asks before it
+// interrupts.
 func (t *Tracer) eintrCall(tk *task) (string, bool) {
 	if tk.state != running {
 		return "", false
 	}
-	return EINTRCall(tk.pid, tk.tid)
+	sys := procfs.ReadTaskSyscall(tk.pid, tk.tid)
+	if sys.InSyscall() && sys.Nr != restartSyscallNr() {
+		tk.inCall = sys.Nr
+	}
+	return eintrSyscall(tk.pid, sys)
 }
+
+// restartSyscallNr is restart_syscall's number on this machine.
+var restartSyscallNr = sync.OnceValue(func() int {
+	if nr, ok := arch.SyscallNumber(arch.Host(), "restart_syscall"); ok {
+		return nr
+	}
+	return -1
+})
 
 // EINTRCall says whether thread tid of pid is blocked in a call that a ptrace interrupt
 // would make fail with EINTR (eintrNames, or a read or write on a socket), and names it.

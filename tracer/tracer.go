@@ -250,7 +250,7 @@ func (t *Tracer) addTask(tid, pid int) *task {
 	if tk := t.tasks[tid]; tk != nil {
 		return tk
 	}
-	tk := &task{tid: tid, pid: pid, exitCode: -1}
+	tk := &task{tid: tid, pid: pid, exitCode: -1, inCall: -1}
 	t.tasks[tid] = tk
 	p := t.procs[pid]
 	if p == nil {

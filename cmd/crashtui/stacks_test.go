@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -964,4 +965,63 @@ func TestStacksReadsBlockedWithoutStopping(t *testing.T) {
 		}
 	}
 	checkDetached(t, j.pids, []string{"S", "S", "S"})
+}
+
+// TestStacksShowTheCallNotRestartSyscall is issue 24's fourth item: a measured matrix stops
+// a sleeper in clock_nanosleep to run its calls inside it, so the kernel resumes its sleep as
+// restart_syscall, which /proc shows from then on; crashtui's own samples still name the call
+// the thread is in.
+func TestStacksShowTheCallNotRestartSyscall(t *testing.T) {
+	needRoot(t)
+	var sleeps []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		c := exec.Command("sleep", "1000")
+		pgid := 0
+		if i > 0 {
+			pgid = sleeps[0].Process.Pid
+		}
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sleeps = append(sleeps, c)
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		waitState(t, c.Process.Pid, "S")
+	}
+	a := sleeps[0].Process.Pid
+	c := startCrashtui(t, "attach", "--json", "--matrix", "measure", "--sample-every", "200ms", "pgid:"+strconv.Itoa(a))
+	c.waitFor(t, "a measured matrix", 60*time.Second, func(evs []event) bool {
+		for _, e := range evs {
+			if e.kind() == "matrix" && e["measured"] == true {
+				return true
+			}
+		}
+		return false
+	})
+	proc := procfs.ReadTaskSyscall(a, a)
+	if name := arch.SyscallName(arch.Host(), proc.Nr); name != "restart_syscall" {
+		t.Fatalf("/proc shows %q for the sleeper after the measurement, not restart_syscall: the test proves nothing", name)
+	}
+	evs := c.waitFor(t, "two samples after the matrix", 60*time.Second, func(evs []event) bool {
+		n, after := 0, false
+		for _, e := range evs {
+			after = after || (e.kind() == "matrix" && e["measured"] == true)
+			if after && e.kind() == "sample" && e.int("pid") == a {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	for _, e := range evs {
+		if e.kind() != "sample" || e.int("pid") != a {
+			continue
+		}
+		ths, _ := e["threads"].([]any)
+		for _, x := range ths {
+			th, _ := x.(map[string]any)
+			if sc, _ := th["syscall"].(string); sc != "clock_nanosleep" {
+				t.Errorf("the sleeper's sample says it is in %q, want clock_nanosleep", sc)
+			}
+		}
+	}
 }

@@ -46,7 +46,21 @@ func (c controller) Signal(pid int, sig string) error {
 
 // ProcDetail reads what /proc says about one process of the job now (files only: no stop).
 func (c controller) ProcDetail(pid int) (sessions.ProcDetail, error) {
-	return tracer.ReadProcDetail(pid)
+	d, err := tracer.ReadProcDetail(pid)
+	// A thread crashtui interrupted in nanosleep or poll goes on as restart_syscall: shown as
+	// the call it is in, not as crashtui's artifact.
+	var names map[int]string
+	for i := range d.Threads {
+		if d.Threads[i].Syscall == "restart_syscall" {
+			if names == nil {
+				names = c.t.CallNames(pid)
+			}
+			if n := names[d.Threads[i].TID]; n != "" {
+				d.Threads[i].Syscall = n
+			}
+		}
+	}
+	return d, err
 }
 
 // AutoSample turns the periodic sampling on or off.

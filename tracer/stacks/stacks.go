@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -223,12 +222,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 			c = &capture{}
 		}
 		c.ts.TID, c.ts.State, c.ts.CPU, c.ts.RunNS = x.tid, string(rune(x.state)), x.cpu, x.run
-		if x.sys.InSyscall() {
-			c.ts.Syscall = arch.SyscallName(a, x.sys.Nr)
-			if c.ts.Syscall == "" {
-				c.ts.Syscall = "#" + strconv.Itoa(x.sys.Nr)
-			}
-		}
+		c.ts.Syscall = l.CallName(x.tid, x.sys) // never crashtui's own restart_syscall
 		if x.read != nil {
 			c.ts.Frames, c.ts.Unstopped = elfinfo.SessionFrames(x.read), true
 			smp.Unstopped++
