@@ -195,7 +195,8 @@ func ExplainCell(c *sessions.Cell) Explanation {
 	return ex
 }
 
-// RepresentativeCrash is the group's representative crash (the one whose core is kept).
+// RepresentativeCrash is the group's representative crash (the one whose core is kept), or,
+// while it has none (no member could have a core), its first: the crash its detail shows.
 func RepresentativeCrash(g *sessions.Group) *sessions.CrashRef {
 	if len(g.Members) == 0 {
 		return nil
