@@ -303,7 +303,7 @@ type Thread struct {
 	Code      string   `json:"code,omitempty"`
 	OnResume  string   `json:"on_resume"`
 	Restore   string   `json:"restore"`
-	Applied   string   `json:"applied,omitempty"`
+	Applied   Policy   `json:"applied,omitempty"` // the restore policy written back ("" when none was)
 	Explain   string   `json:"explain,omitempty"`
 	Before    []RegVal `json:"before,omitempty"`
 	After     []RegVal `json:"after,omitempty"`
@@ -312,7 +312,7 @@ type Thread struct {
 	// Checkpoint numbers the checkpoint (per tracer, from 1) and Policy is its restore
 	// policy; 0 and "" in recordings made before they were recorded.
 	Checkpoint int    `json:"checkpoint,omitempty"`
-	Policy     string `json:"policy,omitempty"`
+	Policy     Policy `json:"policy,omitempty"`
 
 	// InsnBytes are the instruction bytes the restart state was decoded from (arch.Decode:
 	// amd64 rip-2, ppc64le nip-4, arm64 pc), hex; "" when they could not be read. With Before

@@ -323,7 +323,7 @@ func (s *State) Stacks(o StackOptions) Stacks {
 type Checkpoint struct {
 	Host    string
 	ID      int // 0 in recordings made before checkpoints were numbered
-	Policy  string
+	Policy  Policy
 	Time    time.Time // its first thread event
 	Threads map[TaskKey]*Thread
 }

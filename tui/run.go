@@ -19,13 +19,13 @@ import (
 
 // Controller is how the TUI sends requests down to the tracer; nil in replay.
 type Controller interface {
-	Measure() error                 // re-measure the access matrix
-	Checkpoint(policy string) error // "correct" | "naive" | "none"
-	Detach() error                  // detach everything and stop (q)
-	Sample() error                  // take one stack sample of every thread (S)
-	AutoSample(on bool)             // sample every few seconds, or stop (a)
-	Release(pid int) error          // let go of one process for another debugger (g)
-	Reacquire(pid int) error        // take it back when that debugger exits
+	Measure() error                          // re-measure the access matrix
+	Checkpoint(policy sessions.Policy) error // a simulated checkpoint restored by policy (c)
+	Detach() error                           // detach everything and stop (q)
+	Sample() error                           // take one stack sample of every thread (S)
+	AutoSample(on bool)                      // sample every few seconds, or stop (a)
+	Release(pid int) error                   // let go of one process for another debugger (g)
+	Reacquire(pid int) error                 // take it back when that debugger exits
 	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
 	Signal(pid int, sig string) error
 	// ProcDetail reads what /proc says about one traced process now (Processes' enter):

@@ -463,16 +463,13 @@ func restartRule(code string) string {
 	return "Return code " + sessions.Sanitize(code) + ": not a restart code, the syscall completed or failed on its own."
 }
 
-// PolicyText describes a checkpoint restore policy.
-var PolicyText = map[string]string{
-	"correct": "rewind the pc over the syscall instruction and restore the first argument (x86 rax=orig_rax, ip-=2; ppc r3=orig_gpr3, nip-=4, trap=0), for sc and scv: the syscall runs again",
-	"naive":   "write back the registers as captured, as CRIU did for scv before the fix: the thread resumes after the instruction with -ERESTARTSYS in its return register, and user code sees errno 512",
-	"none":    "write nothing back: resume the thread as it was stopped and let the kernel's own restart logic decide (the baseline)",
-	"sc-only": "the restorer before CRIU's fix (checkpoint-restore/criu#2261): rewind a thread interrupted in sc (trap 0xc00, CR0.SO, an ERESTART* code in r3) but write back one interrupted in scv (trap 0x3000) as captured; on POWER8 (glibc uses sc) the job survives, on POWER9/10 (glibc uses scv) it sees errno 512; on amd64 and arm64 it equals correct",
+// PolicyText describes each checkpoint restore policy (sessions.Policies).
+var PolicyText = map[sessions.Policy]string{
+	sessions.PolicyCorrect: "rewind the pc over the syscall instruction and restore the first argument (x86 rax=orig_rax, ip-=2; ppc r3=orig_gpr3, nip-=4, trap=0), for sc and scv: the syscall runs again",
+	sessions.PolicyNaive:   "write back the registers as captured, as CRIU did for scv before the fix: the thread resumes after the instruction with -ERESTARTSYS in its return register, and user code sees errno 512",
+	sessions.PolicyNone:    "write nothing back: resume the thread as it was stopped and let the kernel's own restart logic decide (the baseline)",
+	sessions.PolicySCOnly:  "the restorer before CRIU's fix (checkpoint-restore/criu#2261): rewind a thread interrupted in sc (trap 0xc00, CR0.SO, an ERESTART* code in r3) but write back one interrupted in scv (trap 0x3000) as captured; on POWER8 (glibc uses sc) the job survives, on POWER9/10 (glibc uses scv) it sees errno 512; on amd64 and arm64 it equals correct",
 }
-
-// Policies are the checkpoint restore policies in dialog order.
-var Policies = []string{"correct", "naive", "sc-only", "none"}
 
 // RenderExplanation draws an explanation as a box of at most width×height.
 func RenderExplanation(st *Styles, ex Explanation, width, height int) string {

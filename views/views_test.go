@@ -108,7 +108,7 @@ func TestSanitizedRendering(t *testing.T) {
 		Stack: []sessions.Frame{{Module: evil, Function: evil, File: evil}}, Regs: map[string]sessions.Hex{evil: 1}}})
 	reason := evil
 	s.Apply(sessions.Event{Body: sessions.Matrix{PIDs: []int{7, 8}, Cells: []sessions.Cell{{From: 7, To: 8, Reason: &reason, Explain: evil, Disagree: evil, VMReadv: sessions.Check{Errno: &evil}}}}})
-	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: evil, Insn: evil, Arch: evil,
+	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: sessions.Policy(evil), Policy: sessions.Policy(evil), Insn: evil, Arch: evil,
 		Before: []sessions.RegVal{{Name: evil}}}})
 	s.Apply(sessions.Event{Body: sessions.Error{Op: evil, Message: evil}})
 	s.Apply(sessions.Event{Body: sessions.Session{Job: evil, Arch: evil, Kernel: evil}})

@@ -27,12 +27,12 @@ const freezeTimeout = 3 * time.Second
 // CheckpointImage is the JSON checkpoint image Checkpoint writes: what a checkpointer would
 // dump for every thread, and what a restorer with Policy would write back.
 type CheckpointImage struct {
-	Version int           `json:"version"`
-	Time    time.Time     `json:"time"`
-	Arch    string        `json:"arch"`
-	Kernel  string        `json:"kernel"`
-	Policy  string        `json:"policy"`
-	Threads []ImageThread `json:"threads"`
+	Version int             `json:"version"`
+	Time    time.Time       `json:"time"`
+	Arch    string          `json:"arch"`
+	Kernel  string          `json:"kernel"`
+	Policy  sessions.Policy `json:"policy"`
+	Threads []ImageThread   `json:"threads"`
 }
 
 // ImageThread is one thread of a CheckpointImage.
@@ -129,11 +129,9 @@ func New(e *tracer.Tracer) *Checkpoints { return &Checkpoints{e: e} }
 //
 // It returns the threads it captured and an error naming what failed (threads that did not
 // stop, registers that could not be read or written); it never leaves a thread stopped.
-func (c *Checkpoints) Run(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
-	switch policy {
-	case arch.PolicyNone, arch.PolicyNaive, arch.PolicyCorrect, arch.PolicySCOnly:
-	default:
-		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want correct, naive, sc-only or none)", policy)
+func (c *Checkpoints) Run(policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
+	if !policy.Valid() {
+		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want %s)", policy, sessions.PolicyList())
 	}
 	var out []sessions.Thread
 	err := c.e.Do(func(l *tracer.Loop) error {
@@ -144,7 +142,7 @@ func (c *Checkpoints) Run(policy arch.Policy, image io.Writer) ([]sessions.Threa
 	return c.observeOutcomes(out), err
 }
 
-func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+func (c *Checkpoints) run(l *tracer.Loop, policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
 	if l.Closing() {
 		return nil, errors.New("checkpoint: the tracer is detaching")
 	}
@@ -185,7 +183,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 		}
 		c.seq++
 		for _, cp := range caps {
-			cp.ev.Checkpoint, cp.ev.Policy = c.seq, string(policy)
+			cp.ev.Checkpoint, cp.ev.Policy = c.seq, policy
 			if err := cp.apply(policy); err != nil {
 				errs = append(errs, err)
 				l.EmitErr(cp.pid, "checkpoint restore", err)
@@ -194,7 +192,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 			out = append(out, cp.ev)
 		}
 		for _, th := range unfrozen {
-			th.Checkpoint, th.Policy = c.seq, string(policy)
+			th.Checkpoint, th.Policy = c.seq, policy
 			l.Emit(th)
 			out = append(out, th)
 		}
@@ -250,7 +248,7 @@ func pendingOf(th tracer.Thread) Pending {
 // the thread event with the registers before and after. It does not resume the thread. It is
 // the per-thread core of Tracer.Checkpoint, for callers that do their own ptrace (the ppc64le
 // guest tests).
-func CheckpointStopped(pid, tid int, policy arch.Policy) (sessions.Thread, error) {
+func CheckpointStopped(pid, tid int, policy sessions.Policy) (sessions.Thread, error) {
 	c, err := captureThread(pid, tid, tracer.RawThread{PID: pid, TID: tid}, interruptPending)
 	if err != nil {
 		return sessions.Thread{}, err
@@ -315,9 +313,9 @@ func decideResume(st arch.RestartState, p Pending) arch.Action {
 
 // apply writes arch.ApplyPolicy's registers (nothing for PolicyNone), reads them back into the
 // event's After and checks that the kernel kept them.
-func (c *threadCapture) apply(policy arch.Policy) error {
+func (c *threadCapture) apply(policy sessions.Policy) error {
 	want := arch.ApplyPolicy(c.before, c.state, policy)
-	if policy != arch.PolicyNone {
+	if policy != sessions.PolicyNone {
 		if err := c.th.SetRegs(want); err != nil {
 			return fmt.Errorf("checkpoint %d: restore %s: %w", c.tid, policy, err)
 		}
@@ -327,7 +325,7 @@ func (c *threadCapture) apply(policy arch.Policy) error {
 		return fmt.Errorf("checkpoint %d: read back: %w", c.tid, err)
 	}
 	c.ev.After = regVals(after)
-	c.ev.Applied = string(policy)
+	c.ev.Applied = policy
 	if diff := regsDiff(want, after); diff != "" {
 		return fmt.Errorf("checkpoint %d: restore %s: registers read back differ from those written: %s", c.tid, policy, diff)
 	}
@@ -370,9 +368,9 @@ func imageHandlerLabel(p Pending) string {
 }
 
 // writeImage writes the checkpoint image: what was captured, before anything is written back.
-func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
+func writeImage(w io.Writer, policy sessions.Policy, caps []*threadCapture) error {
 	img := CheckpointImage{Version: 1, Time: time.Now().UTC(), Arch: string(arch.Host()),
-		Kernel: tracer.KernelRelease(), Policy: string(policy), Threads: []ImageThread{}}
+		Kernel: tracer.KernelRelease(), Policy: policy, Threads: []ImageThread{}}
 	for _, c := range caps {
 		it := ImageThread{PID: c.pid, TID: c.tid, Stop: string(c.pending.Stop), Handler: imageHandlerLabel(c.pending),
 			InSyscall: c.ev.InSyscall, Syscall: c.ev.Syscall, Nr: c.ev.Nr, Args: c.ev.Args,
