@@ -248,18 +248,30 @@ const (
 	NotRunNoThread          NotRunWhy = "no_thread"          // no thread could be held (job-control stopped, exiting)
 )
 
-// Cell is the ordered pair (From may read To).
+// Cell is the ordered pair (From may read To), as facts: both calls' answers, the first rule
+// that refuses them (Reason), the row that decided the explained call (Rule) and the
+// disagreements. The sentences that explain them are the views' (views.CellWhy,
+// views.CellDisagree).
+//
+// Explain and Disagree are sentences: those the tracer wrote into recordings of format
+// version 2 and older (before Rule and Disagreements existed), and those the --json front end
+// writes for people and scripts reading its output. Views show them when present, and
+// otherwise word the facts.
 type Cell struct {
 	From    int     `json:"from"`
 	To      int     `json:"to"`
 	VMReadv Check   `json:"vm_readv"`
 	Kcmp    Check   `json:"kcmp"`
 	OpenMPI bool    `json:"openmpi"`
-	Reason  *string `json:"reason"`
-	Explain string  `json:"explain"`
-	// Disagree names a dangerous disagreement between kcmp and vm_readv, or between
-	// prediction and measurement ("unexplained: an LSM or PR_SET_PTRACER?").
-	Disagree string `json:"disagree,omitempty"`
+	Reason  *Reason `json:"reason"`
+	// Rule is the row of kernel.md A.3 that decided the call Reason is about (process_vm_readv
+	// when both are allowed); the zero Rule in recordings of format version 2 and older.
+	Rule Rule `json:"rule,omitzero"`
+	// Disagreements are dangerous disagreements between what Open MPI decides and what
+	// process_vm_readv does, or between prediction and measurement, measured ones first.
+	Disagreements []Disagreement `json:"disagreements,omitempty"`
+	Explain       string         `json:"explain,omitempty"`
+	Disagree      string         `json:"disagree,omitempty"`
 }
 
 // Matrix is the access matrix of the job's processes, complete each time.

@@ -11,6 +11,11 @@ import (
 // Thread.Explain). upgrade derives the facts of version 2 from them, so that views decide on
 // facts whatever the recording's age, while still showing the recorded sentences. A sentence
 // this reader does not know is kept and derives nothing.
+//
+// Recordings of versions 1 and 2 carry a matrix cell's explanation and disagreement only as
+// sentences too (Cell.Explain, Cell.Disagree). Those are kept and shown as recorded, and
+// nothing is derived from them: views decide nothing on a cell's rule (its colour comes from
+// its answers and Reason, which every version has).
 
 // upgrade returns e with what version's thread events lack derived from their sentences.
 // Version 0 is a stream without a header (a live --json or agent stream), whose events may

@@ -18,7 +18,7 @@ func StoryTitle(evs []sessions.Event) string {
 	var policy sessions.Policy
 	insn := ""
 	denied, pairs := 0, 0
-	reasons := map[string]bool{}
+	reasons := map[sessions.Reason]bool{}
 	for _, e := range evs {
 		switch b := e.Body.(type) {
 		case sessions.Session:
@@ -83,7 +83,7 @@ func StoryTitle(evs []sessions.Event) string {
 	case pairs > 0:
 		var rs []string
 		for r := range reasons {
-			rs = append(rs, sessions.Sanitize(r))
+			rs = append(rs, sessions.Sanitize(string(r)))
 		}
 		sort.Strings(rs)
 		if denied == 0 {
