@@ -200,7 +200,7 @@ func NewModel(o Options, st *views.Styles) *Model {
 	if m.ranksLog != "" {
 		m.message = ranksMessage(m.out, m.width)
 	}
-	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0, read: o.Source}
 	m.started = m.now()
 	m.tour = -1
 	if o.Tour {

@@ -56,6 +56,10 @@ type Options struct {
 	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
 	// Output tab (7) reads it as it grows.
 	RanksLog string
+	// Source reads what the files say about a stack frame (its source lines and code: the
+	// Stacks tab's detail), in a command, never in Update; nil shows neither.
+	// elfinfo.ReadFrameSource is the one crashtui gives it, live and in replay alike.
+	Source func(sessions.StackFrame) sessions.FrameSource
 	// GuestLog is, for demo --guest, the guest's build and boot log: the Output tab reads it
 	// instead, and the Processes tab shows its newest line until the guest's processes come.
 	GuestLog string

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer"
@@ -93,6 +94,9 @@ func runTUI(ctx context.Context, c *common, o tui.Options) error {
 	if c.castF != nil {
 		defer c.castF.Close()
 		o.Cast = c.castF
+	}
+	if o.Source == nil {
+		o.Source = elfinfo.ReadFrameSource // the Stacks tab's detail: files only, live or replayed
 	}
 	_, err := tui.Run(ctx, o)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
