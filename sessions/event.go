@@ -168,7 +168,7 @@ const (
 	// kernel writes no core for it either (fs/coredump.c do_coredump).
 	NoCoreNonDumpable NoCore = "non_dumpable"
 	// NoCoreDumpableUnknown: whether the process is dumpable cannot be told from outside
-	// (tracer/crash_rlimit.go says when), so crashtui writes none rather than one the
+	// (tracer/crash/rlimit.go says when), so crashtui writes none rather than one the
 	// kernel might not.
 	NoCoreDumpableUnknown NoCore = "dumpable_unknown"
 	// NoCoreRlimit: the process's own RLIMIT_CORE is 0, and so was every earlier member's

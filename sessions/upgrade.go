@@ -44,7 +44,7 @@ func upgradeThread(t *Thread) {
 // program, …" (also in the earliest wording, "…, the seed 002 bug").
 var v1ReturnedCode = regexp.MustCompile(`^[A-Z_]+ \((\d+)\) to the program`)
 
-// deriveOutcome reads the sentences of tracer/checkpoint_outcome.go up to version 1:
+// deriveOutcome reads the sentences of version 1's tracer/checkpoint_outcome.go:
 //
 //	still stopped by job control: …
 //	back in NAME: the syscall was restarted and the program never noticed
@@ -108,9 +108,10 @@ var (
 	v1Failed = regexp.MustCompile(`\(Running rt_sigaction inside the process to read it failed: (.*)\.\)`)
 )
 
-// deriveStop reads the reason that version 1 put first in a thread's explanation (tracer/
-// checkpoint.go pendingOf and signalPending, tracer/sigaction.go): every stop but an
-// interrupt stop had one, so an explanation without one is an interrupt stop's.
+// deriveStop reads the reason that version 1 put first in a thread's explanation (version 1's
+// tracer/checkpoint.go pendingOf and signalPending, and tracer/sigaction.go, which ran
+// rt_sigaction inside the process): every stop but an interrupt stop had one, so an
+// explanation without one is an interrupt stop's.
 func deriveStop(t *Thread) {
 	e := t.Explain
 	t.Handler = HandlerNone

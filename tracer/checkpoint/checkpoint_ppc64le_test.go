@@ -15,7 +15,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 )
 
-// TestPPC64LECheckpoint runs the whole simulated checkpoint (tracer.Tracer.Checkpoint: attach, freeze
+// TestPPC64LECheckpoint runs the whole simulated checkpoint (Checkpoints.Run: attach, freeze
 // every thread, capture, image, apply, resume, detach) on the sc/scv helper on a real ppc64le
 // kernel (the QEMU guests of make test-ppc64le). The helper is a Go program, so besides the
 // thread blocked in the call its runtime threads are frozen and restored too; with the correct

@@ -366,7 +366,7 @@ func TestCheckpointSemWaitNaive(t *testing.T) {
 }
 
 // TestCheckpointStoppedMatchesTracer: CheckpointStopped (the per-thread core the ppc64le guest
-// tests call with their own ptrace) and tracer.Tracer.Checkpoint agree. It runs the core on the tracer
+// tests call with their own ptrace) and Checkpoints.Run agree. It runs the core on the tracer
 // thread through t.do, where the threads are held.
 func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 	tracertest.NeedAMD64(t)

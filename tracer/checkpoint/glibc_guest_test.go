@@ -24,7 +24,7 @@ import (
 	"github.com/crashtui/crashtui/tracer/tracertest"
 )
 
-// TestGlibcSigpending runs the simulated checkpoint (tracer.Tracer.Checkpoint: attach, freeze every
+// TestGlibcSigpending runs the simulated checkpoint (Checkpoints.Run: attach, freeze every
 // thread, capture, apply the policy, resume, detach) on demo/restart/sigpending.c, a static C
 // program whose threads are blocked in glibc 2.36's own wrappers -- read (the main thread, on
 // its stdin pipe), sem_wait (a futex wait), nanosleep and poll -- the shape of CRIU's
