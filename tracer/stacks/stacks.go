@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,7 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		procs := l.Processes()
 		live := map[int]bool{}
+		var again []int // processes with a thread that did not stop in time
 		for _, pp := range procs {
 			live[pp.PID] = true
 			p, ok := l.Process(pp.PID)
@@ -90,9 +92,28 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 				continue // ended while an earlier one was sampled
 			}
 			smp, held := s.sampleProc(l, p, o)
+			st.LongestHold = max(st.LongestHold, held)
+			if late(smp) {
+				again = append(again, pp.PID)
+				continue
+			}
 			st.Processes++
 			st.Threads += len(smp.Threads)
+			l.Emit(smp)
+			out = append(out, smp)
+		}
+		// Once more at the end of the round: a busy thread on a loaded machine may reach its
+		// stop only after its turn (its interrupt was pending all along), and a sample
+		// without it reads as no progress known.
+		for _, pid := range again {
+			p, ok := l.Process(pid)
+			if !ok {
+				continue
+			}
+			smp, held := s.sampleProc(l, p, o)
 			st.LongestHold = max(st.LongestHold, held)
+			st.Processes++
+			st.Threads += len(smp.Threads)
 			l.Emit(smp)
 			out = append(out, smp)
 		}
@@ -285,6 +306,16 @@ func (s *Stacks) readBlocked(pid, tid int, state byte, sys procfs.Syscall, befor
 		return nil, false // it ran: what was read may be half old, half new
 	}
 	return frames, true
+}
+
+// late says whether a thread of smp did not stop in time, and so has no stack.
+func late(smp sessions.Sample) bool {
+	for _, t := range smp.Threads {
+		if len(t.Frames) == 0 && strings.HasPrefix(t.Note, "did not stop within") {
+			return true
+		}
+	}
+	return false
 }
 
 // stackSnapshot is how much of a stack is copied while its thread is held: enough for the
