@@ -595,13 +595,18 @@ func MergeStacks(samples []StampedSample, o StackOptions) Stacks {
 	}
 	sort.SliceStable(out.Lone, func(i, j int) bool { return out.Lone[i].Rank < out.Lone[j].Rank })
 	// The culprit stays where it is: blocked, or spinning there (an MPI library's progress
-	// loop polls at full CPU in a deadlock as much as a blocked read waits).
-	switch still := append(lonely(out.Lone, Stuck), lonely(out.Lone, Spinning)...); {
+	// loop polls at full CPU in a deadlock as much as a blocked read waits). A lone rank
+	// blocked outranks a lone rank spinning: beside a receive nobody sends, the rank that
+	// computes on one path is the one the others wait for only if nothing else is blocked.
+	stuck, spinning := lonely(out.Lone, Stuck), lonely(out.Lone, Spinning)
+	switch {
 	case len(out.Lone) == 1 && !TimedWait(out.Lone[0].Syscall):
 		l := out.Lone[0]
 		out.Culprit = &l
-	case len(still) == 1:
-		out.Culprit = &still[0]
+	case len(stuck) == 1:
+		out.Culprit = &stuck[0]
+	case len(stuck) == 0 && len(spinning) == 1:
+		out.Culprit = &spinning[0]
 	}
 	return out
 }

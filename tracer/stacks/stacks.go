@@ -182,6 +182,15 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		if st, err := procfs.ReadTaskStat(p.PID, tid); err == nil {
 			x.state, x.cpu = st.State, st.CPU
 		}
+		if x.state == 't' {
+			// A traced thread's stop is 't' whoever caused it. The job's own (SIGSTOP, ^Z)
+			// is stopped; any other is crashtui's (a signal on its way to a handler, an
+			// interrupt not yet reported), and the thread was running when it came.
+			x.state = 'R'
+			if th, ok := l.Thread(tid); ok && th.JobStopped() {
+				x.state = 'T'
+			}
+		}
 		sched, _ := procfs.ReadTaskSchedstat(p.PID, tid)
 		x.run = sched.RunNS
 		if x.state == 'Z' || x.state == 'X' {
