@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -435,8 +436,15 @@ func TestStateInjecting(t *testing.T) {
 			v := startStateVictim(t)
 			// The signal stop the injection met is the injection's until it is done: the
 			// loop hands it to the watcher only after.
-			var inCall, early bool
-			w := &signalWatcher{decide: func(*SignalStop) { early = early || inCall }}
+			// early is written on the loop (the watcher may still be called there after do
+			// returns) and read here.
+			var inCall bool
+			var early atomic.Bool
+			w := &signalWatcher{decide: func(*SignalStop) {
+				if inCall {
+					early.Store(true)
+				}
+			}}
 			tr, log := stateTracer(t, v, w)
 			mask := v.ask(t, "mask")
 			var ret int64
@@ -489,7 +497,7 @@ func TestStateInjecting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if early {
+			if early.Load() {
 				t.Error("the signal stop met by the injection was handed to the watcher before the injection was done with it")
 			}
 			if during != "injecting" {
