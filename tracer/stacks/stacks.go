@@ -39,6 +39,7 @@ type Stacks struct {
 	seq  int               // the last sample's number
 	bufs [][]byte          // the stack copies, reused (snapshotStack)
 	maps map[int]mapsCache // each process's mappings between samples
+	gos  goSampler         // the goroutines of Go processes (goroutines.go)
 	mu   sync.Mutex        // one Sample at a time
 }
 
@@ -48,7 +49,8 @@ func New(e *tracer.Tracer, resolver *elfinfo.Resolver) *Stacks {
 	if resolver == nil {
 		resolver = elfinfo.NewResolver()
 	}
-	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{}}
+	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{},
+		gos: goSampler{reader: elfinfo.NewGoReader(), notGo: map[int]int{}}}
 }
 
 // Sample takes one sample of every thread of the job: one process at a time (never the whole
@@ -93,7 +95,9 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 			st.Processes++
 			st.Threads += len(smp.Threads)
 			st.LongestHold = max(st.LongestHold, held)
+			smp.Exe, smp.PPID = p.Exe, p.PPID
 			l.Emit(smp)
+			s.queueGoroutines(p, smp)
 			out = append(out, smp)
 		}
 		for pid := range s.maps {
@@ -103,6 +107,9 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.readGoroutines(o) // after every process was let go, off the loop
+	}
 	return out, st, err
 }
 
@@ -200,6 +207,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 				c.ts.Note = "registers: " + err.Error()
 			} else {
 				c.pc, c.sp, c.fp, c.lr = regs.UnwindRegs()
+				s.keepRegs(t.TID(), regs)
 				c.stack = s.snapshotStack(p.PID, c.sp, i)
 				c.ts.Held = true
 			}
