@@ -120,7 +120,12 @@ func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs
 	}
 	ra, ok := next[ctx.RetAddrReg]
 	if !ok {
-		return 0, nil // return address undefined: outermost frame (_start, clone)
+		if rule, set := ctx.Regs[ctx.RetAddrReg]; set && rule.Rule == frame.RuleUndefined {
+			return 0, nil // return address undefined: outermost frame (_start, clone)
+		}
+		// Still in a register this walk was not given (a leaf's link register, read from
+		// /proc without stopping the thread): not the stack's end.
+		return 0, fmt.Errorf("pc %#x: return address in register %d, which is not known", pc, ctx.RetAddrReg)
 	}
 	next[ur.sp] = cfa // the CFA is the caller's SP on every supported arch
 	clear(regs)

@@ -46,3 +46,44 @@ func TestProgressFromCounters(t *testing.T) {
 		})
 	}
 }
+
+// TestCulpritBlockedOverSpinning: STAT's hang with a computing rank, read twice. Rank 0 is
+// alone in a read, rank 5 alone in a loop that stayed on one path using CPU (spinning), the
+// rest in a barrier: the blocked one is the culprit. With nobody blocked alone, the one
+// spinning alone is.
+func TestCulpritBlockedOverSpinning(t *testing.T) {
+	main := Frame{Function: "main", Module: "/bin/x", Offset: 0x10}
+	read := []Frame{{Function: "read", Module: "/bin/x", Offset: 0x20}, {Function: "recv", Module: "/bin/x", Offset: 0x30}, main}
+	barrier := []Frame{{Function: "futex", Module: "/bin/x", Offset: 0x40}, {Function: "barrier", Module: "/bin/x", Offset: 0x50}, main}
+	loop := []Frame{{Function: "relax", Module: "/bin/x", Offset: 0x60}, {Function: "compute", Module: "/bin/x", Offset: 0x70}, main}
+	t0 := time.Unix(1000, 0)
+	merge := func(withReader bool) Stacks {
+		var samples []StampedSample
+		for seq := 1; seq <= 2; seq++ {
+			for rank := 0; rank < 6; rank++ {
+				frames, state, run, sys := barrier, "S", uint64(5), "futex"
+				switch {
+				case rank == 0 && withReader:
+					frames, sys = read, "read"
+				case rank == 5:
+					frames, state, run, sys = loop, "R", uint64(100*seq), ""
+				}
+				samples = append(samples, StampedSample{Time: t0.Add(time.Duration(seq) * 100 * time.Millisecond), Sample: Sample{
+					Seq: seq, PID: 100 + rank, Rank: Rank(rank), Threads: []ThreadSample{{TID: 100 + rank, State: state, Frames: frames,
+						Syscall: sys, RunNS: 1e6 + run*1e6, CPU: run / 10}}}})
+			}
+		}
+		return MergeStacks(samples, StackOptions{})
+	}
+	st := merge(true)
+	if len(st.Lone) != 2 {
+		t.Fatalf("lone ranks %+v, want 0 and 5", st.Lone)
+	}
+	if st.Culprit == nil || st.Culprit.Rank != 0 || st.Culprit.Progress != Stuck {
+		t.Errorf("culprit %+v, want rank 0, stuck (lone: %+v)", st.Culprit, st.Lone)
+	}
+	st = merge(false)
+	if st.Culprit == nil || st.Culprit.Rank != 5 || st.Culprit.Progress != Spinning {
+		t.Errorf("with nobody blocked alone: culprit %+v, want rank 5, spinning (lone: %+v)", st.Culprit, st.Lone)
+	}
+}

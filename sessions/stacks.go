@@ -1032,12 +1032,18 @@ func loneRanks(rootAcc *nodeAcc, classOf map[*threadTrack]int) ([]LoneRank, *Lon
 	sort.SliceStable(lone, func(i, j int) bool { return lone[i].Rank < lone[j].Rank })
 	// The culprit stays where it is: blocked, or spinning there (an MPI library's progress
 	// loop polls at full CPU in a deadlock as much as a blocked read waits).
-	switch still := append(lonely(lone, Stuck), lonely(lone, Spinning)...); {
+	// A lone rank blocked outranks a lone rank spinning: beside a receive nobody sends, the
+	// rank that computes on one path is the one the others wait for only if nothing else is
+	// blocked.
+	stuck, spinning := lonely(lone, Stuck), lonely(lone, Spinning)
+	switch {
 	case len(lone) == 1 && !TimedWait(lone[0].Syscall):
 		l := lone[0]
 		return lone, &l
-	case len(still) == 1:
-		return lone, &still[0]
+	case len(stuck) == 1:
+		return lone, &stuck[0]
+	case len(stuck) == 0 && len(spinning) == 1:
+		return lone, &spinning[0]
 	}
 	return lone, nil
 }

@@ -44,16 +44,26 @@ type CrashRef struct {
 	Time  time.Time
 }
 
-// Group is the crashes that share a crash-site key.
+// Group is the crashes that share a crash-site key. Which crashes belong together and which
+// is the representative is the tracer's decision (tracer/crash: it applies the core policy by
+// them before the signal goes on), carried by each crash event (Key, Group, Representative);
+// the State takes it from there and decides nothing of its own, but for the merge of many
+// hosts' streams: the groups of one key are one group whatever the host.
 type Group struct {
-	ID             int
-	Key            string
-	Signal         string
-	Module         string
-	Offset         Hex
-	Function       string
-	AbortMessage   string
-	Members        []CrashRef
+	// ID is the tracer's group number (Crash.Group) of the group's first crash. Each host's
+	// tracer numbers its own groups, so in a view of many hosts a number another host's group
+	// already has is replaced by the next free one (as is a missing one).
+	ID           int
+	Key          string
+	Signal       string
+	Module       string
+	Offset       Hex
+	Function     string
+	AbortMessage string
+	Members      []CrashRef
+	// Representative is the member the tracer named representative (Crash.Representative,
+	// the one whose core is kept); the zero ProcKey while none was, because no member could
+	// have a core (each says why: NoCore).
 	Representative ProcKey
 	Core           *string
 	// NoCore is why Core is nil: the reason every member without a core gave, or
@@ -83,6 +93,8 @@ type State struct {
 	Order   []ProcKey // first-seen order
 	Groups  []*Group
 	groupOf map[string]*Group
+	groupID map[int]bool // the Group IDs in use
+	maxID   int
 	Handled []CrashRef // handled faults, as refs with the fields that apply
 	Matrix  map[string]*Matrix
 	// Measuring is the progress of a measurement under way, per host (nil when none).
@@ -109,6 +121,7 @@ func NewState() *State {
 	return &State{
 		Procs:   map[ProcKey]*Proc{},
 		groupOf: map[string]*Group{},
+		groupID: map[int]bool{},
 		Matrix:  map[string]*Matrix{}, Measuring: map[string]*MatrixProgress{},
 		Threads: map[TaskKey]*Thread{},
 		Samples: map[ProcKey][]StampedSample{},
@@ -198,9 +211,9 @@ func (s *State) Apply(e Event) {
 		key := SiteKey(b)
 		g := s.groupOf[key]
 		if g == nil {
-			g = &Group{ID: len(s.Groups) + 1, Key: key, Signal: b.Signal, Module: b.Module,
+			g = &Group{ID: s.newGroupID(b.Group), Key: key, Signal: b.Signal, Module: b.Module,
 				Offset: b.Offset, Function: b.Function, AbortMessage: b.AbortMessage,
-				Representative: ProcKey{h, b.PID}, Stack: b.Stack, First: e.Time}
+				Stack: b.Stack, First: e.Time}
 			s.Groups = append(s.Groups, g)
 			s.groupOf[key] = g
 		}
@@ -325,13 +338,25 @@ func (s *State) Stacks(o StackOptions) Stacks {
 type Checkpoint struct {
 	Host    string
 	ID      int // 0 in recordings made before checkpoints were numbered
-	Policy  string
+	Policy  Policy
 	Time    time.Time // its first thread event
 	Threads map[TaskKey]*Thread
 }
 
 // MaxCheckpoints bounds the checkpoints State keeps.
 const MaxCheckpoints = 32
+
+// newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless
+// another group has it already (another host's tracer numbered its own groups) or there is
+// none (n is 0), and then the next free one.
+func (s *State) newGroupID(n int) int {
+	if n <= 0 || s.groupID[n] {
+		n = s.maxID + 1
+	}
+	s.groupID[n] = true
+	s.maxID = max(s.maxID, n)
+	return n
+}
 
 // GroupByKey returns the group with that site key, or nil.
 func (s *State) GroupByKey(key string) *Group { return s.groupOf[key] }

@@ -142,6 +142,13 @@ func (th Thread) Alive() bool { return th.t.tasks[th.tk.tid] == th.tk }
 // messages.
 func (th Thread) State() string { return th.tk.state.String() }
 
+// JobStopped says the thread is in a job-control stop of the job's own (a group-stop the
+// engine holds or listens to), not in a stop of crashtui's: /proc shows both as 't'.
+func (th Thread) JobStopped() bool {
+	tk := th.tk
+	return tk.state == listening || (tk.state == held && tk.stop.class == classGroup)
+}
+
 // StopKind is what kind of stop a held thread is in.
 type StopKind int
 

@@ -148,7 +148,7 @@ type Model struct {
 	// ckAsked is the checkpoint asked for and not yet seen (its policy, "" when none) and
 	// ckLast the State's newest checkpoint when it was asked: a controller that only passes
 	// the request on (the guest's agent) returns before its threads come.
-	ckAsked string
+	ckAsked sessions.Policy
 	ckLast  *sessions.Checkpoint
 	ckTook  time.Duration
 	ckSeen  bool
@@ -200,7 +200,7 @@ func NewModel(o Options, st *views.Styles) *Model {
 	if m.ranksLog != "" {
 		m.message = ranksMessage(m.out, m.width)
 	}
-	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0, read: o.Source}
 	m.started = m.now()
 	m.tour = -1
 	if o.Tour {
@@ -514,20 +514,20 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case checkpointOverlay:
 		switch {
 		case key.Matches(msg, k.Up):
-			m.ckChoice = (m.ckChoice + len(views.Policies) - 1) % len(views.Policies)
+			m.ckChoice = (m.ckChoice + len(sessions.Policies) - 1) % len(sessions.Policies)
 		case key.Matches(msg, k.Down):
-			m.ckChoice = (m.ckChoice + 1) % len(views.Policies)
+			m.ckChoice = (m.ckChoice + 1) % len(sessions.Policies)
 		case key.Matches(msg, k.Back):
 			m.overlay = noOverlay
 		case key.Matches(msg, k.Enter):
 			m.overlay = noOverlay
-			policy := views.Policies[m.ckChoice]
+			policy := sessions.Policies[m.ckChoice]
 			m.tab = tabThreads
 			if m.ctrl == nil || m.player != nil {
 				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
-			if (policy == "naive" || (policy == "sc-only" && m.header.Arch == "ppc64le")) && !m.ownsJob() {
+			if (policy == sessions.PolicyNaive || (policy == sessions.PolicySCOnly && m.header.Arch == "ppc64le")) && !m.ownsJob() {
 				m.overlay = naiveOverlay // the job is not crashtui's to break without asking
 				return nil
 			}
@@ -537,7 +537,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case naiveOverlay:
 		m.overlay = noOverlay
 		if msg.String() == "y" || msg.String() == "Y" {
-			return m.checkpoint(views.Policies[m.ckChoice])
+			return m.checkpoint(sessions.Policies[m.ckChoice])
 		}
 		m.message = "naive restore cancelled"
 		return nil
@@ -608,13 +608,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 // checkpoint runs a simulated checkpoint with policy through the controller.
-func (m *Model) checkpoint(policy string) tea.Cmd {
-	m.message = "checkpoint (" + policy + ") running…"
+func (m *Model) checkpoint(policy sessions.Policy) tea.Cmd {
+	m.message = "checkpoint (" + string(policy) + ") running…"
 	m.ckAsked, m.ckLast, m.ckTook, m.ckSeen = policy, nil, 0, false
 	if n := len(m.state.Checkpoints); n > 0 {
 		m.ckLast = m.state.Checkpoints[n-1]
 	}
-	return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
+	return m.ctrlCmd("checkpoint "+string(policy), func() error { return m.ctrl.Checkpoint(policy) })
 }
 
 // checkpointSeen says what the checkpoint asked for did, once its threads are in the State:
@@ -792,7 +792,7 @@ func (m *Model) View() string {
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w, bh), w, bh)
 	case naiveOverlay:
 		q := "A naive restore breaks this job: its threads interrupted in a syscall will see ERESTART* codes (glibc's sem_wait aborts). crashtui did not start it. Do it? (y / any key cancels)"
-		if views.Policies[m.ckChoice] == "sc-only" {
+		if sessions.Policies[m.ckChoice] == sessions.PolicySCOnly {
 			q = "An sc-only restore (CRIU before criu#2261) breaks this job on POWER9/10: its threads interrupted in scv will see errno 512. crashtui did not start it. Do it? (y / any key cancels)"
 		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)

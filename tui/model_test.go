@@ -36,13 +36,13 @@ func (r *recorder) add(s string) error {
 	r.calls = append(r.calls, s)
 	return nil
 }
-func (r *recorder) Measure() error            { return r.add("measure") }
-func (r *recorder) Checkpoint(p string) error { return r.add("checkpoint " + p) }
-func (r *recorder) Detach() error             { return r.add("detach") }
-func (r *recorder) Sample() error             { return r.add("sample") }
-func (r *recorder) AutoSample(on bool)        { r.add(fmt.Sprint("auto ", on)) }
-func (r *recorder) Release(pid int) error     { return r.add(fmt.Sprint("release ", pid)) }
-func (r *recorder) Reacquire(pid int) error   { return r.add(fmt.Sprint("reacquire ", pid)) }
+func (r *recorder) Measure() error                     { return r.add("measure") }
+func (r *recorder) Checkpoint(p sessions.Policy) error { return r.add("checkpoint " + string(p)) }
+func (r *recorder) Detach() error                      { return r.add("detach") }
+func (r *recorder) Sample() error                      { return r.add("sample") }
+func (r *recorder) AutoSample(on bool)                 { r.add(fmt.Sprint("auto ", on)) }
+func (r *recorder) Release(pid int) error              { return r.add(fmt.Sprint("release ", pid)) }
+func (r *recorder) Reacquire(pid int) error            { return r.add(fmt.Sprint("reacquire ", pid)) }
 func (r *recorder) Signal(pid int, sig string) error {
 	return r.add(fmt.Sprint("signal ", sig, " ", pid))
 }

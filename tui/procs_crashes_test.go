@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
+	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 	"github.com/crashtui/crashtui/views/viewtest"
@@ -68,7 +69,7 @@ func fixtureModel(t *testing.T, evs []sessions.Event, ctrl Controller, live bool
 	if st == nil {
 		st = views.Plain()
 	}
-	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "attach", Control: ctrl}, st)
+	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "attach", Control: ctrl, Source: elfinfo.ReadFrameSource}, st)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	_, cmd := m.Update(m.Init()())
 	for !live && cmd != nil {

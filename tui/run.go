@@ -19,13 +19,13 @@ import (
 
 // Controller is how the TUI sends requests down to the tracer; nil in replay.
 type Controller interface {
-	Measure() error                 // re-measure the access matrix
-	Checkpoint(policy string) error // "correct" | "naive" | "none"
-	Detach() error                  // detach everything and stop (q)
-	Sample() error                  // take one stack sample of every thread (S)
-	AutoSample(on bool)             // sample every few seconds, or stop (a)
-	Release(pid int) error          // let go of one process for another debugger (g)
-	Reacquire(pid int) error        // take it back when that debugger exits
+	Measure() error                          // re-measure the access matrix
+	Checkpoint(policy sessions.Policy) error // a simulated checkpoint restored by policy (c)
+	Detach() error                           // detach everything and stop (q)
+	Sample() error                           // take one stack sample of every thread (S)
+	AutoSample(on bool)                      // sample every few seconds, or stop (a)
+	Release(pid int) error                   // let go of one process for another debugger (g)
+	Reacquire(pid int) error                 // take it back when that debugger exits
 	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
 	Signal(pid int, sig string) error
 	// ProcDetail reads what /proc says about one traced process now (Processes' enter):
@@ -56,6 +56,10 @@ type Options struct {
 	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
 	// Output tab (7) reads it as it grows.
 	RanksLog string
+	// Source reads what the files say about a stack frame (its source lines and code: the
+	// Stacks tab's detail), in a command, never in Update; nil shows neither.
+	// elfinfo.ReadFrameSource is the one crashtui gives it, live and in replay alike.
+	Source func(sessions.StackFrame) sessions.FrameSource
 	// GuestLog is, for demo --guest, the guest's build and boot log: the Output tab reads it
 	// instead, and the Processes tab shows its newest line until the guest's processes come.
 	GuestLog string

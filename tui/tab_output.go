@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -17,16 +19,16 @@ import (
 )
 
 // outputTab is Output (7, crashtui run only): what the ranks write to their stdout and
-// stderr, read from the log file they write as it grows (tail -f), filterable, with a cursor
-// that follows the newest line until moved. The ranks write the file directly, so that they
-// never depend on crashtui reading it (a pipe would block them, or kill them with SIGPIPE
-// when crashtui is killed); the price is that their lines are interleaved, not told apart by
-// rank.
+// stderr, read from the files they write as they grow (tail -f), filterable, with a cursor
+// that follows the newest line until moved. The ranks write the files directly, so that they
+// never depend on crashtui reading them (a pipe would block them, or kill them with SIGPIPE
+// when crashtui is killed). Under run each rank has its own file (rank-N.log in a
+// directory), so each line is told by its rank; demo --guest's log is one file.
 type outputTab struct {
 	path           string
 	title          string // what the file holds
 	guest          bool   // it is demo --guest's build and boot log
-	tail           *tailer
+	tail           *ranksTail
 	lines          []views.OutputLine
 	dropped        int
 	err            string
@@ -46,15 +48,72 @@ const outputEvery = 300 * time.Millisecond
 // the last one's lines have been taken.
 type tailer struct {
 	path    string
+	rank    int // the rank whose file it is, -1 for one shared file
 	f       *os.File
 	off     int64
 	partial []byte
+	size    int64 // the file's size when last looked at: unchanged, it is not read
 }
 
 // outputMsg is one read's new lines.
 type outputMsg struct {
-	lines []string
+	lines []views.OutputLine
 	err   error
+}
+
+// ranksTail reads a directory of rank-N.log files (or one file) as they grow, rank by rank.
+type ranksTail struct {
+	path  string
+	dir   bool
+	files []*tailer
+}
+
+func (rt *ranksTail) read() tea.Msg {
+	if rt.files == nil {
+		st, err := os.Lstat(rt.path)
+		if err != nil {
+			return outputMsg{err: fmt.Errorf("ranks' output %s: %w", rt.path, err)}
+		}
+		rt.dir = st.IsDir()
+		if !rt.dir {
+			rt.files = []*tailer{{path: rt.path, rank: -1}}
+		}
+	}
+	if rt.dir {
+		// Every rank's file, once: run creates them all before the ranks start.
+		have := map[int]bool{}
+		for _, t := range rt.files {
+			have[t.rank] = true
+		}
+		ents, err := os.ReadDir(rt.path)
+		if err != nil {
+			return outputMsg{err: fmt.Errorf("ranks' output %s: %w", rt.path, err)}
+		}
+		for _, e := range ents {
+			var r int
+			if n, _ := fmt.Sscanf(e.Name(), "rank-%d.log", &r); n == 1 && e.Type().IsRegular() && !have[r] && e.Name() == fmt.Sprintf("rank-%d.log", r) {
+				rt.files = append(rt.files, &tailer{path: filepath.Join(rt.path, e.Name()), rank: r, size: -1})
+			}
+		}
+		slices.SortFunc(rt.files, func(a, b *tailer) int { return a.rank - b.rank })
+	}
+	var out outputMsg
+	for _, t := range rt.files {
+		if rt.dir {
+			// A stat first: of thousands of ranks, few write between two reads.
+			if st, err := os.Lstat(t.path); err == nil && st.Size() == t.size {
+				continue
+			} else if err == nil {
+				t.size = st.Size()
+			}
+		}
+		m := t.read().(outputMsg)
+		if m.err != nil && out.err == nil {
+			out.err = m.err
+		}
+		out.lines = append(out.lines, m.lines...)
+	}
+	return out
 }
 
 func (t *tailer) read() tea.Msg {
@@ -73,17 +132,17 @@ func (t *tailer) read() tea.Msg {
 	}
 	t.off += int64(n)
 	data := append(t.partial, buf[:n]...)
-	var lines []string
+	var lines []views.OutputLine
 	for {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			break
 		}
-		lines = append(lines, sessions.Sanitize(string(bytes.TrimRight(data[:i], "\r"))))
+		lines = append(lines, views.OutputLine{Rank: t.rank, Text: sessions.Sanitize(string(bytes.TrimRight(data[:i], "\r")))})
 		data = data[i+1:]
 	}
 	if len(data) > 4096 { // a line that never ends is shown in pieces
-		lines = append(lines, sessions.Sanitize(string(data)))
+		lines = append(lines, views.OutputLine{Rank: t.rank, Text: sessions.Sanitize(string(data))})
 		data = nil
 	}
 	t.partial = append([]byte(nil), data...)
@@ -95,7 +154,7 @@ func (o *outputTab) start() tea.Cmd {
 	if o.path == "" {
 		return nil
 	}
-	o.tail = &tailer{path: o.path}
+	o.tail = &ranksTail{path: o.path}
 	return o.tail.read
 }
 
@@ -108,7 +167,8 @@ func (o *outputTab) take(m *Model, msg outputMsg) tea.Cmd {
 		o.err = ""
 	}
 	for _, l := range msg.lines {
-		o.lines = append(o.lines, views.OutputLine{At: at, Text: l})
+		l.At = at
+		o.lines = append(o.lines, l)
 	}
 	if over := len(o.lines) - maxOutputLines; over > 0 {
 		o.lines = append(o.lines[:0:0], o.lines[over+maxOutputLines/4:]...)
@@ -156,7 +216,8 @@ func (o *outputTab) normalize(m *Model) {
 
 func (o *outputTab) view(m *Model, w, h int) string {
 	return views.Output(m.st, o.lines, o.rows(m), views.OutputOptions{Width: w, Height: h, Path: o.path, Title: o.title, Cursor: o.cursor,
-		Offset: o.offset, Filter: o.filter, Following: o.following, Err: o.err, Dropped: o.dropped})
+		Offset: o.offset, Filter: o.filter, Following: o.following, Err: o.err, Dropped: o.dropped,
+		PerRank: o.tail != nil && o.tail.dir})
 }
 
 func (o *outputTab) explain(m *Model) *views.Explanation { return nil }

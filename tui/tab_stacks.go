@@ -1,17 +1,13 @@
 package tui
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/crashtui/crashtui/arch"
-	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
@@ -34,10 +30,11 @@ type stacksTab struct {
 	auto      bool
 	merged    sessions.Stacks
 	mergedAt  int // State.SampleEvents when merged was computed, -1: never
-	// source is the open detail's source lines and disassembly, read from files by a
-	// command (sourceCmd) that normalize starts when the selected frame changes: never
-	// while drawing or in Update, which holds the lock the tracer's events wait on, and a
-	// source file on a slow file system must not stall either. sourceOf names it.
+	// source is the open detail's source lines and disassembly, read from files by read (the
+	// Options' Source) in a command (sourceCmd) that normalize starts when the selected frame
+	// changes: never while drawing or in Update, which holds the lock the tracer's events wait
+	// on, and a source file on a slow file system must not stall either. sourceOf names it.
+	read     func(sessions.StackFrame) sessions.FrameSource
 	source   []string
 	sourceOf sourceKey
 	// keep follows the selected frame (by its path) across samples.
@@ -172,8 +169,12 @@ func (s *stacksTab) normalize(m *Model) {
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
 		if k := (sourceKey{n.Frame, len(n.Children) > 0}); k != s.sourceOf || s.source == nil {
+			if s.read == nil {
+				s.source, s.sourceOf = []string{}, k // nothing to read with: nothing to show
+				return
+			}
 			s.source, s.sourceOf = []string{m.st.Dim.Render("  reading source and code…")}, k
-			m.later(sourceCmd(m.st, k))
+			m.later(sourceCmd(m.st, k, s.read))
 		}
 	}
 }
@@ -240,93 +241,13 @@ func (m *Model) lastSample() time.Time {
 	return t
 }
 
-// sourceMsg is what sourceCmd read for the frame key names.
+// sourceMsg is what sourceCmd read for the frame key names, drawn.
 type sourceMsg struct {
 	key   sourceKey
 	lines []string
 }
 
-// sourceCmd reads a frame's source and code off the Update path (frameSource).
-func sourceCmd(st *views.Styles, k sourceKey) tea.Cmd {
-	return func() tea.Msg { return sourceMsg{k, frameSource(st, k.frame, k.caller)} }
-}
-
-// frameSource is a frame's source line with context (when its file is readable here) and
-// the disassembly around its pc (from the module's file: no process is touched); caller
-// says the frame is a caller's, whose pc is the return address.
-func frameSource(st *views.Styles, f sessions.StackFrame, caller bool) []string {
-	var out []string
-	if f.File != "" && f.Line > 0 {
-		if src, err := readLines(f.File, f.Line-2, f.Line+2); err == nil {
-			for i, l := range src {
-				no := f.Line - 2 + i
-				line := fmt.Sprintf("  %5d  %s", no, sessions.Sanitize(strings.ReplaceAll(l, "\t", "    ")))
-				if no == f.Line {
-					line = st.Bold.Render(">" + line[1:])
-				}
-				out = append(out, line)
-			}
-		} else {
-			out = append(out, st.Dim.Render(fmt.Sprintf("source %s:%d is not readable here", sessions.Sanitize(f.File), f.Line)))
-		}
-	}
-	out = append(out, frameDisasm(st, f, caller)...)
-	return out
-}
-
-func readLines(path string, from, to int) ([]string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	var out []string
-	for no := 1; sc.Scan() && no <= to; no++ {
-		if no >= from {
-			out = append(out, sc.Text())
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no line %d", path, from)
-	}
-	return out, sc.Err()
-}
-
-// frameDisasm decodes the frame's function from its start (x86 instructions only line up
-// from a boundary) and shows the instructions around the pc: for a caller the call it is in
-// (the instruction that ends at the return address).
-func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string {
-	if !strings.HasPrefix(f.Module, "/") || f.Function == "" || f.FuncOff > 4096 {
-		return nil
-	}
-	start := uint64(f.Offset) - uint64(f.FuncOff)
-	code, a, err := elfinfo.ReadCode(f.Module, start, int(f.FuncOff)+32)
-	if err != nil || a == "" {
-		return nil
-	}
-	insts := arch.Disasm(arch.Arch(a), code, start, 4096)
-	at := -1
-	for i, in := range insts {
-		end := in.PC + uint64(len(in.Bytes))
-		if caller && end == uint64(f.Offset) {
-			at = i // the call this caller is in
-		}
-		if at < 0 && in.PC <= uint64(f.Offset) && uint64(f.Offset) < end {
-			at = i
-		}
-	}
-	if at < 0 {
-		return nil
-	}
-	var out []string
-	for i := max(0, at-3); i < min(len(insts), at+3); i++ {
-		in := insts[i]
-		line := fmt.Sprintf("  %#x  %s", in.PC, sessions.Sanitize(in.Text))
-		if i == at {
-			line = st.Bold.Render(">" + line[1:])
-		}
-		out = append(out, line)
-	}
-	return out
+// sourceCmd reads a frame's source and code with read and draws them, off the Update path.
+func sourceCmd(st *views.Styles, k sourceKey, read func(sessions.StackFrame) sessions.FrameSource) tea.Cmd {
+	return func() tea.Msg { return sourceMsg{k, views.FrameSourceLines(st, k.frame, k.caller, read(k.frame))} }
 }

@@ -93,7 +93,7 @@ var tourSteps = []tourStep{
 			}
 		}
 		return false
-	}, fetch: func(m *Model) tea.Cmd { return m.checkpoint("correct") }, wait: "a simulated checkpoint"},
+	}, fetch: func(m *Model) tea.Cmd { return m.checkpoint(sessions.PolicyCorrect) }, wait: "a simulated checkpoint"},
 	{title: "where every rank is now", tab: tabStacks, pick: func(m *Model) bool {
 		s := m.stk
 		s.filter, s.sort, s.reverse, s.detail = "", 0, false, false

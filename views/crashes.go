@@ -310,12 +310,16 @@ func crashDetailHead(st *Styles, s *sessions.State, g *sessions.Group, width int
 	if width < 100 {
 		rep = "rep"
 	}
-	rep += fmt.Sprintf(" pid %d", g.Representative.PID)
-	if r := RepresentativeCrash(g); r != nil {
-		rep += " (rank " + r.Crash.Rank.String() + ")"
-	}
-	if g.Representative.Host != "" {
-		rep += " on " + sessions.Sanitize(g.Representative.Host)
+	if g.Representative.PID == 0 {
+		rep = "no " + rep + ": no member could have a core"
+	} else {
+		rep += fmt.Sprintf(" pid %d", g.Representative.PID)
+		if r := RepresentativeCrash(g); r != nil {
+			rep += " (rank " + r.Crash.Rank.String() + ")"
+		}
+		if g.Representative.Host != "" {
+			rep += " on " + sessions.Sanitize(g.Representative.Host)
+		}
 	}
 	out = append(out, st.Dim.Render(cut(rep+" · first "+hms(g.First)+" · last "+hms(g.Last), width)))
 	return out

@@ -36,10 +36,19 @@ func firstRank(rs []sessions.Rank) int {
 	return lo
 }
 
+// repPID is the group's representative's pid, or "-" while it has none (no member could have
+// a core).
+func repPID(g *sessions.Group) string {
+	if g.Representative.PID == 0 {
+		return "-"
+	}
+	return strconv.Itoa(g.Representative.PID)
+}
+
 // crashRowText is what a group's filter matches: every column of its row, the site whole and
 // the core's path.
 func crashRowText(g *sessions.Group) string {
-	t := fmt.Sprintf("%d %d %s %s %d %s", g.ID, g.Count(), g.Signal, RankList(groupRanks(g)), g.Representative.PID, siteFull(g))
+	t := fmt.Sprintf("%d %d %s %s %s %s", g.ID, g.Count(), g.Signal, RankList(groupRanks(g)), repPID(g), siteFull(g))
 	if g.Core != nil {
 		t += " " + *g.Core
 	}
@@ -182,7 +191,7 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 			core = "yes"
 		}
 		cells[i] = []string{strconv.Itoa(g.ID), strconv.Itoa(g.Count()), sessions.Sanitize(g.Signal), RankList(groupRanks(g)),
-			hms(g.First), hms(g.Last), strconv.Itoa(g.Representative.PID), core, siteFull(g)}
+			hms(g.First), hms(g.Last), repPID(g), core, siteFull(g)}
 		for j, c := range cells[i] {
 			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
 		}

@@ -116,7 +116,7 @@ func EventLine(e sessions.Event) string {
 	case sessions.Thread:
 		what = fmt.Sprintf("%d/%d %s %s on resume %s", b.PID, b.TID, b.Syscall, b.Code, b.OnResume)
 		if b.Applied != "" {
-			what += " applied " + b.Applied
+			what += " applied " + sessions.Sanitize(string(b.Applied))
 		}
 		if o := ThreadOutcome(&b); o != "" {
 			what += " → " + o

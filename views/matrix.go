@@ -44,7 +44,7 @@ func cellCode(c *sessions.Cell) uint8 {
 	vm, d1 := checkVerdict(c.VMReadv)
 	kc, d2 := checkVerdict(c.Kcmp)
 	code := uint8(vm)*3 + uint8(kc)
-	if d1 || d2 || c.Disagree != "" {
+	if d1 || d2 || c.Disagrees() {
 		code += 9
 	}
 	return code
@@ -618,22 +618,24 @@ func matrixDetailText(st *Styles, s *sessions.State, ix *MatrixIndex, units []Un
 	out = append(out, "process_vm_readv: "+checkText(cell.VMReadv)+" · kcmp: "+checkText(cell.Kcmp))
 	reason := "none"
 	if cell.Reason != nil && *cell.Reason != "" {
-		reason = sessions.Sanitize(*cell.Reason)
+		reason = sessions.Sanitize(string(*cell.Reason))
 	}
 	omp := "no"
 	if cell.OpenMPI {
 		omp = "yes"
 	}
 	out = append(out, "reason: "+reason+" · Open MPI would use CMA: "+omp)
-	ex := ExplainCell(cell)
-	line := ex.What
-	if ex.Fix != "" {
-		line += " Fix: " + ex.Fix
+	line := CellWhy(cell)
+	if line == "" {
+		line = cellWhat(cell)
 	}
-	if cell.Disagree != "" {
-		line = st.Warn.Render("disagreement: "+sessions.Sanitize(cell.Disagree)) + " " + line
+	if d := CellDisagree(cell); d != "" {
+		line = st.Warn.Render("disagreement: "+d) + " " + line
 	}
 	out = append(out, line+st.Dim.Render(" (e explains)"))
+	if nr := CellNotRun(*cell); len(nr) > 0 {
+		out = append(out, st.Warn.Render("not run: "+strings.Join(nr, " ")))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -666,7 +668,7 @@ func MatrixHit(ix *MatrixIndex, units []Unit, o MatrixOptions, x, y int) (row, c
 func CellText(c *sessions.Cell) string {
 	s := fmt.Sprintf("pid %d → pid %d: process_vm_readv %s; kcmp %s", c.From, c.To, checkText(c.VMReadv), checkText(c.Kcmp))
 	if c.Reason != nil && *c.Reason != "" {
-		s += "; reason " + sessions.Sanitize(*c.Reason)
+		s += "; reason " + sessions.Sanitize(string(*c.Reason))
 	}
 	return s
 }

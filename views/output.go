@@ -8,9 +8,11 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// OutputLine is one line the ranks wrote (sanitised by the reader), with when it was read.
+// OutputLine is one line the ranks wrote (sanitised by the reader), with when it was read
+// and the rank whose file it is in (-1: one file the ranks share).
 type OutputLine struct {
 	At   time.Time
+	Rank int
 	Text string
 }
 
@@ -25,6 +27,7 @@ type OutputOptions struct {
 	Following      bool
 	Err            string // why the file could not be read, "" when it could
 	Dropped        int    // lines dropped from the front (only the newest are kept)
+	PerRank        bool   // Path is a directory of one file per rank
 }
 
 // OutputRows are the lines whose row (as w cells show it) contains filter.
@@ -38,16 +41,19 @@ func OutputRows(lines []OutputLine, filter string, w int) []int {
 	return out
 }
 
-func outputRow(l OutputLine) string { return hms(l.At) + " " + l.Text }
+func outputRow(l OutputLine) string {
+	if l.Rank >= 0 {
+		return fmt.Sprintf("%s r%-3d %s", hms(l.At), l.Rank, l.Text)
+	}
+	return hms(l.At) + " " + l.Text
+}
 
 // Output renders the ranks' output, newest at the bottom, the cursor's row marked.
 func Output(st *Styles, lines []OutputLine, rows []int, o OutputOptions) string {
 	h := o.Height - 2
 	var b strings.Builder
 	title := fmt.Sprintf("%s · %s", o.Title, Count(len(lines), "line", "lines"))
-	if strings.HasPrefix(o.Title, "ranks'") {
-		title += ", as the ranks wrote them together"
-	}
+
 	if o.Filter != "" {
 		title = fmt.Sprintf("%d of %s match · filter: %s", len(rows), Count(len(lines), "line", "lines"), sessions.Sanitize(o.Filter))
 	}
@@ -59,9 +65,13 @@ func Output(st *Styles, lines []OutputLine, rows []int, o OutputOptions) string 
 	}
 	cur := min(o.Cursor, len(rows)-1)
 	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(rows), h), o.Width)) + "\n")
-	// The file: it is where the rest is, and what to open outside crashtui. Ranks share it,
-	// so their lines are interleaved as they wrote them, not told apart by rank.
-	b.WriteString(st.Dim.Render("file " + midEllipsis(sessions.Sanitize(o.Path), max(o.Width-5, 8))))
+	// Where the rest is, and what to open outside crashtui: a directory of rank-N.log files
+	// (each line above says its rank: / r3 finds rank 3's), or one file.
+	where := "file "
+	if o.PerRank {
+		where = "rank-N.log in "
+	}
+	b.WriteString(st.Dim.Render(where + midEllipsis(sessions.Sanitize(o.Path), max(o.Width-len(where), 8))))
 	switch {
 	case o.Err != "":
 		b.WriteString("\n" + st.Warn.Render(cut(" "+sessions.Sanitize(o.Err), o.Width)))

@@ -93,7 +93,7 @@ func ProcState(p *sessions.Proc) string {
 //
 // The letter comes from the process's latest stack Sample event (State.Samples), not from an
 // event of its own: the tracer already reads every thread's /proc/TID/stat letter and
-// /proc/TID/syscall when it samples (tracer/stacks.go readTaskStat, readTaskSyscall), which is
+// /proc/TID/syscall when it samples (tracer/stacks: procfs.ReadTaskStat and the syscall file), which is
 // ps's answer, and a separate periodic "procstate" event would read the same files again and
 // write them into every recording. The cost is age: the column is as old as the last sample
 // (the title says when; the TUI samples every 5 s by default, S samples now).

@@ -459,7 +459,7 @@ func progressVerdict(st sessions.Stacks) []string {
 	if ranked && counted > 0 {
 		one, many = "rank", "ranks"
 	}
-	stuck, spin, moving, stopped := n[sessions.Stuck], n[sessions.Spinning], n[sessions.Moving], n[sessions.Stopped]
+	stuck, spin, moving, stopped, unknown := n[sessions.Stuck], n[sessions.Spinning], n[sessions.Moving], n[sessions.Stopped], n[sessions.Unknown]
 	var out []string
 	// Where the spinning ones spin and where the blocked ones block: the classes with that
 	// progress by their innermost frame (the cut's, for an MPI call), the program's own
@@ -503,9 +503,9 @@ func progressVerdict(st sessions.Stacks) []string {
 		return "", sessions.StackClass{}, false
 	}
 	switch {
-	case stuck+spin+stopped > 0 && moving == 0 && spin == 0 && stopped == 0:
+	case stuck > 0 && moving == 0 && spin == 0 && stopped == 0 && unknown == 0:
 		out = append(out, fmt.Sprintf("No %s moved over %d samples and none used CPU: a hang (a deadlock if they wait on each other), not a slow job.", one, st.Samples))
-	case spin > 0 && moving == 0 && stuck == 0:
+	case spin > 0 && moving == 0 && stuck == 0 && unknown == 0:
 		out = append(out, fmt.Sprintf("No %s left its call path over %d samples, and they use CPU: a livelock or busy wait (or one very long loop), not a deadlock.", one, st.Samples))
 	}
 	if spin > 0 {
@@ -521,6 +521,10 @@ func progressVerdict(st sessions.Stacks) []string {
 	}
 	if moving > 0 && (stuck > 0 || spin > 0) {
 		out = append(out, fmt.Sprintf("%s moving.", Count(moving, one+" is", many+" are")))
+	}
+	if unknown > 0 {
+		out = append(out, fmt.Sprintf("%s not read in two samples (a busy thread that did not stop in time on a loaded machine, or one that just started): take more samples to know.",
+			Count(unknown, one+" was", many+" were")))
 	}
 	if stopped > 0 {
 		out = append(out, fmt.Sprintf("%s stopped by job control (SIGSTOP, Ctrl-Z): not a hang; SIGCONT resumes %s.",

@@ -15,9 +15,10 @@ func StoryTitle(evs []sessions.Event) string {
 	var mode, job, arch string
 	crashes, handled, samples := 0, 0, 0
 	sites := map[string]bool{}
-	policy, insn := "", ""
+	var policy sessions.Policy
+	insn := ""
 	denied, pairs := 0, 0
-	reasons := map[string]bool{}
+	reasons := map[sessions.Reason]bool{}
 	for _, e := range evs {
 		switch b := e.Body.(type) {
 		case sessions.Session:
@@ -58,18 +59,18 @@ func StoryTitle(evs []sessions.Event) string {
 		if insn != "" {
 			on += " (" + sessions.Sanitize(insn) + ")"
 		}
-		what := map[string]string{
-			"correct": "restored correctly: every interrupted syscall is run again",
-			"naive":   "restored naively, the registers as captured: the program sees ERESTART codes",
-			"sc-only": "restored as CRIU did before its fix (criu#2261), which knew sc but not scv",
-			"none":    "resumed as stopped: the kernel's own restart decides",
+		what := map[sessions.Policy]string{
+			sessions.PolicyCorrect: "restored correctly: every interrupted syscall is run again",
+			sessions.PolicyNaive:   "restored naively, the registers as captured: the program sees ERESTART codes",
+			sessions.PolicySCOnly:  "restored as CRIU did before its fix (criu#2261), which knew sc but not scv",
+			sessions.PolicyNone:    "resumed as stopped: the kernel's own restart decides",
 		}[policy]
 		if what == "" {
-			what = "restored with policy " + sessions.Sanitize(policy)
+			what = "restored with policy " + sessions.Sanitize(string(policy))
 		}
-		if policy == "sc-only" && insn == "sc" {
+		if policy == sessions.PolicySCOnly && insn == "sc" {
 			what += ": with sc, the job survives"
-		} else if policy == "sc-only" && insn == "scv" {
+		} else if policy == sessions.PolicySCOnly && insn == "scv" {
 			what += ": with scv, the job sees errno 512"
 		}
 		return fmt.Sprintf("a checkpoint of %s on %s, %s", job, on, what)
@@ -82,7 +83,7 @@ func StoryTitle(evs []sessions.Event) string {
 	case pairs > 0:
 		var rs []string
 		for r := range reasons {
-			rs = append(rs, sessions.Sanitize(r))
+			rs = append(rs, sessions.Sanitize(string(r)))
 		}
 		sort.Strings(rs)
 		if denied == 0 {

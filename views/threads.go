@@ -52,7 +52,7 @@ func threadCells(s *sessions.State, t ThreadRef) []string {
 		outcome = "(ended) " + outcome // its state is history, not the thread's now
 	}
 	return []string{fmt.Sprint(t.PID), fmt.Sprint(t.TID), sc, sessions.Sanitize(t.Insn), code,
-		sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Applied), outcome}
+		sessions.Sanitize(t.OnResume), sessions.Sanitize(string(t.Applied)), outcome}
 }
 
 // ThreadRows are the threads of o's checkpoint whose row contains o.Filter, in o's order.
@@ -245,7 +245,7 @@ func CheckpointTitle(s *sessions.State, i, n int) string {
 		title += fmt.Sprintf(" #%d", ck.ID)
 	}
 	if ck.Policy != "" {
-		title += " (" + sessions.Sanitize(ck.Policy) + ")"
+		title += " (" + sessions.Sanitize(string(ck.Policy)) + ")"
 	}
 	title += " at " + hms(ck.Time) + " · " + Count(n, "thread", "threads")
 	if len(s.Checkpoints) > 1 {
@@ -320,7 +320,7 @@ func threadDetail(st *Styles, s *sessions.State, r ThreadRef, width int) []strin
 	}
 	outcome := ThreadOutcomeIn(s, r)
 	if t.Applied != "" || outcome != "" {
-		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), outcome))
+		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(string(t.Applied)), outcome))
 	}
 	if what := ThreadExplain(t); what != "" {
 		out = append(out, st.Info.Render(what))

@@ -106,9 +106,15 @@ func TestSanitizedRendering(t *testing.T) {
 	s.Apply(sessions.Event{Time: viewtest.T0, Body: sessions.Crash{PID: 7, TID: 7, Signal: "SIGABRT" + evil, Code: evil,
 		Module: evil, Function: evil, File: evil, AbortMessage: evil, Core: &evil,
 		Stack: []sessions.Frame{{Module: evil, Function: evil, File: evil}}, Regs: map[string]sessions.Hex{evil: 1}}})
-	reason := evil
-	s.Apply(sessions.Event{Body: sessions.Matrix{PIDs: []int{7, 8}, Cells: []sessions.Cell{{From: 7, To: 8, Reason: &reason, Explain: evil, Disagree: evil, VMReadv: sessions.Check{Errno: &evil}}}}})
-	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: evil, Insn: evil, Arch: evil,
+	reason := sessions.Reason(evil)
+	s.Apply(sessions.Event{Body: sessions.Matrix{PIDs: []int{7, 8}, Cells: []sessions.Cell{{From: 7, To: 8, Reason: &reason, Explain: evil, Disagree: evil,
+		Rule: sessions.Rule{Row: sessions.Row(evil), Call: evil, Action: evil}, VMReadv: sessions.Check{Errno: &evil}},
+		// Facts only (a recording of format version 3): views word them with the untrusted
+		// strings they carry.
+		{From: 8, To: 7, Reason: &reason, Rule: sessions.Rule{Row: sessions.RowSeccompFilter, Call: evil, Action: evil},
+			Disagreements: []sessions.Disagreement{{Kind: sessions.DisagreeKind(evil)}, {Kind: sessions.DisagreeCMAFails, Errno: evil, Reason: sessions.Reason(evil)}},
+			VMReadv:       sessions.Check{NotRun: &sessions.NotRun{Why: sessions.NotRunSeccomp, Action: evil}}, Kcmp: sessions.Check{NotRun: &sessions.NotRun{Why: sessions.NotRunWhy(evil)}}}}}})
+	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: sessions.Policy(evil), Policy: sessions.Policy(evil), Insn: evil, Arch: evil,
 		Before: []sessions.RegVal{{Name: evil}}}})
 	s.Apply(sessions.Event{Body: sessions.Error{Op: evil, Message: evil}})
 	s.Apply(sessions.Event{Body: sessions.Session{Job: evil, Arch: evil, Kernel: evil}})
@@ -125,6 +131,9 @@ func TestSanitizedRendering(t *testing.T) {
 		"log":            Log(st, s, LogOptions{Width: 400, Height: 20, Cursor: -1, Following: true}),
 		"explain-group":  RenderExplanation(st, ExplainGroup(s.Groups[0]), 200, 40),
 		"explain-cell":   RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[0]), 200, 40),
+		"explain-facts":  RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[1]), 200, 60),
+		"matrix-facts":   Matrix(st, s, ix, MatrixOptions{Width: 400, Height: 20, Row: 1, Col: 0}),
+		"cell-why":       CellWhy(&s.Matrix[""].Cells[1]) + CellDisagree(&s.Matrix[""].Cells[1]),
 		"explain-thread": RenderExplanation(st, ExplainThread(ThreadList(s)[0].Thread), 200, 40),
 		"explain-proc":   RenderExplanation(st, ExplainProc(s.Procs[sessions.ProcKey{PID: 7}]), 200, 40),
 	}

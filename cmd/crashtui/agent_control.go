@@ -12,7 +12,7 @@ import (
 
 // requester is what serveRequests asks: the TUI's controller (tui.go).
 type requester interface {
-	Checkpoint(policy string) error
+	Checkpoint(policy sessions.Policy) error
 	Measure() error
 	Sample() error
 	AutoSample(on bool)
@@ -59,7 +59,10 @@ func serveRequests(r io.Reader, c requester, s emitter, host string, detach func
 		var err error
 		switch {
 		case f[0] == "checkpoint" && len(f) == 2:
-			err = c.Checkpoint(f[1])
+			var p sessions.Policy
+			if p, err = sessions.ParsePolicy(f[1]); err == nil {
+				err = c.Checkpoint(p)
+			}
 		case f[0] == "measure" && len(f) == 1:
 			err = c.Measure()
 		case f[0] == "sample" && len(f) == 1:

@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/access"
@@ -456,7 +455,7 @@ func (a *asker) Matrix(measure bool) (sessions.Matrix, error) {
 	return *m, err
 }
 
-func (a *asker) Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+func (a *asker) Checkpoint(policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
 	if image != nil {
 		return nil, a.noImage()
 	}

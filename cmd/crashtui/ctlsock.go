@@ -16,11 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/stacks"
-	"github.com/crashtui/crashtui/views"
 )
 
 // The control socket. A job has one tracer at a time (ptrace), so while a crashtui runs on a
@@ -519,8 +517,8 @@ func (r *ctlRequester) Measure() error {
 	return nil
 }
 
-func (r *ctlRequester) Checkpoint(policy string) error {
-	if !oneOf(policy, views.Policies...) {
+func (r *ctlRequester) Checkpoint(policy sessions.Policy) error {
+	if !policy.Valid() {
 		return fmt.Errorf("checkpoint: unknown policy %q", policy)
 	}
 	var pids []int
@@ -537,7 +535,7 @@ func (r *ctlRequester) Checkpoint(policy string) error {
 			return r.pids[b.PID] && strings.HasPrefix(b.Op, "checkpoint")
 		}
 		return false
-	}, func() { threads, err = r.cs.t.checkpoints.RunOf(pids, arch.Policy(strings.ToLower(policy)), nil) })
+	}, func() { threads, err = r.cs.t.checkpoints.RunOf(pids, policy, nil) })
 	// Its thread events as the tracer emitted them (captured, then what each did next), and
 	// its errors; not another checkpoint's (the holder's c) that ran meanwhile.
 	id := -1

@@ -16,7 +16,6 @@ import (
 	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/qemu"
 	"github.com/crashtui/crashtui/tui"
-	"github.com/crashtui/crashtui/views"
 )
 
 // demo --guest: the restart-state story on a real kernel of another architecture, on any
@@ -322,11 +321,11 @@ func (g *guest) stop() {
 func (g *guest) Measure() error { return g.send("measure") }
 func (g *guest) Sample() error  { return g.send("sample") }
 
-func (g *guest) Checkpoint(policy string) error {
-	if !oneOf(policy, views.Policies...) {
-		return fmt.Errorf("checkpoint: unknown policy %q", policy)
+func (g *guest) Checkpoint(policy sessions.Policy) error {
+	if !policy.Valid() {
+		return fmt.Errorf("checkpoint: unknown restore policy %q (want %s)", policy, sessions.PolicyList())
 	}
-	return g.send("checkpoint " + strings.ToLower(policy))
+	return g.send("checkpoint " + string(policy))
 }
 
 func (g *guest) AutoSample(on bool) {

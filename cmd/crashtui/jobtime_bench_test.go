@@ -149,3 +149,54 @@ func medianOf(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkQuitUnderForkChurn is issue 22's seventh item measured: crashtui attach --json
+// of a job of 1000 sleeping processes and 20 that fork a child every 2 ms, then SIGINT: the
+// time until crashtui has detached and exited (goal: within 1 s), beside the same quit of
+// the 1000 sleepers alone, in the same run.
+func BenchmarkQuitUnderForkChurn(b *testing.B) {
+	needRoot(b)
+	forker := buildC(b, "forker")
+	quit := func(churn bool) time.Duration {
+		sh := exec.Command("sh", "-c", `for i in $(seq 1000); do sleep 1000 & done; `+
+			`if [ "$1" = 1 ]; then for i in $(seq 20); do "$2" "$3/count$i" >/dev/null & done; fi; wait`, "sh", map[bool]string{true: "1", false: "0"}[churn], forker, b.TempDir())
+		sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := sh.Start(); err != nil {
+			b.Fatal(err)
+		}
+		pgid := sh.Process.Pid
+		defer func() {
+			for _, pid := range pgroupPIDs(pgid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			sh.Wait()
+		}()
+		want := 1001
+		if churn {
+			want += 20
+		}
+		for dl := patience.New(60 * time.Second); len(pgroupPIDs(pgid)) < want; time.Sleep(20 * time.Millisecond) {
+			if dl.Passed() {
+				b.Fatalf("%d of %d processes started", len(pgroupPIDs(pgid)), want)
+			}
+		}
+		c := startCrashtui(b, "attach", "--json", "pgid:"+strconv.Itoa(pgid))
+		c.waitFor(b, "the job attached", 120*time.Second, func(evs []event) bool { return count(evs, "process") >= want })
+		start := time.Now()
+		c.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-c.done:
+		case <-patience.After(120 * time.Second):
+			b.Fatal("crashtui did not exit after SIGINT")
+		}
+		c.cmd.Wait()
+		return time.Since(start)
+	}
+	var churned, calm []float64
+	for i := 0; i < b.N; i++ {
+		calm = append(calm, float64(quit(false).Microseconds())/1000)
+		churned = append(churned, float64(quit(true).Microseconds())/1000)
+	}
+	b.ReportMetric(medianOf(churned), "quit-ms-forking")
+	b.ReportMetric(medianOf(calm), "quit-ms-sleeping")
+}

@@ -83,7 +83,7 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	for _, c := range m.Cells {
 		// A call that was not run in a measured matrix is named too: its "allowed" is only
 		// a prediction, and the user asked for a measurement.
-		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" || len(views.CellNotRun(c)) > 0 {
+		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagrees() || len(views.CellNotRun(c)) > 0 {
 			bad = append(bad, c)
 		}
 	}
@@ -113,14 +113,15 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	for _, c := range bad {
 		reason := "-"
 		if c.Reason != nil {
-			reason = sessions.Sanitize(*c.Reason)
+			reason = sessions.Sanitize(string(*c.Reason))
 		}
 		head := fmt.Sprintf("vm_readv %s  kcmp %s  openmpi %s  reason %s", verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
 		notRun := views.CellNotRun(c)
-		key := head + "\x00" + c.Explain + "\x00" + c.Disagree + "\x00" + strings.Join(notRun, "\x00")
+		explain, disagree := views.CellWhy(&c), views.CellDisagree(&c)
+		key := head + "\x00" + explain + "\x00" + disagree + "\x00" + strings.Join(notRun, "\x00")
 		g := byKey[key]
 		if g == nil {
-			g = &group{head: head, explain: c.Explain, disagree: c.Disagree, notRun: notRun}
+			g = &group{head: head, explain: explain, disagree: disagree, notRun: notRun}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
@@ -134,10 +135,10 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 		fmt.Fprintf(w, "\n%s: %s\n", n, g.head)
 		fmt.Fprintf(w, "    %s\n", wrap(strings.Join(g.pairs, " "), 96, "    "))
 		if g.explain != "" {
-			fmt.Fprintf(w, "    %s\n", wrap(sessions.Sanitize(g.explain), 96, "    "))
+			fmt.Fprintf(w, "    %s\n", wrap(g.explain, 96, "    "))
 		}
 		if g.disagree != "" {
-			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(g.disagree), 94, "      "))
+			fmt.Fprintf(w, "    ! %s\n", wrap(g.disagree, 94, "      "))
 		}
 		for _, n := range g.notRun {
 			fmt.Fprintf(w, "    not run: %s\n", wrap(n, 87, "      "))

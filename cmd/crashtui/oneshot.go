@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/crash"
@@ -20,7 +19,7 @@ import (
 type jobOps interface {
 	Sample(seq int) error
 	Matrix(measure bool) (sessions.Matrix, error)
-	Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error)
+	Checkpoint(policy sessions.Policy, image io.Writer) ([]sessions.Thread, error)
 }
 
 // localOps are the command's own tracer's features.
@@ -36,7 +35,7 @@ func (l localOps) Matrix(measure bool) (sessions.Matrix, error) {
 	return m, err
 }
 
-func (l localOps) Checkpoint(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+func (l localOps) Checkpoint(policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
 	return l.t.checkpoints.Run(policy, image)
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,20 +303,28 @@ const applyEvery = time.Millisecond
 func (s *session) settle() { s.in.settle() }
 
 // withSentences is e as --json writes it. The tracer emits facts and recordings keep them
-// alone; people and scripts reading --json also get a thread's explanation and outcome in the
-// words the TUI shows (explain and outcome, as recordings of format version 1 had them).
+// alone; people and scripts reading --json also get a thread's explanation and outcome, and
+// each matrix cell's explanation and disagreement, in the words the TUI shows (explain,
+// outcome and disagree, as recordings of older format versions had them).
 func withSentences(e sessions.Event) sessions.Event {
-	th, ok := e.Body.(sessions.Thread)
-	if !ok {
-		return e
+	switch b := e.Body.(type) {
+	case sessions.Thread:
+		if b.Explain == "" {
+			b.Explain = views.ThreadExplain(&b)
+		}
+		if b.Outcome == "" {
+			b.Outcome = views.ThreadOutcome(&b)
+		}
+		e.Body = b
+	case sessions.Matrix:
+		// A copy: the State holds the event's cells.
+		b.Cells = slices.Clone(b.Cells)
+		for i := range b.Cells {
+			c := &b.Cells[i]
+			c.Explain, c.Disagree = views.CellWhy(c), views.CellDisagree(c)
+		}
+		e.Body = b
 	}
-	if th.Explain == "" {
-		th.Explain = views.ThreadExplain(&th)
-	}
-	if th.Outcome == "" {
-		th.Outcome = views.ThreadOutcome(&th)
-	}
-	e.Body = th
 	return e
 }
 

@@ -928,14 +928,16 @@ func TestStacksSpinningNeverStuck(t *testing.T) {
 		_, st := stacksJSON(t, "--samples", "3", "--interval", "100ms", "pgid:"+strconv.Itoa(spin.Process.Pid))
 		for _, r := range st.Ranks {
 			switch {
-			case r.PID == spin.Process.Pid && r.Progress != sessions.Spinning && r.Progress != sessions.Moving:
+			// Spinning or moving; on a loaded machine its stop may come too late to read it
+			// twice (unknown, which is not a verdict): never stuck.
+			case r.PID == spin.Process.Pid && r.Progress != sessions.Spinning && r.Progress != sessions.Moving && r.Progress != sessions.Unknown:
 				t.Errorf("run %d: the spinning process is %s", run, r.Progress)
 			case r.PID == blocked.Process.Pid && r.Progress != sessions.Stuck:
 				t.Errorf("run %d: the sleeping process is %s, want stuck", run, r.Progress)
 			}
 		}
 		text := strings.Join(views.StacksSummary(st), " ")
-		if strings.Contains(text, "No process moved") {
+		if strings.Contains(text, "a hang") {
 			t.Errorf("run %d: a busy process makes no hang: %s", run, text)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -99,14 +100,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr // stdout carries only JSON
 	} else {
-		log, err := outfile.CreateTemp("", "crashtui-ranks-*.log")
+		// One file per rank (rank-N.log), in a directory of crashtui's own (0700, a fresh
+		// name): the Output tab tells the ranks apart by it.
+		dir, err := os.MkdirTemp("", "crashtui-ranks-")
 		if err != nil {
 			return err
 		}
-		defer log.Close()
-		spec.Stdout, spec.Stderr = log, log
-		c.ranksLog = log.Name()
-		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s\n", log.Name())
+		if err := outfile.Dir(dir); err != nil {
+			return err
+		}
+		spec.RankOutput = func(rank int) (*os.File, io.Closer, error) {
+			f, err := outfile.Create(filepath.Join(dir, fmt.Sprintf("rank-%d.log", rank)))
+			if err != nil {
+				return nil, nil, err
+			}
+			return f.File, f, nil
+		}
+		c.ranksLog = dir
+		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s (rank-N.log)\n", dir)
 	}
 	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracing) error {
 		_, err := t.Launch(spec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,8 +45,9 @@ func TestProcDetailOfARealJob(t *testing.T) {
 	}
 }
 
-// TestRunOutputTab: crashtui run names the ranks' log at the start, and its Output tab shows
-// what each rank writes as it writes it.
+// TestRunOutputTab: crashtui run names the ranks' logs at the start (one file per rank, in a
+// directory of its own), and its Output tab shows what each rank writes as it writes it, each
+// line with its rank.
 func TestRunOutputTab(t *testing.T) {
 	needRoot(t)
 	for _, sz := range []struct{ w, h int }{{80, 24}, {200, 50}} {
@@ -54,9 +56,14 @@ func TestRunOutputTab(t *testing.T) {
 			t.Setenv("NO_COLOR", "1")
 			proc, _ := startTUI(t, scr, "run", "--matrix", "off", "--sample-every", "0", "-n", "2", "--",
 				"/bin/sh", "-c", `echo "hello from rank $CRASHTUI_RANK"; exec sleep 1000`)
-			scr.WaitFor(t, 20*time.Second, "crashtui run", "the ranks' output goes to ", "crashtui-ranks-", ".log (7: Output)")
+			scr.WaitFor(t, 20*time.Second, "crashtui run", "the ranks' output goes to ", "crashtui-ranks-", "(7: Output)")
 			scr.Key(t, "7")
-			scr.WaitFor(t, 20*time.Second, "ranks' stdout and stderr", "hello from rank 0", "hello from rank 1")
+			txt := scr.WaitFor(t, 20*time.Second, "ranks' stdout and stderr", "hello from rank 0", "hello from rank 1", "rank-N.log in")
+			for _, r := range []string{"0", "1"} {
+				if !regexp.MustCompile(`r` + r + `\s+hello from rank ` + r).MatchString(txt) {
+					t.Errorf("rank %s's line is not marked as rank %s's:\n%s", r, r, txt)
+				}
+			}
 			quitTUI(t, scr, proc)
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/tracertest"
@@ -38,7 +37,7 @@ func TestRunOfPartOfTheJob(t *testing.T) {
 	if one == 0 {
 		t.Fatalf("no process of job %v runs three threads", pids)
 	}
-	threads, err := c.RunOf([]int{one}, arch.PolicyNone, nil)
+	threads, err := c.RunOf([]int{one}, sessions.PolicyNone, nil)
 	if err != nil {
 		t.Fatalf("checkpoint of pid %d: %v", one, err)
 	}
@@ -59,7 +58,7 @@ func TestRunOfPartOfTheJob(t *testing.T) {
 			t.Errorf("a thread event of pid %d, which was not asked for", th.PID)
 		}
 	}
-	all, err := c.Run(arch.PolicyNone, nil)
+	all, err := c.Run(sessions.PolicyNone, nil)
 	if err != nil {
 		t.Fatalf("checkpoint of the job: %v", err)
 	}

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,15 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		procs := l.Processes()
 		live := map[int]bool{}
+		var again []int // processes with a thread that did not stop in time
+		keep := func(p tracer.Process, smp sessions.Sample) {
+			smp.Exe, smp.PPID = p.Exe, p.PPID
+			st.Processes++
+			st.Threads += len(smp.Threads)
+			l.Emit(smp)
+			s.queueGoroutines(p, smp)
+			out = append(out, smp)
+		}
 		for _, pp := range procs {
 			live[pp.PID] = true
 			p, ok := l.Process(pp.PID)
@@ -92,13 +102,24 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 				continue // ended while an earlier one was sampled
 			}
 			smp, held := s.sampleProc(l, p, o)
-			st.Processes++
-			st.Threads += len(smp.Threads)
 			st.LongestHold = max(st.LongestHold, held)
-			smp.Exe, smp.PPID = p.Exe, p.PPID
-			l.Emit(smp)
-			s.queueGoroutines(p, smp)
-			out = append(out, smp)
+			if late(smp) {
+				again = append(again, pp.PID)
+				continue
+			}
+			keep(p, smp)
+		}
+		// Once more at the end of the round: a busy thread on a loaded machine may reach its
+		// stop only after its turn (its interrupt was pending all along), and a sample
+		// without it reads as no progress known.
+		for _, pid := range again {
+			p, ok := l.Process(pid)
+			if !ok {
+				continue
+			}
+			smp, held := s.sampleProc(l, p, o)
+			st.LongestHold = max(st.LongestHold, held)
+			keep(p, smp)
 		}
 		for pid := range s.maps {
 			if !live[pid] {
@@ -167,6 +188,15 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		x := &th{tid: tid}
 		if st, err := procfs.ReadTaskStat(p.PID, tid); err == nil {
 			x.state, x.cpu = st.State, st.CPU
+		}
+		if x.state == 't' {
+			// A traced thread's stop is 't' whoever caused it. The job's own (SIGSTOP, ^Z)
+			// is stopped; any other is crashtui's (a signal on its way to a handler, an
+			// interrupt not yet reported), and the thread was running when it came.
+			x.state = 'R'
+			if th, ok := l.Thread(tid); ok && th.JobStopped() {
+				x.state = 'T'
+			}
 		}
 		sched, _ := procfs.ReadTaskSchedstat(p.PID, tid)
 		x.run = sched.RunNS
@@ -293,6 +323,16 @@ func (s *Stacks) readBlocked(pid, tid int, state byte, sys procfs.Syscall, befor
 		return nil, false // it ran: what was read may be half old, half new
 	}
 	return frames, true
+}
+
+// late says whether a thread of smp did not stop in time, and so has no stack.
+func late(smp sessions.Sample) bool {
+	for _, t := range smp.Threads {
+		if len(t.Frames) == 0 && strings.HasPrefix(t.Note, "did not stop within") {
+			return true
+		}
+	}
+	return false
 }
 
 // stackSnapshot is how much of a stack is copied while its thread is held: enough for the
