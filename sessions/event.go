@@ -32,6 +32,8 @@ const (
 	KindStacks         Kind = "stacks"
 	// KindCrashLines completes a crash told before its modules' line tables were loaded.
 	KindCrashLines Kind = "crash_lines"
+	// KindGoroutines completes a sample of a Go process with its goroutines.
+	KindGoroutines Kind = "goroutines"
 )
 
 // Body is the kind-specific part of an Event.
@@ -555,6 +557,7 @@ var decoders = map[Kind]func(*json.Decoder) (Body, error){
 	KindSample:         decodeAs(Sample{Rank: NoRank}),
 	KindMatrixProgress: decodeAs(MatrixProgress{}),
 	KindStacks:         decodeAs(Stacks{}),
+	KindGoroutines:     decodeAs(Goroutines{Rank: NoRank}),
 }
 
 func decodeAs[T Body](zero T) func(*json.Decoder) (Body, error) {

@@ -25,6 +25,8 @@ func TestEventRoundTrip(t *testing.T) {
 			Module: "/bin/x", Offset: 0x1136, Core: &core, Stack: []Frame{{PC: 1, Module: "m", Offset: 2}}},
 		Matrix{PIDs: []int{1, 2}, Cells: []Cell{{From: 1, To: 2}}},
 		Summary{Processes: 1, Groups: []GroupSummary{}},
+		Goroutines{Seq: 2, PID: 42, Rank: 1, Goroutines: []GoroutineSample{{ID: 7, Status: GoWaiting, WaitReason: "chan receive",
+			Frames: []Frame{{PC: 1, Module: "/bin/x", Offset: 2, Function: "main.wait"}}, CreatedBy: &Frame{Module: "/bin/x", Function: "main.main", Line: 9}}}},
 	} {
 		e := Event{Time: now, Host: "n1", Body: b}
 		raw, err := json.Marshal(e)
@@ -48,7 +50,7 @@ func TestEventRoundTrip(t *testing.T) {
 // TestEveryKindDecodes: each kind decodes into the value type whose Kind it is, with an
 // absent rank NoRank, not 0.
 func TestEveryKindDecodes(t *testing.T) {
-	if len(decoders) != 15 {
+	if len(decoders) != 16 {
 		t.Errorf("%d kinds decode; a new kind needs its decoder", len(decoders))
 	}
 	for k, decode := range decoders {

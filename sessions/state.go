@@ -113,7 +113,7 @@ type State struct {
 	Closed      *Summary // the summary event, once seen
 	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
 	Samples      map[ProcKey][]StampedSample
-	SampleEvents int // how many Sample events were applied (a cheap change counter)
+	SampleEvents int // how many Sample (and Goroutines) events were applied (a cheap change counter)
 }
 
 // NewState returns an empty State.
@@ -160,7 +160,7 @@ func (s *State) Apply(e Event) {
 	// The timeline leaves out the periodic facts (a stack sample is one event per process
 	// every few seconds, progress four a second): they would push everything else out of
 	// it. The recording keeps them.
-	if k := e.Kind(); k != KindSample && k != KindMatrixProgress {
+	if k := e.Kind(); k != KindSample && k != KindGoroutines && k != KindMatrixProgress {
 		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
 	}
 	if len(s.Log) > MaxLog {
@@ -299,6 +299,21 @@ func (s *State) Apply(e Event) {
 		s.Samples[k] = l
 		if p := s.Procs[k]; p != nil && b.Rank == NoRank {
 			l[len(l)-1].Rank = p.Rank
+		}
+		if p := s.Procs[k]; p != nil && b.PPID == 0 {
+			l[len(l)-1].PPID = p.PPID // a recording from before samples named the parent
+		}
+	case Goroutines:
+		// They complete the sample of the same number (emitted before them); one that is
+		// no longer kept has nothing left to complete.
+		l := s.Samples[ProcKey{h, b.PID}]
+		for i := len(l) - 1; i >= 0; i-- {
+			if l[i].Seq == b.Seq {
+				g := b
+				l[i].Go = &g
+				s.SampleEvents++
+				break
+			}
 		}
 	case Error:
 		s.Errors = append(s.Errors, b)

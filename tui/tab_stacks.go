@@ -63,7 +63,7 @@ func (s *stacksTab) refresh(m *Model) {
 	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: sessions.DefaultCutRE, Window: stackWindow})
 }
 
-func (s *stacksTab) lines() []views.StackLine { return views.StackLinesOf(s.merged.Tree, s.query()) }
+func (s *stacksTab) lines() []views.StackLine { return views.StackLinesOf(s.merged, s.query()) }
 
 func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
 	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live(),
@@ -155,7 +155,7 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 		}
 		return nil
 	case key.Matches(msg, k.Right):
-		delete(s.collapsed, lines[c].Path)
+		s.collapsed[lines[c].Path] = false // opened: the line of the threads put aside is folded until then
 		return nil
 	}
 	s.cursor += d

@@ -110,8 +110,8 @@ var tourSteps = []tourStep{
 }
 
 // tourClass is the class the Stacks step explains: the deadlock's culprit when the merge found
-// one, else the lone rank's class, else the smallest class (the odd one out), never the
-// majority the eye already sees.
+// one, else the lone rank's class, else the smallest class of the program's own threads (the
+// odd one out), never the majority the eye already sees.
 func tourClass(st sessions.Stacks) int {
 	if st.Culprit != nil {
 		return st.Culprit.Class
@@ -128,9 +128,9 @@ func tourClass(st sessions.Stacks) int {
 			}
 		}
 	}
-	small := st.Classes[0]
+	small := st.Classes[0] // the program's own threads' first: helpers are no odd one out
 	for _, c := range st.Classes {
-		if c.Count < small.Count {
+		if c.Count < small.Count && c.Role == "" {
 			small = c
 		}
 	}

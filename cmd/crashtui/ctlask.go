@@ -386,6 +386,9 @@ func (a *asker) take(evs []sessions.Event, seq int) (matrix *sessions.Matrix, er
 		case sessions.Sample:
 			b.Seq = seq
 			e.Body = b
+		case sessions.Goroutines:
+			b.Seq = seq
+			e.Body = b
 		case sessions.Thread:
 			b.Checkpoint = a.checkpoints
 			e.Body = b

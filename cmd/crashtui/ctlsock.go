@@ -469,15 +469,28 @@ func (r *ctlRequester) sendProcesses() {
 func (r *ctlRequester) Sample() error {
 	var smps []sessions.Sample
 	var err error
+	// The samples, and the goroutines that complete those of Go processes.
 	evs := r.cs.tap.watch(func(e sessions.Event) bool {
-		s, ok := e.Body.(sessions.Sample)
-		return ok && r.pids[s.PID]
+		switch b := e.Body.(type) {
+		case sessions.Sample:
+			return r.pids[b.PID]
+		case sessions.Goroutines:
+			return r.pids[b.PID]
+		}
+		return false
 	}, func() { smps, _, err = r.cs.t.stacks.Sample(stacks.Options{}) })
 	if len(smps) > 0 {
 		// The tracer's own events, with their times: only this sample's (another one, the
 		// holder's periodic sampling, may have run meanwhile).
 		for _, e := range evs {
-			if e.Body.(sessions.Sample).Seq == smps[0].Seq {
+			seq := 0
+			switch b := e.Body.(type) {
+			case sessions.Sample:
+				seq = b.Seq
+			case sessions.Goroutines:
+				seq = b.Seq
+			}
+			if seq == smps[0].Seq {
 				r.out.emit(e)
 			}
 		}

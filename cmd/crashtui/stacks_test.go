@@ -247,10 +247,14 @@ func TestStacksHungJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, s := range []string{"[1-4]", "barrier", "recv_message", "compute", "rank 0 is the only one", "classic deadlock culprit"} {
+	for _, s := range []string{"barrier", "recv_message", "compute", "rank 0 is the only one", "classic deadlock culprit"} {
 		if !strings.Contains(string(out), s) {
 			t.Errorf("text output lacks %q:\n%s", s, out)
 		}
+	}
+	// Columns: threads, the rank set, the state, the CPU.
+	if !regexp.MustCompile(`barrier +4  1-4 +stuck +0%`).Match(out) {
+		t.Errorf("text output lacks barrier's row (4 threads of ranks 1-4, stuck, 0%% CPU):\n%s", out)
 	}
 	// --dot writes STAT's shape.
 	dot := filepath.Join(t.TempDir(), "tree.dot")
@@ -319,7 +323,7 @@ func TestStacksThreadsStrippedStopped(t *testing.T) {
 			t.Errorf("rank %d (pid %d): %s, want %s", r.Rank, r.PID, r.Progress, want)
 		}
 	}
-	if text := strings.Join(views.StacksSummary(st), " "); !strings.Contains(text, "1 process is stopped by job control") || strings.Contains(text, "No process moved") {
+	if text := strings.Join(views.StacksSummary(st), " "); !strings.Contains(text, "1 rank is stopped by job control") || strings.Contains(text, "No rank moved") {
 		t.Errorf("the verdict: %s", text)
 	}
 	// --hide-unsymbolized drops the stripped binary's frames.
@@ -449,6 +453,7 @@ func TestStacksOpenMPI(t *testing.T) {
 	if st.Culprit == nil || st.Culprit.Rank != 0 {
 		t.Errorf("culprit %+v, want rank 0 (lone: %+v)", st.Culprit, st.Lone)
 	}
+	checkReadable(t, st, cmd.Process.Pid)
 	// --cut '' keeps Open MPI's own frames under MPI_Recv.
 	_, full := stacksJSON(t, "--samples", "1", "--cut", "", "pid:"+strconv.Itoa(cmd.Process.Pid))
 	under := false
@@ -461,6 +466,53 @@ func TestStacksOpenMPI(t *testing.T) {
 		t.Errorf("--cut '': no frame below an MPI_ call: %+v", full.Classes)
 	}
 	checkDetached(t, append([]int{cmd.Process.Pid}, ranks...), nil)
+}
+
+// checkReadable is issue 24 item 8 on an Open MPI job launched by mpirun (pid launcher):
+// the ranks' main threads come first, the MPI/PMIx helper threads (library code only) and
+// the launcher's are put aside, with the rank set apart from the launcher's pid; the verdict
+// is about the ranks' own threads; the text report folds the put-aside threads into one line
+// after the main threads' tree, with a state and a CPU column.
+func checkReadable(t *testing.T, st sessions.Stacks, launcher int) {
+	t.Helper()
+	own := true
+	for i, c := range st.Classes {
+		switch {
+		case c.Role == "" && !own:
+			t.Errorf("class %d of the ranks' own threads after classes put aside: %+v", c.Class, st.Classes)
+		case c.Role == "" && i < 3 && c.Main != c.Count:
+			t.Errorf("class %d: %d main threads of %d, want the ranks' main threads first", c.Class, c.Main, c.Count)
+		case c.Role == sessions.RoleHelper && (c.Ranks == "" || c.Unranked != "" || hasFunction(c.Frames, "main")):
+			t.Errorf("helper class %d: ranks %q, unranked %q: %+v", c.Class, c.Ranks, c.Unranked, c.Frames)
+		case c.Role == sessions.RoleLauncher && (c.Ranks != "" || c.Unranked != strconv.Itoa(launcher)):
+			t.Errorf("launcher class %d: ranks %q, unranked %q, want pid %d alone", c.Class, c.Ranks, c.Unranked, launcher)
+		}
+		own = own && c.Role == ""
+	}
+	if a := st.Aside; a == nil || a.Helpers < 4 || a.Launcher < 1 || a.Ranks != "0-3" || a.Unranked != strconv.Itoa(launcher) {
+		t.Errorf("put aside: %+v, want the 4 ranks' helper threads and the launcher's", st.Aside)
+	}
+	for _, r := range st.Ranks {
+		if r.Launcher != (r.PID == launcher) {
+			t.Errorf("process %d (rank %d): launcher %v", r.PID, r.Rank, r.Launcher)
+		}
+	}
+	verdict := strings.Join(views.StacksSummary(st), " ")
+	for _, helperWait := range []string{"epoll_wait", "poll", "select"} {
+		if strings.Contains(verdict, helperWait) {
+			t.Errorf("the verdict names a helper's wait (%s): %s", helperWait, verdict)
+		}
+	}
+	text := views.StacksText(st, 0)
+	lines := strings.Split(text, "\n")
+	if len(lines) < 4 || !strings.HasPrefix(lines[2], "FRAME") || !strings.Contains(lines[2], "RANKS") || !strings.Contains(lines[2], "PIDS") ||
+		!strings.Contains(lines[2], "STATE") || !strings.Contains(lines[2], "CPU") || !strings.HasPrefix(lines[3], "_start") {
+		t.Errorf("the text report does not start with the main threads' tree under its columns:\n%s", text)
+	}
+	if !regexp.MustCompile(`(?m)^▸ \d+ helper threads \+ \d+ launcher threads? +\d+  0-3 +`+strconv.Itoa(launcher)+` +(stuck|spinning|moving|mixed) +\d+%`).MatchString(text) ||
+		strings.Contains(text, "0-3 pid") {
+		t.Errorf("the text report does not fold the helpers and the launcher into one line with ranks and pid apart:\n%s", text)
+	}
 }
 
 const goHangSrc = `package main

@@ -40,6 +40,7 @@ type Stacks struct {
 	seq  int               // the last sample's number
 	bufs [][]byte          // the stack copies, reused (snapshotStack)
 	maps map[int]mapsCache // each process's mappings between samples
+	gos  goSampler         // the goroutines of Go processes (goroutines.go)
 	mu   sync.Mutex        // one Sample at a time
 }
 
@@ -49,7 +50,8 @@ func New(e *tracer.Tracer, resolver *elfinfo.Resolver) *Stacks {
 	if resolver == nil {
 		resolver = elfinfo.NewResolver()
 	}
-	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{}}
+	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{},
+		gos: goSampler{reader: elfinfo.NewGoReader(), notGo: map[int]int{}}}
 }
 
 // Sample takes one sample of every thread of the job: one process at a time (never the whole
@@ -85,6 +87,14 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		procs := l.Processes()
 		live := map[int]bool{}
 		var again []int // processes with a thread that did not stop in time
+		keep := func(p tracer.Process, smp sessions.Sample) {
+			smp.Exe, smp.PPID = p.Exe, p.PPID
+			st.Processes++
+			st.Threads += len(smp.Threads)
+			l.Emit(smp)
+			s.queueGoroutines(p, smp)
+			out = append(out, smp)
+		}
 		for _, pp := range procs {
 			live[pp.PID] = true
 			p, ok := l.Process(pp.PID)
@@ -97,10 +107,7 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 				again = append(again, pp.PID)
 				continue
 			}
-			st.Processes++
-			st.Threads += len(smp.Threads)
-			l.Emit(smp)
-			out = append(out, smp)
+			keep(p, smp)
 		}
 		// Once more at the end of the round: a busy thread on a loaded machine may reach its
 		// stop only after its turn (its interrupt was pending all along), and a sample
@@ -112,10 +119,7 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 			}
 			smp, held := s.sampleProc(l, p, o)
 			st.LongestHold = max(st.LongestHold, held)
-			st.Processes++
-			st.Threads += len(smp.Threads)
-			l.Emit(smp)
-			out = append(out, smp)
+			keep(p, smp)
 		}
 		for pid := range s.maps {
 			if !live[pid] {
@@ -124,6 +128,9 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.readGoroutines(o) // after every process was let go, off the loop
+	}
 	return out, st, err
 }
 
@@ -230,6 +237,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 				c.ts.Note = "registers: " + err.Error()
 			} else {
 				c.pc, c.sp, c.fp, c.lr = regs.UnwindRegs()
+				s.keepRegs(t.TID(), regs)
 				c.stack = s.snapshotStack(p.PID, c.sp, i)
 				c.ts.Held = true
 			}
