@@ -141,6 +141,12 @@ type frameCounts struct {
 // compareFrames compares elfinfo's frames with gdb's, frame by frame: the function, and the
 // file:line wherever gdb gives one.
 func compareFrames(gdb, elf []gdbFrame) frameCounts {
+	// A thread caught in clone3 before it reaches start_thread (a new thread on a loaded
+	// machine) has no caller: gdb reads one more word of its fresh stack as a return address
+	// ("??"), which is no frame, and elfinfo stops at clone3's undefined return address.
+	if n := len(gdb); n >= 2 && gdb[n-1].fn == "" && (gdb[n-2].fn == "clone3" || gdb[n-2].fn == "clone") {
+		gdb = gdb[:n-1]
+	}
 	c := frameCounts{gdb: len(gdb)}
 	for i, g := range gdb {
 		if g.fn != "" {

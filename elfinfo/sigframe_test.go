@@ -292,12 +292,20 @@ func TestSignalFrameGo(t *testing.T) {
 			// main.spin (sysmon and idle threads run now and then too).
 			var tid int
 			waitFor(t, func() bool {
-				for id, nr := range taskSyscalls(pid) {
+				nrs := taskSyscalls(pid)
+				// Until the main goroutine sits in its read, the Go scheduler may yet run it
+				// on the thread found in main.spin (a loaded machine preempts the spinner):
+				// look for the spinner's thread only once main is parked in the kernel.
+				reading := false
+				for _, nr := range nrs {
+					reading = reading || nr == syscall.SYS_READ
+				}
+				for id, nr := range nrs {
 					switch {
 					case tc.fn == "main.blockRead" && nr == syscall.SYS_READ:
 						tid = id
 						return true
-					case tc.fn == "main.spin" && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
+					case tc.fn == "main.spin" && reading && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
 						tid = id
 						return true
 					}
