@@ -304,19 +304,9 @@ type rankBuilder struct {
 	out          []rankRun
 	lo, hi, step int
 	n            int // ranks in the open run
-	any          bool
-	lastV        int
-}
-
-func (b *rankBuilder) last() int {
-	if !b.any {
-		return -1
-	}
-	return b.lastV
 }
 
 func (b *rankBuilder) push(v int) {
-	b.any, b.lastV = true, v
 	switch {
 	case b.n == 0:
 		b.lo, b.hi, b.n = v, v, 1
@@ -348,7 +338,7 @@ func (b *rankBuilder) pushRun(r rankRun) {
 	if v <= r.Hi {
 		// The open run now has r's step and ends at v-step: the rest extends it.
 		b.n += (r.Hi-v)/r.Step + 1
-		b.hi, b.lastV = r.Hi, r.Hi
+		b.hi = r.Hi
 	}
 }
 
