@@ -38,6 +38,9 @@ func (s HostSet) Len() int { return len(s.hosts) }
 // Empty says whether the set has no host.
 func (s HostSet) Empty() bool { return len(s.hosts) == 0 }
 
+// IsZero is Empty (json's omitzero).
+func (s HostSet) IsZero() bool { return len(s.hosts) == 0 }
+
 // Hosts are the names, sorted (the caller must not change them).
 func (s HostSet) Hosts() []string { return s.hosts }
 
@@ -123,11 +126,22 @@ func (s HostSet) String() string {
 	var groups []*group
 	at := map[string]*group{}
 	var terms []string
+	// A number written without padding joins the padded numbers of its prefix when it has
+	// as many digits (node09 and node10 are node[09-10], as Slurm writes them).
+	padded := map[string]bool{}
+	for _, h := range s.hosts {
+		if prefix, _, width, ok := hostNum(h); ok && width > 0 {
+			padded[prefix+"\x00"+strconv.Itoa(width)] = true
+		}
+	}
 	for _, h := range s.hosts {
 		prefix, n, width, ok := hostNum(h)
 		if !ok {
 			terms = append(terms, escapeHost(h))
 			continue
+		}
+		if digits := len(h) - len(prefix); width == 0 && padded[prefix+"\x00"+strconv.Itoa(digits)] {
+			width = digits
 		}
 		k := prefix + "\x00" + strconv.Itoa(width)
 		g := at[k]
@@ -308,8 +322,19 @@ func ParseHostSet(str string) (HostSet, error) {
 // MarshalJSON writes the set as its host list.
 func (s HostSet) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// UnmarshalJSON reads a host list.
+// UnmarshalJSON reads a host list, or a list of names as summaries wrote them before sets.
 func (s *HostSet) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		var list []string
+		if err := json.Unmarshal(b, &list); err != nil {
+			return fmt.Errorf("host list: %w", err)
+		}
+		if len(list) > MaxHosts {
+			return fmt.Errorf("host list: more than %d hosts", MaxHosts)
+		}
+		*s = HostSetOf(list...)
+		return nil
+	}
 	var str string
 	if err := json.Unmarshal(b, &str); err != nil {
 		return fmt.Errorf("host set: %w", err)

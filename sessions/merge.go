@@ -53,6 +53,12 @@ type pathInfo struct {
 
 // merge is MergeStacks of the store's samples.
 func (st *sampleStore) merge(o StackOptions) Stacks {
+	out, _ := st.mergeFull(o)
+	return out
+}
+
+// mergeFull is merge, with its classes as a reducer passes them on.
+func (st *sampleStore) mergeFull(o StackOptions) (Stacks, []ReducedClass) {
 	if o.Frames == "" {
 		o.Frames = "function"
 	}
@@ -87,7 +93,14 @@ func (st *sampleStore) merge(o StackOptions) Stacks {
 	out.Processes = len(out.Ranks)
 	out.Lone = loneRanks(rootAcc, classOf)
 	out.Culprit = culprit(out.Lone)
-	return out
+	parts := make([]ReducedClass, len(classes))
+	for i, ca := range classes {
+		c := ca.c
+		parts[i] = ReducedClass{Frames: c.Frames, Count: c.Count, Procs: ca.rs.procs, Ranks: ca.rs.set,
+			Unranked: ca.rs.unranked, Hosts: ca.rs.hostSet, Progress: c.Progress, Syscall: c.Syscall, Since: c.Since,
+			CPUTicks: c.CPUTicks, Partial: c.Partial, Spark: c.Spark, Members: ca.rs.members}
+	}
+	return out, parts
 }
 
 // window picks each host's last o.Window seqs (all that are kept when 0); it returns them,
@@ -255,9 +268,7 @@ func combine(a, b string) string {
 type classAcc struct {
 	c       *StackClass
 	threads []*threadTrack
-	ranks   RankSet
-	procs   int
-	hosts   HostSet
+	rs      threadRanks
 }
 
 // classes are the distinct current paths, the largest first, numbered from 1.
@@ -294,7 +305,7 @@ func (m *merger) classes(cur, all []*threadTrack, qs []int32) []*classAcc {
 		c.Syscall = sys
 		rs := rankSet(ca.threads)
 		c.Ranks, c.PIDs, c.Hosts = rs.text, rs.pids, rs.hosts
-		ca.ranks, ca.procs, ca.hosts = rs.set, rs.procs, rs.hostSet
+		ca.rs = rs
 	}
 	sort.SliceStable(classes, func(i, j int) bool {
 		a, b := classes[i], classes[j]
@@ -550,6 +561,9 @@ type threadRanks struct {
 	pids    []int    // the first MaxListedPIDs, by host and pid
 	hosts   []string // index for index with pids, when there are several hosts
 	hostSet HostSet
+	// unranked counts the processes without a rank; members are the first few processes.
+	unranked int
+	members  []Member
 }
 
 // maxUnrankedListed bounds the processes without a rank that a rank set's text names.
@@ -558,7 +572,7 @@ const maxUnrankedListed = 32
 // rankSet is the ranks of some threads' processes, those without a rank by pid ("pid
 // 412,418"), and their pids (one per process) with hosts when there are several.
 func rankSet(ts []*threadTrack) threadRanks {
-	seen := map[pkey]bool{}
+	seen := map[pkey]Rank{}
 	var add RankAdder
 	var unranked []string
 	var procs []pkey
@@ -566,10 +580,10 @@ func rankSet(ts []*threadTrack) threadRanks {
 	var hostNames []string
 	for _, t := range ts {
 		k := pkey{t.host, t.pid}
-		if seen[k] {
+		if _, dup := seen[k]; dup {
 			continue
 		}
-		seen[k] = true
+		seen[k] = t.rank
 		procs = append(procs, k)
 		if t.host != "" {
 			multi = true
@@ -592,10 +606,13 @@ func rankSet(ts []*threadTrack) threadRanks {
 		}
 		return procs[a].pid < procs[b].pid
 	})
-	r := threadRanks{set: add.Set(), procs: len(procs), hostSet: HostSetOf(hostNames...)}
-	for _, p := range procs[:min(len(procs), MaxListedPIDs)] {
+	r := threadRanks{set: add.Set(), procs: len(procs), hostSet: HostSetOf(hostNames...), unranked: len(unranked)}
+	for i, p := range procs[:min(len(procs), MaxListedPIDs)] {
 		r.pids = append(r.pids, p.pid)
 		r.hosts = append(r.hosts, p.host)
+		if i < MaxReducedMembers {
+			r.members = append(r.members, Member{Host: p.host, PID: p.pid, Rank: seen[p]})
+		}
 	}
 	if !multi {
 		r.hosts = nil

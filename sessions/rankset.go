@@ -41,6 +41,9 @@ func (s RankSet) Len() int {
 // Empty says whether the set has no rank.
 func (s RankSet) Empty() bool { return len(s.runs) == 0 }
 
+// IsZero is Empty (json's omitzero).
+func (s RankSet) IsZero() bool { return len(s.runs) == 0 }
+
 // Runs is how many runs the set is written as (its size on the wire).
 func (s RankSet) Runs() int { return len(s.runs) }
 
@@ -104,8 +107,21 @@ func (s RankSet) String() string {
 // MarshalJSON writes the set as its string.
 func (s RankSet) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
 
-// UnmarshalJSON reads a string written by MarshalJSON (or any set ParseRankSet accepts).
+// UnmarshalJSON reads a string written by MarshalJSON (or any set ParseRankSet accepts), or
+// a list of ranks (null for none) as summaries wrote them before sets.
 func (s *RankSet) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		var list []Rank
+		if err := json.Unmarshal(b, &list); err != nil {
+			return fmt.Errorf("rank list: %w", err)
+		}
+		ranks := make([]int, 0, len(list))
+		for _, r := range list {
+			ranks = append(ranks, int(r))
+		}
+		*s = RankSetOf(ranks...)
+		return nil
+	}
 	var str string
 	if err := json.Unmarshal(b, &str); err != nil {
 		return fmt.Errorf("rank set: %w", err)

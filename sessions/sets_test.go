@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -151,7 +152,7 @@ func TestHostSetString(t *testing.T) {
 		{"one", []string{"login1"}, "login1"},
 		{"a cluster's nodes", append(nodes, "node040", "login1"), "login1,node[001-032,040]"},
 		{"unpadded", []string{"n9", "n10", "n11", "n2"}, "n[2,9-11]"},
-		{"padded and not", []string{"n09", "n10"}, "n09,n10"},
+		{"padded and not", []string{"n09", "n10", "n100"}, "n100,n[09-10]"},
 		{"no number", []string{"b", "a", "a"}, "a,b"},
 		{"agents of one node", []string{"c1/0", "c1/1", "c1/2"}, "c1/[0-2]"},
 		{"names with the syntax", []string{"x[1]", "a,b", "p%q"}, "a%2Cb,p%25q,x%5B1%5D"},
@@ -194,4 +195,13 @@ func FuzzParseHostSet(f *testing.F) {
 			t.Fatalf("%q → %q → %q, %v", s, v.String(), again.String(), err)
 		}
 	})
+}
+
+// TestSetsReadOldSummaries: summaries written before sets had lists; they still read.
+func TestSetsReadOldSummaries(t *testing.T) {
+	var g GroupSummary
+	err := json.Unmarshal([]byte(`{"pids":[412,413,415],"ranks":[0,null,2,4],"hosts":["n2","n1","n2"]}`), &g)
+	if err != nil || g.PIDs.String() != "412-413,415" || g.Ranks.String() != "0-4/2" || g.Hosts.String() != "n[1-2]" {
+		t.Errorf("old summary: %+v %v", g, err)
+	}
 }
