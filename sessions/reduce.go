@@ -47,37 +47,13 @@ func (s *State) Covers() HostSet {
 }
 
 // Changes are the reduced events of what changed since the last call (everything, the first
-// time). Stack classes, a merge of every sample, only when stacks is true.
+// time), the hosts' counts last. Stack classes, a merge of every sample, only when stacks is
+// true.
 func (r *Reducer) Changes(at time.Time, stacks bool) []Event {
 	s := r.st
 	var out []Event
 	ev := func(b Body) { out = append(out, Event{Time: at, Host: r.name, Body: b}) }
 	covers := s.Covers()
-
-	var hosts []HostCount
-	for h, a := range s.hosts {
-		if k := "\x00" + h; a.ver > r.sentHost[k] {
-			r.sentHost[k] = a.ver
-			hc := a.HostCount
-			hc.Ranks, hc.Lost = a.ranks.Set(), s.Lost.Contains(h)
-			hosts = append(hosts, hc)
-		}
-	}
-	for _, name := range s.subList {
-		sub := s.subs[name]
-		for h, v := range sub.hostVer {
-			if k := name + "\x00" + h; v > r.sentHost[k] {
-				r.sentHost[k] = v
-				hc := sub.hosts[h]
-				hc.Lost = hc.Lost || s.Lost.Contains(h)
-				hosts = append(hosts, hc)
-			}
-		}
-	}
-	if len(hosts) > 0 {
-		sort.Slice(hosts, func(i, j int) bool { return hosts[i].Host < hosts[j].Host })
-		ev(Hosts{Hosts: hosts})
-	}
 
 	for _, g := range s.Groups {
 		if g.ver <= r.sentGroup[g.Key] {
@@ -155,6 +131,32 @@ func (r *Reducer) Changes(at time.Time, stacks bool) []Event {
 		ev(l)
 	}
 	r.sentLost = len(s.lost)
+	// The hosts' counts last: a reader that has them has the groups they count.
+	var hosts []HostCount
+	for h, a := range s.hosts {
+		if k := "\x00" + h; a.ver > r.sentHost[k] {
+			r.sentHost[k] = a.ver
+			hc := a.HostCount
+			hc.Ranks, hc.Lost = a.ranks.Set(), s.Lost.Contains(h)
+			hosts = append(hosts, hc)
+		}
+	}
+	for _, name := range s.subList {
+		sub := s.subs[name]
+		for h, v := range sub.hostVer {
+			if k := name + "\x00" + h; v > r.sentHost[k] {
+				r.sentHost[k] = v
+				hc := sub.hosts[h]
+				hc.Lost = hc.Lost || s.Lost.Contains(h)
+				hosts = append(hosts, hc)
+			}
+		}
+	}
+	if len(hosts) > 0 {
+		sort.Slice(hosts, func(i, j int) bool { return hosts[i].Host < hosts[j].Host })
+		ev(Hosts{Hosts: hosts})
+	}
+
 	return out
 }
 

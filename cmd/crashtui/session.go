@@ -174,9 +174,13 @@ type session struct {
 	enc     *json.Encoder
 	rec     *sessions.Recorder
 	recF    *outfile.File
-	queue   *eventQueue // to the TUI
-	writes  *eventQueue // to writeLoop (--json, recording)
+	queue   *eventQueue      // to the TUI
+	writes  *fifo[writeItem] // to writeLoop (--json, recording)
 	written chan struct{}
+	// reduced: --json carries a reducer's events (view --reduce, emitUp), not the events
+	// applied (which are still recorded), but for those passUp lets through.
+	reduced bool
+	passUp  func(sessions.Event) bool
 	// progress counts the events writeLoop has written: finish waits while it moves.
 	progress atomic.Int64
 	header   sessions.Header
@@ -210,7 +214,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		}
 		s.rec, s.recF = rec, f
 	}
-	s.writes = newEventQueue()
+	s.writes = newFIFO[writeItem]()
 	go s.writeLoop()
 	if c.json {
 		go s.watchReader(stdout)
@@ -225,8 +229,10 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 // stdoutGone, and keeps recording.
 func (s *session) writeLoop() {
 	defer close(s.written)
-	for e := range s.writes.out {
-		if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
+	for it := range s.writes.out {
+		e := it.e
+		toJSON := e.Kind() != sessions.KindSession && (!s.reduced || it.up || (s.passUp != nil && s.passUp(e)))
+		if s.enc != nil && s.stdoutErr == nil && toJSON {
 			err := s.enc.Encode(withSentences(e))
 			if err == nil && len(s.writes.out) == 0 {
 				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
@@ -236,7 +242,7 @@ func (s *session) writeLoop() {
 				s.goneOnce.Do(func() { close(s.stdoutGone) })
 			}
 		}
-		if s.rec != nil {
+		if s.rec != nil && !it.up {
 			s.rec.Record(e)
 		}
 		s.progress.Add(1)
@@ -322,10 +328,22 @@ func (s *session) emit(e sessions.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state.Apply(e)
-	s.writes.push(e)
+	s.writes.push(writeItem{e: e})
 	if s.queue != nil {
 		s.queue.push(e)
 	}
+}
+
+// writeItem is an event for writeLoop; up marks a reducer's event, for --json only (it says
+// what the State applied, so it is neither applied nor recorded).
+type writeItem struct {
+	e  sessions.Event
+	up bool
+}
+
+// emitUp writes a reducer's event on --json (view --reduce).
+func (s *session) emitUp(e sessions.Event) {
+	s.writes.push(writeItem{e: e, up: true})
 }
 
 // finish queues the summary event (derived from the State), waits until every event and
@@ -375,21 +393,26 @@ func (s *session) finish(host string) sessions.Summary {
 
 // eventQueue is an unbounded FIFO between the tracer (which must never block on a slow
 // screen) and the TUI.
-type eventQueue struct {
+type eventQueue = fifo[sessions.Event]
+
+func newEventQueue() *eventQueue { return newFIFO[sessions.Event]() }
+
+// fifo is an unbounded queue whose items come out of a channel, in order.
+type fifo[T any] struct {
 	mu     sync.Mutex
-	items  []sessions.Event
+	items  []T
 	closed bool
 	wake   chan struct{}
-	out    chan sessions.Event
+	out    chan T
 }
 
-func newEventQueue() *eventQueue {
-	q := &eventQueue{wake: make(chan struct{}, 1), out: make(chan sessions.Event, 64)}
+func newFIFO[T any]() *fifo[T] {
+	q := &fifo[T]{wake: make(chan struct{}, 1), out: make(chan T, 64)}
 	go q.run()
 	return q
 }
 
-func (q *eventQueue) push(e sessions.Event) {
+func (q *fifo[T]) push(e T) {
 	q.mu.Lock()
 	q.items = append(q.items, e)
 	q.mu.Unlock()
@@ -399,7 +422,7 @@ func (q *eventQueue) push(e sessions.Event) {
 	}
 }
 
-func (q *eventQueue) close() {
+func (q *fifo[T]) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
@@ -409,7 +432,7 @@ func (q *eventQueue) close() {
 	}
 }
 
-func (q *eventQueue) run() {
+func (q *fifo[T]) run() {
 	for {
 		q.mu.Lock()
 		items, closed := q.items, q.closed

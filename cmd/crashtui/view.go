@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
@@ -55,7 +53,7 @@ func cmdAgent(args []string, stdout, stderr io.Writer) error {
 	return attachJob(c, stdout, stderr, "agent", spec)
 }
 
-const viewSynopsis = "view [--json] [--record FILE] [--cast FILE] [SOURCE...]"
+const viewSynopsis = "view [--json [--reduce]] [--host NAME] [--record FILE] [--cast FILE] [SOURCE...]"
 
 // cmdView shows event streams as one live session: agents' output merged by a launcher on
 // stdin (SOURCE "-", the default), or files of JSON Lines (agent or --json output,
@@ -63,52 +61,51 @@ const viewSynopsis = "view [--json] [--record FILE] [--cast FILE] [SOURCE...]"
 // are stamped with their source's name when there are several sources, since pids are
 // unique per host only. Each stream's own summary is dropped: the view derives one for all.
 // No ptrace, no root.
+//
+// With --reduce the view is a level of a tree (design.md "Beyond one machine"): its --json
+// output is reduced events (sessions.Reducer) that another view reads like an agent's, never
+// its inputs' per-task events, and its summary's member lists are sets. A source whose
+// stream ends without its summary (an agent or a view under this one died) is named in a
+// lost event: its hosts, with what they said before kept.
 func cmdView(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("view", viewSynopsis, stderr)
 	var c common
+	var reduce bool
 	fs.BoolVar(&c.json, "json", false, "no TUI: the merged events as JSON Lines on stdout, then their summary")
+	fs.BoolVar(&reduce, "reduce", false, "with --json: write reduced events (counts, rank sets, merged classes) that another view reads, not every event: a level of a tree of views")
+	fs.StringVar(&c.host, "host", "", "the `NAME` this view's reduced events and summary carry (default view@HOST:PID)")
 	fs.StringVar(&c.record, "record", "", "record the merged session to `FILE` (replay it with crashtui replay FILE)")
 	fs.StringVar(&c.cast, "cast", "", "also record the screen as an asciicast v2 `FILE`")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	if reduce && !c.json {
+		return usageErr("view: --reduce is the output of a view that another view reads: give --json too")
+	}
 	if len(pos) == 0 {
 		pos = []string{"-"}
 	}
-	type source struct {
-		label string
-		r     io.ReadCloser
-	}
-	var srcs []source
+	srcs, err := openSources(pos)
 	defer func() {
 		for _, s := range srcs {
-			s.r.Close()
+			s.close()
 		}
 	}()
-	stdin := false
-	for _, p := range pos {
-		if p == "-" {
-			if stdin {
-				return usageErr("view: stdin (-) given twice")
-			}
-			stdin = true
-			srcs = append(srcs, source{"stdin", io.NopCloser(os.Stdin)})
-			continue
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return &exitError{2, fmt.Errorf("view: %w", err)}
-		}
-		srcs = append(srcs, source{strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), f})
+	if err != nil {
+		return err
 	}
 	var tty *os.File
-	if stdin && !c.json {
+	if stdinSource(srcs) && !c.json {
 		// The events come on stdin, so the keyboard is the controlling terminal.
 		if tty, err = os.Open("/dev/tty"); err != nil {
 			return &exitError{2, fmt.Errorf("view: events come on stdin and there is no terminal for the keys (%v): use --json", err)}
 		}
 		defer tty.Close()
+	}
+	if reduce && c.host == "" {
+		h, _ := os.Hostname()
+		c.host = fmt.Sprintf("view@%s:%d", h, os.Getpid())
 	}
 
 	ctx, stop := signalContext()
@@ -121,42 +118,18 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if reduce {
+		s.reduced, s.passUp = true, passUp()
+	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
 
-	var wg sync.WaitGroup
-	for _, src := range srcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stamp := func(e sessions.Event) sessions.Event {
-				if e.Host == "" && len(srcs) > 1 {
-					e.Host = src.label
-				}
-				return e
-			}
-			bad := func(le *sessions.LineError) {
-				s.emit(stamp(sessions.Event{Time: time.Now(), Body: sessions.Error{Op: "view",
-					Message: fmt.Sprintf("%s: %v (line skipped)", src.label, le)}}))
-			}
-			err := sessions.StreamEvents(src.r, func(e sessions.Event) {
-				// Each stream's own summary and merged stacks are dropped: the view derives
-				// both for all the streams.
-				if k := e.Kind(); k != sessions.KindSummary && k != sessions.KindStacks {
-					s.emit(stamp(e))
-				}
-			}, bad)
-			if err != nil {
-				var le *sessions.LineError
-				if errors.As(err, &le) {
-					bad(le)
-				}
-			}
-		}()
+	done := readSources(srcs, s, reduce)
+	var reducer *sessions.Reducer
+	if reduce {
+		reducer = sessions.NewReducer(s.state, c.host)
+		go reduceLoop(ctx, s, reducer, done)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
 	if c.json {
 		select {
 		case <-done:
@@ -169,21 +142,72 @@ func cmdView(args []string, stdout, stderr io.Writer) error {
 		}()
 		err = viewTUI(ctx, &c, s, tty)
 	}
-	if c.json {
+	switch {
+	case reduce:
+		s.mu.Lock()
+		evs := reducer.Changes(time.Now(), true)
+		s.mu.Unlock()
+		for _, e := range evs {
+			s.emitUp(e)
+		}
+	case c.json:
 		// The agents' stack samples merged across hosts: one tree, rank sets over every host.
 		s.mu.Lock()
-		var merged *sessions.Stacks
-		if s.state.SampleEvents > 0 {
-			st := s.state.Stacks(sessions.StackOptions{Cut: sessions.DefaultCutRE})
-			merged = &st
-		}
+		st := s.state.Stacks(sessions.StackOptions{Cut: sessions.DefaultCutRE})
+		has := s.state.SampleEvents > 0 || len(st.Classes) > 0
 		s.mu.Unlock()
-		if merged != nil {
-			s.emit(sessions.Event{Time: time.Now(), Body: *merged})
+		if has {
+			s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: st})
 		}
 	}
-	s.finish("")
+	s.finish(c.host)
 	return err
+}
+
+// reduceInterval is how often a reducing view says what changed; its stack classes (a merge
+// of every sample) go every fourth time.
+const reduceInterval = 500 * time.Millisecond
+
+// reduceLoop writes the reducer's changes until the sources are done or ctx ends (the
+// caller writes the last ones).
+func reduceLoop(ctx context.Context, s *session, r *sessions.Reducer, done <-chan struct{}) {
+	tick := time.NewTicker(reduceInterval)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			evs := r.Changes(now, n%4 == 0)
+			s.mu.Unlock()
+			for _, e := range evs {
+				s.emitUp(e)
+			}
+		}
+	}
+}
+
+// maxPassedErrors is how many of its inputs' error events a reducing view passes up as they
+// are; the hosts' counts have them all.
+const maxPassedErrors = 64
+
+// passUp is what a reducing view writes of the events it applies, besides its reducer's:
+// its own summary, the first error events.
+func passUp() func(sessions.Event) bool {
+	errs := 0
+	return func(e sessions.Event) bool {
+		switch e.Kind() {
+		case sessions.KindSummary:
+			return true
+		case sessions.KindError:
+			errs++
+			return errs <= maxPassedErrors
+		}
+		return false
+	}
 }
 
 // viewTUI shows the merged session; keys come from tty when stdin carries the events.
