@@ -636,9 +636,11 @@ func escapeTerminal(b []byte) []byte {
 
 // UnmarshalJSON reads the flat wire form. Unknown kinds are an error naming the kind.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var env envelope
-	if err := json.Unmarshal(b, &env); err != nil {
-		return err
+	env, ok := scanEnvelope(b)
+	if !ok {
+		if err := json.Unmarshal(b, &env); err != nil {
+			return err
+		}
 	}
 	decode, ok := decoders[env.Event]
 	if !ok {

@@ -112,6 +112,7 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 	var evs []Event
 	var damaged Damaged
 	seen := false
+	dec := newLineDecoder()
 	err := eachLine(r, func(line int, b []byte) error {
 		if !seen {
 			seen = true
@@ -121,8 +122,8 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 			}
 			return nil
 		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := dec.decode(b)
+		if err != nil {
 			if len(damaged) < MaxDamaged {
 				damaged = append(damaged, &LineError{line, err})
 			}
@@ -172,6 +173,7 @@ func parseHeader(b []byte) (Header, error) {
 // after a version 1 header, or with no header before them, are upgraded as ReadRecording does.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
 	version := 0
+	dec := newLineDecoder()
 	return eachLine(r, func(line int, b []byte) error {
 		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
 			h, err := parseHeader(b)
@@ -181,8 +183,8 @@ func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
 			version = h.Version
 			return nil
 		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := dec.decode(b)
+		if err != nil {
 			bad(&LineError{line, err})
 			return nil
 		}
