@@ -34,23 +34,42 @@ const (
 	maxCachedBytes   = 16 << 10 // a frames array longer than this is not cached
 )
 
-// decode reads one event line.
+// decode reads one event line. crashtui writes the kind first ({"event":"sample",...}): the
+// fast decoder takes it from there, reads the envelope's keys as it meets them, and keeps
+// its answer only when the line's last "event" is the kind it started with.
 func (d *lineDecoder) decode(b []byte) (Event, error) {
-	var e Event
-	if env, ok := scanEnvelope(b); ok {
-		if body, ok := d.fast(env.Event, b); ok {
-			e.Time, e.Host, e.Body = env.Time, env.Host, body
-			return e, nil
+	if k, ok := prefixKind(b); ok {
+		var env envelope
+		if body, ok := d.fast(k, b, &env); ok && env.Event == k {
+			return Event{Time: env.Time, Host: env.Host, Body: body}, nil
 		}
 	}
+	var e Event
 	err := e.UnmarshalJSON(b)
 	return e, err
 }
 
-// fast is the one-pass decode of the kinds it knows; false for any other kind or for a line
-// it does not read exactly as encoding/json would.
-func (d *lineDecoder) fast(k Kind, b []byte) (Body, bool) {
-	r := &jreader{b: b, d: d, ok: true}
+// prefixKind is the kind a line starts with, as crashtui writes it: {"event":"KIND",
+func prefixKind(b []byte) (Kind, bool) {
+	const p = `{"event":"`
+	if !bytes.HasPrefix(b, []byte(p)) {
+		return "", false
+	}
+	for j := len(p); j < len(b) && j < len(p)+32; j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return Kind(b[len(p):j]), true
+		case (c < 'a' || c > 'z') && c != '_':
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// fast is the one-pass decode of the kinds it knows, the envelope's keys into env; false for
+// any other kind or for a line it does not read exactly as encoding/json would.
+func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
+	r := &jreader{b: b, d: d, ok: true, env: env}
 	var body Body
 	switch k {
 	case KindProcess:
@@ -148,6 +167,8 @@ type jreader struct {
 	i  int
 	ok bool
 	d  *lineDecoder
+	// env takes the top-level object's envelope keys (its first object is the line's).
+	env *envelope
 }
 
 func (r *jreader) fail() { r.ok = false }
@@ -168,6 +189,32 @@ func (r *jreader) space() {
 // unknown keys, unless it differs from a known one only in case: encoding/json would
 // match it, so the fast reader gives up).
 func (r *jreader) object(field func(key string) bool) {
+	if env := r.env; env != nil {
+		r.env = nil // only the top level's
+		body := field
+		field = func(key string) bool {
+			switch key {
+			case "event":
+				env.Event = Kind(r.str())
+			case "time":
+				// As encoding/json reads it (null leaves it as it was).
+				if raw := r.quickSpan(); r.ok && env.Time.UnmarshalJSON(raw) != nil {
+					r.fail()
+				}
+			case "host":
+				if !r.null() {
+					env.Host = r.str()
+				}
+			default:
+				if strings.EqualFold(key, "event") || strings.EqualFold(key, "time") || strings.EqualFold(key, "host") {
+					r.fail() // encoding/json would take it for the envelope's
+					return true
+				}
+				return body(key)
+			}
+			return true
+		}
+	}
 	r.fields(field, true)
 }
 

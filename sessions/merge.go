@@ -53,12 +53,13 @@ type pathInfo struct {
 
 // merge is MergeStacks of the store's samples.
 func (st *sampleStore) merge(o StackOptions) Stacks {
-	out, _ := st.mergeFull(o)
+	out, _ := st.mergeFull(o, true)
 	return out
 }
 
-// mergeFull is merge, with its classes as a reducer passes them on.
-func (st *sampleStore) mergeFull(o StackOptions) (Stacks, []ReducedClass) {
+// mergeFull is merge, with its classes as a reducer passes them on; without tree only the
+// classes and the count of processes (what a reducer sends: the tree is built at the top).
+func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedClass) {
 	if o.Frames == "" {
 		o.Frames = "function"
 	}
@@ -87,12 +88,20 @@ func (st *sampleStore) mergeFull(o StackOptions) (Stacks, []ReducedClass) {
 		}
 		out.Classes = append(out.Classes, *ca.c)
 	}
-	root, rootAcc := m.tree(classes, classOf)
-	out.Tree = root
-	out.Ranks = rankStates(cur, classOf)
-	out.Processes = len(out.Ranks)
-	out.Lone = loneRanks(rootAcc, classOf)
-	out.Culprit = culprit(out.Lone)
+	if tree {
+		root, rootAcc := m.tree(classes, classOf)
+		out.Tree = root
+		out.Ranks = rankStates(cur, classOf)
+		out.Processes = len(out.Ranks)
+		out.Lone = loneRanks(rootAcc, classOf)
+		out.Culprit = culprit(out.Lone)
+	} else {
+		procs := map[pkey]bool{}
+		for _, tr := range cur {
+			procs[pkey{tr.host, tr.pid}] = true
+		}
+		out.Processes = len(procs)
+	}
 	parts := make([]ReducedClass, len(classes))
 	for i, ca := range classes {
 		c := ca.c

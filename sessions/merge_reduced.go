@@ -146,7 +146,7 @@ func ranksText(r RankSet, unranked int) string {
 // StackClasses is the State's merged stacks as a reducer passes them on: its own samples'
 // classes merged with its subtrees'.
 func (s *State) StackClasses(o StackOptions) StackClasses {
-	local, parts := s.store.mergeFull(o)
+	local, parts := s.store.mergeFull(o, false)
 	out := StackClasses{Samples: local.Samples, Frames: local.Frames, Cut: local.Cut, Processes: local.Processes}
 	for _, name := range s.subList {
 		if c := s.subs[name].classes; c != nil {

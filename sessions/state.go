@@ -450,7 +450,7 @@ func (s *State) applyThread(h string, at time.Time, b Thread) {
 // ended after it keeps its last known place (a finished or replayed session still shows
 // where every rank was).
 func (s *State) Stacks(o StackOptions) Stacks {
-	local, parts := s.store.mergeFull(o)
+	local, parts := s.store.mergeFull(o, true)
 	var subs []*StackClasses
 	for _, name := range s.subList {
 		if c := s.subs[name].classes; c != nil {

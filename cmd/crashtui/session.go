@@ -178,7 +178,8 @@ type session struct {
 	writes  *fifo[writeItem] // to writeLoop (--json, recording)
 	written chan struct{}
 	// reduced: --json carries a reducer's events (view --reduce, emitUp), not the events
-	// applied (which are still recorded), but for those passUp lets through.
+	// applied (which are still recorded), but for those passUp lets through (it must be
+	// set with reduced).
 	reduced bool
 	passUp  func(sessions.Event) bool
 	// progress counts the events writeLoop has written: finish waits while it moves.
@@ -231,8 +232,7 @@ func (s *session) writeLoop() {
 	defer close(s.written)
 	for it := range s.writes.out {
 		e := it.e
-		toJSON := e.Kind() != sessions.KindSession && (!s.reduced || it.up || (s.passUp != nil && s.passUp(e)))
-		if s.enc != nil && s.stdoutErr == nil && toJSON {
+		if s.enc != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
 			err := s.enc.Encode(withSentences(e))
 			if err == nil && len(s.writes.out) == 0 {
 				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
@@ -242,7 +242,7 @@ func (s *session) writeLoop() {
 				s.goneOnce.Do(func() { close(s.stdoutGone) })
 			}
 		}
-		if s.rec != nil && !it.up {
+		if it.record {
 			s.rec.Record(e)
 		}
 		s.progress.Add(1)
@@ -328,22 +328,27 @@ func (s *session) emit(e sessions.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state.Apply(e)
-	s.writes.push(writeItem{e: e})
+	// A reducing view writes its inputs' events only to its recording (and those passUp
+	// lets through): at a million tasks, queueing each for nothing would cost.
+	it := writeItem{e: e, json: s.enc != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
+	if it.json || it.record {
+		s.writes.push(it)
+	}
 	if s.queue != nil {
 		s.queue.push(e)
 	}
 }
 
-// writeItem is an event for writeLoop; up marks a reducer's event, for --json only (it says
-// what the State applied, so it is neither applied nor recorded).
+// writeItem is an event for writeLoop, for --json, for the recording or both.
 type writeItem struct {
-	e  sessions.Event
-	up bool
+	e            sessions.Event
+	json, record bool
 }
 
-// emitUp writes a reducer's event on --json (view --reduce).
+// emitUp writes a reducer's event on --json (view --reduce): it says what the State
+// applied, so it is neither applied nor recorded.
 func (s *session) emitUp(e sessions.Event) {
-	s.writes.push(writeItem{e: e, up: true})
+	s.writes.push(writeItem{e: e, json: true})
 }
 
 // finish queues the summary event (derived from the State), waits until every event and
