@@ -101,6 +101,8 @@ type State struct {
 	SampleEvents int // how many Sample events were applied (a cheap change counter)
 	// Lost are the hosts whose streams ended without their summary (Lost events).
 	Lost HostSet
+	// Details are the latest answers to detail requests (at most MaxDetails), oldest first.
+	Details []HostDetail
 
 	lite    map[string]map[int32]liteProc // the processes beyond MaxProcs, per host
 	hosts   map[string]*hostAcc           // per-host counts of the events applied here
@@ -386,6 +388,8 @@ func (s *State) Apply(e Event) {
 	case Summary:
 		sum := b
 		s.Closed = &sum
+	case Detail:
+		s.applyDetail(h, b)
 	default:
 		s.applyReduced(h, e.Time, b)
 	}
