@@ -47,6 +47,8 @@ type common struct {
 	tour        bool // demo, replay: the guided tour (--tour)
 	// control, when not nil, carries request lines to the tracer (agent --control: stdin).
 	control io.Reader
+	// filter, when not nil, keeps a share of the job's processes (agent --share).
+	filter func(pid int) bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {

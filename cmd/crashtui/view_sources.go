@@ -24,25 +24,55 @@ type source struct {
 	// expect are the hosts the stream is meant to speak for (a launched subtree): lost, with
 	// those it named, when it ends without its summary.
 	expect sessions.HostSet
+	// requests, when not nil, carries request lines down to the stream's agents (srun's
+	// stdin, which srun hands to every task).
+	requests io.WriteCloser
 	// wait, when not nil, reaps the process the stream comes from once it has ended.
 	wait func() error
-	// kill, when not nil, ends that process (the view is quitting).
+	// kill, when not nil, ends that process (the view is quitting) and reaps it.
 	kill func()
+
+	waited  sync.Once
+	waitErr error
+	reqMu   sync.Mutex
+}
+
+// waitOnce reaps the stream's process, once.
+func (s *source) waitOnce() error {
+	if s.wait == nil {
+		return nil
+	}
+	s.waited.Do(func() { s.waitErr = s.wait() })
+	return s.waitErr
 }
 
 func (s *source) close() {
+	if s.requests != nil {
+		s.reqMu.Lock()
+		s.requests.Close()
+		s.reqMu.Unlock()
+	}
 	s.r.Close()
 	if s.kill != nil {
 		s.kill()
 	}
-	if s.wait != nil {
-		s.wait()
-		s.wait = nil
-	}
+	s.waitOnce()
 }
 
-// openSources opens the SOURCE arguments: "-" is stdin, anything else a file.
-func openSources(pos []string) ([]*source, error) {
+// request writes one request line down the stream, when it carries requests.
+func (s *source) request(line string) error {
+	if s.requests == nil {
+		return fmt.Errorf("%s takes no requests (a file, or a stream not started by this view)", s.label)
+	}
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	_, err := io.WriteString(s.requests, line+"\n")
+	return err
+}
+
+// openSources opens the SOURCE arguments: "-" is stdin, "slurm:ID@HOSTS" a subtree the view
+// launches with srun (tree), anything else a file.
+func openSources(pos []string, tree *slurmTree, s *session) ([]*source, error) {
 	var srcs []*source
 	stdin := false
 	for _, p := range pos {
@@ -52,6 +82,25 @@ func openSources(pos []string) ([]*source, error) {
 			}
 			stdin = true
 			srcs = append(srcs, &source{label: "stdin", r: io.NopCloser(os.Stdin), stdin: true})
+			continue
+		}
+		if job, hosts, ok, err := slurmSourceSpec(p); ok {
+			if err != nil {
+				return srcs, usageErr("view: %s: %v", sessions.Sanitize(p), err)
+			}
+			t := *tree
+			t.job = job
+			t.id, _ = jobID(job)
+			if t.self, err = os.Executable(); err != nil {
+				return srcs, fmt.Errorf("view: crashtui's own executable, for srun: %w", err)
+			}
+			launched, err := t.sources(hosts, func(line string) {
+				s.emit(sessions.Event{Time: time.Now(), Host: s.header.Host, Body: sessions.Error{Op: "srun", Message: line}})
+			})
+			srcs = append(srcs, launched...)
+			if err != nil {
+				return srcs, fmt.Errorf("view: %w", err)
+			}
 			continue
 		}
 		f, err := os.Open(p)
@@ -118,11 +167,8 @@ func readSource(src *source, s *session, stampAll bool) {
 		}
 		why = fmt.Sprintf("reading its stream failed: %v", err)
 	}
-	if src.wait != nil {
-		if werr := src.wait(); werr != nil {
-			why += fmt.Sprintf(" (%v)", werr)
-		}
-		src.wait = nil
+	if werr := src.waitOnce(); werr != nil {
+		why += fmt.Sprintf(" (%v)", werr)
 	}
 	if lost := ended.lost(src.expect); !lost.Empty() {
 		s.emit(sessions.Event{Time: time.Now(), Host: s.header.Host, Body: sessions.Lost{Hosts: lost,
@@ -173,9 +219,8 @@ func (en *endings) see(e sessions.Event) {
 				en.done[h] = true
 			}
 			en.topDone = true
-		} else {
-			en.done[e.Host] = true
 		}
+		en.done[e.Host] = true
 	default:
 		if e.Host != "" {
 			en.seen[e.Host] = true
@@ -192,7 +237,9 @@ func (en *endings) lost(expect sessions.HostSet) sessions.HostSet {
 		}
 	}
 	for h := range en.seen {
-		add(h)
+		if _, reducer := en.reducers[h]; !reducer {
+			add(h) // a reducer's own events (its errors) name it, not a host
+		}
 	}
 	for _, m := range en.reducers {
 		for h := range m {
