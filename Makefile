@@ -15,7 +15,7 @@ DEMO_BIN := $(patsubst demo/c/%.c,$(BUILD)/demo/%,$(DEMO_SRC))
 # MPI for the real-MPI matrix and stacks tests, and dlv (go install) for the Stacks tab's Go
 # hand-off test; the Slurm and QEMU stages install their own (test-slurm, qemu-deps-*).
 DEMO_NEEDS := gcc:gcc gdb:gdb
-TEST_NEEDS := mpirun:openmpi-bin mpicc:libopenmpi-dev
+TEST_NEEDS := mpirun:openmpi-bin mpicc:libopenmpi-dev /usr/lib/debug/.build-id:libc6-dbg eu-stack:elfutils
 DLV := github.com/go-delve/delve/cmd/dlv@v1.27.2
 
 .PHONY: all build install demo test test-go test-slurm test-ppc64le test-arm64 bench soak cross deps test-deps apt-deps go-deps dlv clean vet fmt testreport
@@ -179,7 +179,7 @@ guest: qemu-deps-$(ARCH)
 
 # Every benchmark, as a table: each cost beside the floor measured in the same run, the ratio
 # and the goal (cmd/testreport -bench); go test's own output goes to $(LOGS)/bench.log.
-bench: build
+bench: build test-deps
 	@mkdir -p $(LOGS)
 	@echo "go test -bench . ./... (log: $(LOGS)/bench.log)"
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./... 2>&1 | \

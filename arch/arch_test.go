@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/crashtui/crashtui/sessions"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,7 +157,7 @@ func TestWritableMask(t *testing.T) {
 	// restore would silently not happen.
 	for _, c := range append(append(amd64Cases(), ppcCases()...), arm64Cases()...) {
 		s := Decode(c.regs, c.insn)
-		for _, out := range []Regs{ApplyPolicy(c.regs, s, PolicyNaive), ApplyPolicy(c.regs, s, PolicyCorrect), SetupSyscall(c.regs, 0x1000, 1, 2, 3)} {
+		for _, out := range []Regs{ApplyPolicy(c.regs, s, sessions.PolicyNaive), ApplyPolicy(c.regs, s, sessions.PolicyCorrect), SetupSyscall(c.regs, 0x1000, 1, 2, 3)} {
 			for i := range out.Words {
 				if changed := out.Words[i] ^ c.regs.Words[i]; changed&^WritableMask(c.regs.Arch, i) != 0 {
 					t.Errorf("%s: word %s changes bits %#x that ptrace cannot write", c.name, RegName(c.regs.Arch, i), changed&^WritableMask(c.regs.Arch, i))

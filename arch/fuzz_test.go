@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // FuzzDecode feeds arbitrary register words (of any count, e.g. from a corrupt recorded
@@ -52,12 +54,12 @@ func FuzzDecode(f *testing.F) {
 			_ = s.Explain(h)
 		}
 		_ = s.Restore()
-		for _, p := range []Policy{PolicyNone, PolicyNaive, PolicyCorrect} {
+		for _, p := range []sessions.Policy{sessions.PolicyNone, sessions.PolicyNaive, sessions.PolicyCorrect} {
 			out := ApplyPolicy(r, s, p)
 			if len(out.Words) != len(r.Words) {
 				t.Fatalf("ApplyPolicy(%s) changed the word count %d -> %d", p, len(r.Words), len(out.Words))
 			}
-			if p == PolicyNone && !slices.Equal(out.Words, r.Words) {
+			if p == sessions.PolicyNone && !slices.Equal(out.Words, r.Words) {
 				t.Fatalf("PolicyNone changed the registers")
 			}
 		}
@@ -81,6 +83,6 @@ func BenchmarkDecode(b *testing.B) {
 		c := cs[i%len(cs)]
 		s := Decode(c.regs, c.insn)
 		_ = s.OnResume(NoHandler)
-		_ = ApplyPolicy(c.regs, s, PolicyCorrect)
+		_ = ApplyPolicy(c.regs, s, sessions.PolicyCorrect)
 	}
 }

@@ -1,36 +1,22 @@
 package arch
 
-import "fmt"
+import (
+	"fmt"
 
-// Policy is the restorer whose effect ApplyPolicy simulates in place.
-type Policy string
-
-const (
-	// PolicyCorrect: the CRIU dump fix-up (compel get_task_regs / ppc64 handle_syscall after
-	// 59fcfa80), then the kernel's own pending restart is cancelled, as rt_sigreturn does.
-	PolicyCorrect Policy = "correct"
-	// PolicyNaive: save and restore the registers with no fix-up; the kernel's restart is
-	// cancelled (as rt_sigreturn does after a real restore) and the return register leaks.
-	PolicyNaive Policy = "naive"
-	// PolicyNone: do not touch the thread.
-	PolicyNone Policy = "none"
-	// PolicySCOnly: the restorer as it was before CRIU's fix (checkpoint-restore/criu#2261):
-	// compel recognised an interrupted syscall only by sc's trap 0xc00 with CR0.SO set, so a
-	// thread interrupted in sc is rewound (correct) and one interrupted in scv (trap 0x3000)
-	// is written back as captured (naive). On amd64 and arm64 it is correct.
-	PolicySCOnly Policy = "sc-only"
+	"github.com/crashtui/crashtui/sessions"
 )
 
-// EffectivePolicy is what p does to a thread of arch a interrupted at insn: sc-only is naive
-// for scv and correct for everything else; the others are themselves.
-func EffectivePolicy(p Policy, a Arch, insn string) Policy {
-	if p != PolicySCOnly {
+// EffectivePolicy is what p (sessions.Policy: the restorers are the event vocabulary's) does
+// to a thread of arch a interrupted at insn: sc-only is naive for scv and correct for
+// everything else; the others are themselves.
+func EffectivePolicy(p sessions.Policy, a Arch, insn string) sessions.Policy {
+	if p != sessions.PolicySCOnly {
 		return p
 	}
 	if a == PPC64LE && insn == "scv" {
-		return PolicyNaive
+		return sessions.PolicyNaive
 	}
-	return PolicyCorrect
+	return sessions.PolicyCorrect
 }
 
 // ApplyPolicy returns the registers to write back so that the thread, when resumed, behaves as
@@ -53,15 +39,15 @@ func EffectivePolicy(p Policy, a Arch, insn string) Policy {
 // "trap=0" on ppc64le means vector 0; the kernel keeps its norestart flag bits (0x1 or 0x10)
 // whatever is written (set_trap), so ApplyPolicy leaves those bits as they were. Every word it
 // changes is within WritableMask.
-func ApplyPolicy(r Regs, s RestartState, p Policy) Regs {
+func ApplyPolicy(r Regs, s RestartState, p sessions.Policy) Regs {
 	p = EffectivePolicy(p, r.Arch, s.Insn)
 	out := r.Clone()
-	if p != PolicyNaive && p != PolicyCorrect {
+	if p != sessions.PolicyNaive && p != sessions.PolicyCorrect {
 		return out
 	}
 	switch r.Arch {
 	case AMD64:
-		if p == PolicyCorrect && r.Arch == s.Arch {
+		if p == sessions.PolicyCorrect && r.Arch == s.Arch {
 			switch s.Restore() {
 			case ActRewind:
 				out.set(amd64RIP, r.word(amd64RIP)-uint64(s.InsnLen))
@@ -72,7 +58,7 @@ func ApplyPolicy(r Regs, s RestartState, p Policy) Regs {
 		}
 		out.set(amd64OrigRAX, ^uint64(0))
 	case PPC64LE:
-		if p == PolicyCorrect && r.Arch == s.Arch {
+		if p == sessions.PolicyCorrect && r.Arch == s.Arch {
 			switch s.Restore() {
 			case ActRewind:
 				out.set(ppcNIP, r.word(ppcNIP)-uint64(s.InsnLen))
@@ -191,7 +177,7 @@ func (s RestartState) explainPPC(h Handler) string {
 	}
 	out := capitalize(kernel) + "; " + restore + "."
 	if s.Insn == "scv" {
-		out += " CRIU before 59fcfa80 handled only sc (0xc00 with SO), so it restored this scv thread unfixed: seed 002."
+		out += " CRIU before 59fcfa80 handled only sc (0xc00 with SO), so it restored this scv thread unfixed (checkpoint-restore/criu#2261)."
 	}
 	return out
 }

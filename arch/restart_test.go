@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // Fixtures are raw register words as the kernel reports them at PTRACE_EVENT_STOP
@@ -329,9 +331,9 @@ func TestRestartFixtures(t *testing.T) {
 				t.Errorf("Restore = %s, want %s", got, c.restore)
 			}
 			for _, p := range []struct {
-				p    Policy
+				p    sessions.Policy
 				want Regs
-			}{{PolicyNone, before}, {PolicyNaive, c.naive}, {PolicyCorrect, c.correct}} {
+			}{{sessions.PolicyNone, before}, {sessions.PolicyNaive, c.naive}, {sessions.PolicyCorrect, c.correct}} {
 				got := ApplyPolicy(c.regs, s, p.p)
 				if got.Arch != p.want.Arch || !slices.Equal(got.Words, p.want.Words) {
 					t.Errorf("ApplyPolicy(%s) changed %v", p.p, diffWords(p.want, got))

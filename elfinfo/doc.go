@@ -3,7 +3,7 @@
 // the function and file:line with the frames gdb shows for inlined calls and tail calls (its own
 // index of the DWARF for C and other non-Go code, delve's BinaryInfo for Go; .symtab/.dynsym
 // without DWARF), a CFI unwind (delve's pkg/dwarf/frame over .eh_frame/.debug_frame,
-// frame-pointer fallback), the goroutines of a Go process read from its memory (GoReader, delve's
+// frame-pointer fallback) that crosses the kernel's signal frames, the goroutines of a Go process read from its memory (GoReader, delve's
 // pkg/proc over a read-only process), runtime addresses of symbols such as glibc's __abort_msg,
 // and ELF core files that gdb reads.
 //

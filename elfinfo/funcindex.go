@@ -332,13 +332,34 @@ func (x *funcIndex) tailChain(start, calleeAt uint64) (pcs []uint64) {
 	if callee == nil || start == callee.entry {
 		return nil
 	}
-	// Depth-first over the jumps from start; a path is the jumps taken, outermost first.
+	return x.jumps(start, func(fn uint64) bool { return fn == callee.entry }, nil)
+}
+
+// tailChainOut is tailChain for a callee in another module: the jumps that, entered at
+// start, lead (in this module) to a tail call through the PLT into a function named as
+// reaches accepts, as barrier's `jmp pthread_barrier_wait@plt` at -O2. The last jump's frame
+// is included: it is this module's function that left.
+func (x *funcIndex) tailChainOut(start uint64, reaches func(names []string) bool) (pcs []uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			pcs = nil
+		}
+	}()
+	return x.jumps(start, func(uint64) bool { return false }, reaches)
+}
+
+// jumps searches, depth first, the chains of tail calls from the function entered at start
+// that end at a local function arrived (arrived) or at a jump out of the module to a function
+// out accepts (nil: none), and returns what they all share (tailChain).
+func (x *funcIndex) jumps(start uint64, arrived func(fn uint64) bool, out func(names []string) bool) []uint64 {
 	var paths [][]uint64
-	var path []uint64
+	var path []uint64 // the jumps taken, outermost first
 	onPath := map[uint64]bool{}
 	var walk func(fn uint64)
 	walk = func(fn uint64) {
-		if fn == callee.entry {
+		if arrived(fn) {
 			paths = append(paths, slices.Clone(path))
 			return
 		}
@@ -354,11 +375,15 @@ func (x *funcIndex) tailChain(start, calleeAt uint64) (pcs []uint64) {
 			if !c.tail {
 				continue
 			}
-			if to, local, _ := x.entryOf(u, c.target); local {
-				path = append(path, c.ret)
+			to, local, names := x.entryOf(u, c.target)
+			path = append(path, c.ret)
+			switch {
+			case local:
 				walk(to)
-				path = path[:len(path)-1]
+			case out != nil && out(names):
+				paths = append(paths, slices.Clone(path))
 			}
+			path = path[:len(path)-1]
 		}
 		onPath[fn] = false
 	}

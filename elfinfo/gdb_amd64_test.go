@@ -19,7 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // gdbFrame is one line of gdb's backtrace: "#3  0x... in f (args) at file.c:12".
@@ -98,81 +97,6 @@ func runGDB(t *testing.T, pid int) map[int][]gdbFrame {
 		t.Fatalf("gdb -p %d printed no thread:\n%s", pid, out)
 	}
 	return bts
-}
-
-// groupStop stops every thread of the child pid with SIGSTOP and returns once the kernel
-// says the group stop is complete (the parent's WUNTRACED wait reports it then).
-func groupStop(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP %d: %v", pid, err)
-	}
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
-		t.Fatalf("wait for the group stop of %d: %v %#x", pid, err, ws)
-	}
-}
-
-func groupCont(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatalf("SIGCONT %d: %v", pid, err)
-	}
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, syscall.WCONTINUED, nil); err != nil {
-		t.Fatalf("wait for %d to continue: %v", pid, err)
-	}
-}
-
-func tids(t *testing.T, pid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// ptraceSeize is PTRACE_SEIZE with no options (x/sys has no wrapper that takes none).
-func ptraceSeize(tid int) error {
-	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4206, uintptr(tid), 0, 0, 0, 0); e != 0 {
-		return e
-	}
-	return nil
-}
-
-// threadRegs takes the registers of every thread of the group-stopped process pid: seizing a
-// thread in a group stop makes it report that stop to its new tracer, and detaching leaves
-// it in the group stop. Call from a goroutine locked to its OS thread.
-func threadRegs(t *testing.T, pid int) map[int]syscall.PtraceRegs {
-	t.Helper()
-	out := map[int]syscall.PtraceRegs{}
-	for _, tid := range tids(t, pid) {
-		if err := ptraceSeize(tid); err != nil {
-			t.Fatalf("seize %d: %v", tid, err)
-		}
-		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
-			syscall.PtraceDetach(tid)
-			t.Fatalf("wait for %d's stop: %v %#x", tid, err, ws)
-		}
-		var regs syscall.PtraceRegs
-		err := syscall.PtraceGetRegs(tid, &regs)
-		if derr := syscall.PtraceDetach(tid); derr != nil && err == nil {
-			err = derr
-		}
-		if err != nil {
-			t.Fatalf("registers of %d: %v", tid, err)
-		}
-		out[tid] = regs
-	}
-	return out
 }
 
 // elfFrames unwinds each thread with elfinfo and lists its frames as gdb would, inlined
@@ -276,84 +200,6 @@ func needLibcDebug(t *testing.T, pid int) {
 	t.Fatalf("pid %d maps no libc.so.6", pid)
 }
 
-// startStopped starts cmd, waits for it to print "ready" and for its threads to reach the
-// state ready(tid states) accepts, and returns it group-stopped. t.Cleanup kills and reaps it.
-func startStopped(t *testing.T, cmd *exec.Cmd, ready func(pid int) bool) int {
-	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("%s printed %q (%v), want ready", cmd.Path, line, err)
-	}
-	waitFor(t, func() bool { return ready(pid) }, "threads of "+cmd.Path+" in place")
-	groupStop(t, pid)
-	return pid
-}
-
-// waitFor polls cond (a state of /proc the test cannot wait on otherwise) with a deadline
-// generous enough for a loaded machine; why, if given, says what was last seen.
-func waitFor(t *testing.T, cond func() bool, what string, why ...func() string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			last := ""
-			for _, w := range why {
-				last += ": " + w()
-			}
-			t.Fatalf("timed out waiting for %s%s", what, last)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// taskSyscalls reads /proc/PID/task/*/syscall: the syscall number each blocked thread is in,
-// -1 for a running one.
-func taskSyscalls(pid int) map[int]int {
-	out := map[int]int{}
-	dir := "/proc/" + strconv.Itoa(pid) + "/task"
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		nr := -1
-		if len(f) > 0 && f[0] != "running" {
-			nr, _ = strconv.Atoi(f[0])
-		}
-		out[tid] = nr
-	}
-	return out
-}
-
-func countNr(m map[int]int, nr int) int {
-	n := 0
-	for _, v := range m {
-		if v == nr {
-			n++
-		}
-	}
-	return n
-}
-
 const (
 	nrRead           = 0
 	nrFutex          = 202
@@ -398,7 +244,7 @@ func TestInlinedFramesMatchGDB(t *testing.T) {
 	src, _ := filepath.Abs(filepath.Join("testdata", "inline.c"))
 	gccIn(t, dir, "-g", "-O2", "-fomit-frame-pointer", "-pthread", "-o", "inline", src)
 	exe := filepath.Join(dir, "inline")
-	pid := startStopped(t, exec.Command(exe), func(pid int) bool {
+	pid, _ := startStopped(t, exec.Command(exe), func(pid int) bool {
 		nr := taskSyscalls(pid)
 		// main and the waiter in futex, the blocker in read, the spinner running.
 		return len(nr) == 4 && countNr(nr, nrFutex) == 2 && countNr(nr, nrRead) == 1
@@ -461,7 +307,7 @@ func TestSignalFrameMatchesGDB(t *testing.T) {
 	dir := t.TempDir()
 	src, _ := filepath.Abs(filepath.Join("testdata", "sighandler.c"))
 	gccIn(t, dir, "-g", "-O2", "-fomit-frame-pointer", "-o", "sighandler", src)
-	pid := startStopped(t, exec.Command(filepath.Join(dir, "sighandler")), func(pid int) bool {
+	pid, _ := startStopped(t, exec.Command(filepath.Join(dir, "sighandler")), func(pid int) bool {
 		return countNr(taskSyscalls(pid), nrRead) == 1
 	})
 	needLibcDebug(t, pid)
@@ -494,7 +340,7 @@ def nest(n):
     nest(n - 1)
 nest(3)
 `
-	pid := startStopped(t, exec.Command(py, "-c", script), func(pid int) bool {
+	pid, _ := startStopped(t, exec.Command(py, "-c", script), func(pid int) bool {
 		nr := taskSyscalls(pid)
 		return len(nr) == 2 && countNr(nr, nrFutex) == 1 && countNr(nr, nrClockNanosleep) == 1
 	})

@@ -153,14 +153,6 @@ func endsAtGoexit(g Goroutine) bool {
 	return len(g.Frames) > 0 && g.Frames[len(g.Frames)-1].Function == "runtime.goexit" && g.Err == ""
 }
 
-func stackNames(fs []Frame) string {
-	var n []string
-	for _, f := range fs {
-		n = append(n, f.Function)
-	}
-	return strings.Join(n, " < ")
-}
-
 func logGoroutines(t *testing.T, gs []Goroutine) {
 	for _, g := range gs {
 		t.Logf("goroutine %d %s %q tid %d system %v: %s %s", g.ID, g.Status, g.WaitReason, g.TID, g.System, stackNames(g.Frames), g.Err)

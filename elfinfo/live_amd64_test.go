@@ -65,19 +65,6 @@ func contUntil(t *testing.T, pid int, sig syscall.Signal) {
 	}
 }
 
-// procMem reads tracee memory through /proc/PID/mem (allowed: we are its tracer).
-func procMem(t *testing.T, pid int) MemReader {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return func(addr uint64, buf []byte) error {
-		_, err := f.ReadAt(buf, int64(addr))
-		return err
-	}
-}
-
 func buildC(t *testing.T, name string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()

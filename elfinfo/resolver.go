@@ -74,6 +74,7 @@ type module struct {
 	fdes       frame.FrameDescriptionEntries
 	fdesLoaded bool
 	cfi        map[uint64]*frame.FrameContext // frameContext's memo
+	tramps     map[uint64]bool                // trampAt's memo
 
 	lines map[uint64]funcLine       // memo of symbolize, by link-time address
 	tails map[tailKey][]SourceFrame // memo of Resolver.tailCalls with this module as the caller

@@ -31,6 +31,9 @@ type Symbolizer interface {
 	// (tail calls) towards the function holding calleeAt, innermost first: frames gdb shows
 	// that are not on the stack. It is empty when start is that function's own entry.
 	TailChain(start, calleeAt uint64) []uint64
+	// TailChainOut is TailChain towards a function of another module: the chain ends in a
+	// tail call through the PLT to a function whose names reaches accepts.
+	TailChainOut(start uint64, reaches func(names []string) bool) []uint64
 	Close() error
 }
 
@@ -93,6 +96,14 @@ func (s *delveSymbolizer) TailChain(start, calleeAt uint64) []uint64 {
 	return s.funcs.tailChain(start, calleeAt)
 }
 
+// TailChainOut implements Symbolizer.
+func (s *delveSymbolizer) TailChainOut(start uint64, reaches func([]string) bool) []uint64 {
+	if s.funcs == nil {
+		return nil
+	}
+	return s.funcs.tailChainOut(start, reaches)
+}
+
 var goarchOf = map[elf.Machine]string{
 	elf.EM_X86_64:  "amd64",
 	elf.EM_AARCH64: "arm64",
@@ -147,6 +158,10 @@ func (s dwarfSymbolizer) CallTarget(ra uint64) (uint64, bool, []string, bool) {
 
 func (s dwarfSymbolizer) TailChain(start, calleeAt uint64) []uint64 {
 	return s.x.tailChain(start, calleeAt)
+}
+
+func (s dwarfSymbolizer) TailChainOut(start uint64, reaches func([]string) bool) []uint64 {
+	return s.x.tailChainOut(start, reaches)
 }
 
 func (s dwarfSymbolizer) Close() error { return nil }

@@ -24,8 +24,9 @@ type Frame struct {
 	// (DW_TAG_call_site with DW_AT_call_tail_call), between the two frames.
 	TailCalls []SourceFrame
 	// Signal marks the kernel's signal frame: PC is the signal trampoline a handler returns
-	// to (glibc's __restore_rt), and the next frame is the code the signal interrupted, at
-	// the exact pc it was interrupted at (not a return address).
+	// to (glibc's __restore_rt, the vDSO's on arm64 and ppc64le: sigframe.go), and the next
+	// frame is the code the signal interrupted, at the exact pc it was interrupted at (not a
+	// return address).
 	Signal bool
 }
 
@@ -43,55 +44,6 @@ func (f Frame) SourceFrames() []SourceFrame {
 
 // SignalFrameName is how gdb shows a signal frame.
 const SignalFrameName = "<signal handler called>"
-
-// goSigtramps are the Go runtime's signal handler entries (amd64).
-var goSigtramps = map[string]bool{"runtime.sigtramp": true, "runtime.cgoSigtramp": true}
-
-// sigreturnSyms are signal trampolines with no signal-frame CFI: the Go runtime's (a Go
-// program without cgo installs its handlers with its own restorer).
-var sigreturnSyms = map[string]bool{"runtime.sigreturn__sigaction": true, "runtime.sigreturn": true}
-
-// isSigreturn says whether a handler's return address pc is a signal trampoline, where the
-// kernel's rt_sigframe (a ucontext) is: its FDE's CIE says so with the 'S' augmentation, as
-// glibc's __restore_rt's does (libgcc's unwinder and gdb read it so), or it is Go's.
-func (r *Resolver) isSigreturn(pid int, maps []Mapping, pc uint64) bool {
-	mod, v := r.moduleAt(pid, maps, pc, false)
-	if mod == nil {
-		return false
-	}
-	if fde, err := mod.frames().FDEForPC(v); err == nil && fde.CIE != nil && strings.ContainsRune(fde.CIE.Augmentation, 'S') {
-		return true
-	}
-	s, ok := mod.d.funcForVaddr(v)
-	return ok && s.value == v && sigreturnSyms[strings.TrimSuffix(s.name, ".abi0")] // assembly's ABI suffix
-}
-
-// ucontext gregs of amd64 (sys/ucontext.h: REG_R8 ... REG_RIP) by DWARF register number, and
-// where they are: the ucontext is at the trampoline's sp (the handler's return popped the
-// rt_sigframe's pretcode), its uc_mcontext.gregs 40 bytes in.
-var amd64Gregs = [...]struct{ dwarf, greg uint64 }{
-	{8, 0}, {9, 1}, {10, 2}, {11, 3}, {12, 4}, {13, 5}, {14, 6}, {15, 7},
-	{5, 8}, {4, 9}, {6, 10}, {3, 11}, {1, 12}, {0, 13}, {2, 14}, {7, 15},
-}
-
-const (
-	amd64UCGregs = 40
-	amd64RegRIP  = 16
-)
-
-// sigcontext replaces regs with those the signal interrupted, from the ucontext at sp, and
-// returns the interrupted pc.
-func sigcontext(regs map[uint64]uint64, sp uint64, mem MemReader) (uint64, bool) {
-	var b [8 * (amd64RegRIP + 1)]byte
-	if err := mem(sp+amd64UCGregs, b[:]); err != nil {
-		return 0, false
-	}
-	clear(regs)
-	for _, g := range amd64Gregs {
-		regs[g.dwarf] = binary.LittleEndian.Uint64(b[8*g.greg:])
-	}
-	return binary.LittleEndian.Uint64(b[8*amd64RegRIP:]), true
-}
 
 // DWARF register numbers of the registers the unwinder tracks (psABI of each arch).
 type unwindRegs struct {
@@ -168,7 +120,12 @@ func (r *Resolver) cfiStep(pid int, maps []Mapping, pc uint64, caller bool, regs
 	}
 	ra, ok := next[ctx.RetAddrReg]
 	if !ok {
-		return 0, nil // return address undefined: outermost frame (_start, clone)
+		if rule, set := ctx.Regs[ctx.RetAddrReg]; set && rule.Rule == frame.RuleUndefined {
+			return 0, nil // return address undefined: outermost frame (_start, clone)
+		}
+		// Still in a register this walk was not given (a leaf's link register, read from
+		// /proc without stopping the thread): not the stack's end.
+		return 0, fmt.Errorf("pc %#x: return address in register %d, which is not known", pc, ctx.RetAddrReg)
 	}
 	next[ur.sp] = cfa // the CFA is the caller's SP on every supported arch
 	clear(regs)
@@ -299,7 +256,8 @@ func fpStep(arch string, first bool, regs map[uint64]uint64, ur unwindRegs, mem 
 
 // Unwind walks the stack of a stopped thread: CFI where the module has it, frame pointers
 // otherwise. arch is "amd64" (complete), "arm64" or "ppc64le" (best effort; lr gives the first
-// caller of a leaf). It returns at most max frames, the first being pc itself.
+// caller of a leaf). It crosses the kernel's signal frames (sigframe.go) on all three. It
+// returns at most max frames, the first being pc itself.
 func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch string, mem MemReader, max int) []Frame {
 	ur, ok := dwarfRegs[arch]
 	if !ok || max <= 0 {
@@ -309,23 +267,65 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 	if ur.hasLR {
 		regs[ur.lr] = lr
 	}
-	frames := []Frame{{PC: pc, Location: r.Locate(pid, maps, pc)}}
+	frames, _ := r.walk(pid, maps, pc, regs, ur, arch, mem, max, true)
+	return frames
+}
+
+// UnwindBlocked unwinds a thread that is not stopped, blocked in a syscall, from the only
+// registers /proc/TID/syscall gives: its user pc and stack pointer. It uses CFI alone (the
+// frame pointer and the link register are unknown, so no frame-pointer step is tried), and
+// says whether the walk is complete: it reached a thread's outermost frame or the end CFI
+// marks (return address undefined). Where a rule needs a register /proc does not give (a
+// frame-pointer CFA, a leaf whose return address is still in the link register) it stops
+// short: complete is false, and the caller must stop the thread to read it (kernel.md:
+// "Reading without stopping"). The thread's memory is read as it is; the caller checks the
+// thread did not run meanwhile.
+func (r *Resolver) UnwindBlocked(pid int, maps []Mapping, pc, sp uint64, arch string, mem MemReader, max int) (frames []Frame, complete bool) {
+	ur, ok := dwarfRegs[arch]
+	if !ok || max <= 0 {
+		return nil, false
+	}
+	return r.walk(pid, maps, pc, map[uint64]uint64{ur.sp: sp}, ur, arch, mem, max, false)
+}
+
+// walk is Unwind's loop from pc with the registers regs knows; fpFallback allows the
+// frame-pointer step where CFI fails. ended says the walk stopped at the stack's end (an
+// outermost frame, an undefined return address), not for want of a rule, a register or
+// memory.
+func (r *Resolver) walk(pid int, maps []Mapping, pc uint64, regs map[uint64]uint64, ur unwindRegs, arch string, mem MemReader, max int, fpFallback bool) (_ []Frame, ended bool) {
+	var frames []Frame
 	exact := true // pc is where the thread is, not a return address
+	// crossSignal appends the signal frame of trampoline tramp, which starts with stack
+	// pointer tsp, then the frame the signal interrupted, whose registers replace regs.
+	crossSignal := func(tramp, tsp uint64) bool {
+		frames = append(frames, Frame{PC: tramp, Location: r.Locate(pid, maps, tramp), Signal: true})
+		ipc, ok := sigcontext(arch, regs, tsp, mem)
+		if !ok || ipc == 0 || len(frames) >= max {
+			return false
+		}
+		pc, exact = ipc, true
+		frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
+		return true
+	}
+	if tsp, ok := r.inTrampoline(pid, maps, arch, pc, regs[ur.sp], mem); ok {
+		// Stopped in the trampoline itself: the handler has returned, and the kernel's frame
+		// is still there (rt_sigreturn is not made yet).
+		if !crossSignal(pc, tsp) {
+			return r.finishUnwind(pid, maps, frames), false
+		}
+	} else {
+		frames = []Frame{{PC: pc, Location: r.Locate(pid, maps, pc)}}
+	}
 	for len(frames) < max {
 		prevSP := regs[ur.sp]
-		if arch == "amd64" && goSigtramps[frames[len(frames)-1].Function] {
-			// Go marks its signal handler's entry TOPFRAME (no return address in its CFI),
-			// but its CFA is where the kernel's rt_sigframe starts: the trampoline to return
-			// to, then the ucontext of the code the signal interrupted.
+		if goSigtramps[strings.TrimSuffix(frames[len(frames)-1].Function, ".abi0")] {
+			// Go's signal handler entry: its CFA is where the kernel's rt_sigframe is, and its
+			// CFI does not say where it returns (goSigreturn).
 			if _, cfa, err := r.cfa(pid, maps, pc, !exact, regs); err == nil {
-				if ret, err := readWord(mem, cfa-8); err == nil && r.isSigreturn(pid, maps, ret) {
-					frames = append(frames, Frame{PC: ret, Location: r.Locate(pid, maps, ret), Signal: true})
-					ipc, ok := sigcontext(regs, cfa, mem)
-					if !ok || ipc == 0 || len(frames) >= max {
+				if ret, tsp, ok := r.goSigreturn(pid, maps, arch, cfa, regs, exact, mem); ok {
+					if !crossSignal(ret, tsp) {
 						break
 					}
-					pc, exact = ipc, true
-					frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
 					continue
 				}
 			}
@@ -333,32 +333,44 @@ func (r *Resolver) Unwind(pid int, maps []Mapping, pc, sp, fp, lr uint64, arch s
 		ra, err := r.cfiStep(pid, maps, pc, !exact, regs, ur, mem)
 		if err != nil {
 			var ok bool
-			if ra, ok = fpStep(arch, len(frames) == 1, regs, ur, mem); !ok {
+			// The link register is live in the innermost frame and in the one a signal
+			// interrupted (the kernel saved it): a leaf may not have saved it.
+			if !fpFallback {
+				break
+			}
+			if ra, ok = fpStep(arch, exact, regs, ur, mem); !ok {
 				break
 			}
 		}
-		if ra == 0 || regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
-			break // end of stack, or a corrupt one going backwards
+		if ra == 0 {
+			ended = err == nil // CFI says there is no caller
+			break
+		}
+		if regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
+			break // a corrupt stack going backwards
 		}
 		pc, exact = ra, false
-		if arch == "amd64" && r.isSigreturn(pid, maps, pc) {
+		if r.isSigreturn(pid, maps, arch, pc, mem) {
 			// A handler returns to the trampoline, which is not a call: what called it is the
-			// code the signal interrupted, whose registers the kernel saved in the ucontext.
-			frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc), Signal: true})
-			ipc, ok := sigcontext(regs, regs[ur.sp], mem)
-			if !ok || ipc == 0 || len(frames) >= max {
+			// code the signal interrupted, whose registers the kernel saved in the rt_sigframe
+			// at the handler's CFA.
+			if !crossSignal(pc, regs[ur.sp]) {
 				break
 			}
-			pc, exact = ipc, true
-			frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
 			continue
 		}
 		loc := r.callerLocation(pid, maps, pc)
 		frames = append(frames, Frame{PC: pc, Location: loc})
 		if outermost[loc.Function] {
+			ended = true
 			break // a thread's first frame: what is above it is not a caller
 		}
 	}
+	return r.finishUnwind(pid, maps, frames), ended
+}
+
+// finishUnwind drops what an unwind read past the stack's end and adds the tail calls.
+func (r *Resolver) finishUnwind(pid int, maps []Mapping, frames []Frame) []Frame {
 	// Past the outermost real frame an unwinder may read one more "return address" out of
 	// whatever the stack holds: a frame outside every file, with no name, at the end of the
 	// stack is that, not code.
@@ -425,23 +437,45 @@ func (r *Resolver) tailCalls(mod *module, ra uint64, calleeMod *module, calleeAt
 		return fs
 	}
 	var pcs []uint64
+	chainMod := calleeMod // the module whose functions jumped
 	if entry, local, names, ok := mod.sym.CallTarget(ra); ok {
-		if !local && calleeMod != mod {
+		switch {
+		case !local && calleeMod != mod:
+			// A call through the PLT into the callee's module, which jumped on there.
 			for _, n := range names {
 				if v, ok := calleeMod.d.syms[n]; ok {
-					entry, local = v, true
+					pcs = calleeMod.sym.TailChain(v, calleeAt)
 					break
 				}
 			}
-		}
-		if local {
-			pcs = calleeMod.sym.TailChain(entry, calleeAt)
+		case local && calleeMod == mod:
+			pcs = mod.sym.TailChain(entry, calleeAt)
+		case local:
+			// A call inside the caller's module whose function then jumped, through the PLT,
+			// into the callee's: the chain is in the caller's module.
+			// The callee's entry from the symbol table: DWARF's innermost function at calleeAt
+			// may be code inlined into it.
+			var calleeEntry uint64
+			if sym, ok := calleeMod.d.funcForVaddr(calleeAt); ok {
+				calleeEntry = sym.value
+			}
+			reaches := func(names []string) bool {
+				for _, n := range names {
+					if v, ok := calleeMod.d.syms[n]; ok && v == calleeEntry {
+						return true
+					}
+				}
+				return false
+			}
+			if calleeEntry != 0 {
+				pcs, chainMod = mod.sym.TailChainOut(entry, reaches), mod
+			}
 		}
 	}
 	var fs []SourceFrame
 	for _, pc := range pcs {
 		// A jump's frame is shown, as a caller's, at the instruction before its pc.
-		fl, _ := calleeMod.symbolize(pc-1, r.deferLines)
+		fl, _ := chainMod.symbolize(pc-1, r.deferLines)
 		if fl.known {
 			fs = append(fs, SourceFrame{Function: fl.name, File: fl.file, Line: fl.line})
 			fs = append(fs, fl.inlined...)

@@ -32,6 +32,8 @@ const (
 	KindStacks         Kind = "stacks"
 	// KindCrashLines completes a crash told before its modules' line tables were loaded.
 	KindCrashLines Kind = "crash_lines"
+	// KindGoroutines completes a sample of a Go process with its goroutines.
+	KindGoroutines Kind = "goroutines"
 )
 
 // Body is the kind-specific part of an Event.
@@ -168,7 +170,7 @@ const (
 	// kernel writes no core for it either (fs/coredump.c do_coredump).
 	NoCoreNonDumpable NoCore = "non_dumpable"
 	// NoCoreDumpableUnknown: whether the process is dumpable cannot be told from outside
-	// (tracer/crash_rlimit.go says when), so crashtui writes none rather than one the
+	// (tracer/crash/rlimit.go says when), so crashtui writes none rather than one the
 	// kernel might not.
 	NoCoreDumpableUnknown NoCore = "dumpable_unknown"
 	// NoCoreRlimit: the process's own RLIMIT_CORE is 0, and so was every earlier member's
@@ -248,18 +250,30 @@ const (
 	NotRunNoThread          NotRunWhy = "no_thread"          // no thread could be held (job-control stopped, exiting)
 )
 
-// Cell is the ordered pair (From may read To).
+// Cell is the ordered pair (From may read To), as facts: both calls' answers, the first rule
+// that refuses them (Reason), the row that decided the explained call (Rule) and the
+// disagreements. The sentences that explain them are the views' (views.CellWhy,
+// views.CellDisagree).
+//
+// Explain and Disagree are sentences: those the tracer wrote into recordings of format
+// version 2 and older (before Rule and Disagreements existed), and those the --json front end
+// writes for people and scripts reading its output. Views show them when present, and
+// otherwise word the facts.
 type Cell struct {
 	From    int     `json:"from"`
 	To      int     `json:"to"`
 	VMReadv Check   `json:"vm_readv"`
 	Kcmp    Check   `json:"kcmp"`
 	OpenMPI bool    `json:"openmpi"`
-	Reason  *string `json:"reason"`
-	Explain string  `json:"explain"`
-	// Disagree names a dangerous disagreement between kcmp and vm_readv, or between
-	// prediction and measurement ("unexplained: an LSM or PR_SET_PTRACER?").
-	Disagree string `json:"disagree,omitempty"`
+	Reason  *Reason `json:"reason"`
+	// Rule is the row of kernel.md A.3 that decided the call Reason is about (process_vm_readv
+	// when both are allowed); the zero Rule in recordings of format version 2 and older.
+	Rule Rule `json:"rule,omitzero"`
+	// Disagreements are dangerous disagreements between what Open MPI decides and what
+	// process_vm_readv does, or between prediction and measurement, measured ones first.
+	Disagreements []Disagreement `json:"disagreements,omitempty"`
+	Explain       string         `json:"explain,omitempty"`
+	Disagree      string         `json:"disagree,omitempty"`
 }
 
 // Matrix is the access matrix of the job's processes, complete each time.
@@ -303,7 +317,7 @@ type Thread struct {
 	Code      string   `json:"code,omitempty"`
 	OnResume  string   `json:"on_resume"`
 	Restore   string   `json:"restore"`
-	Applied   string   `json:"applied,omitempty"`
+	Applied   Policy   `json:"applied,omitempty"` // the restore policy written back ("" when none was)
 	Explain   string   `json:"explain,omitempty"`
 	Before    []RegVal `json:"before,omitempty"`
 	After     []RegVal `json:"after,omitempty"`
@@ -312,7 +326,7 @@ type Thread struct {
 	// Checkpoint numbers the checkpoint (per tracer, from 1) and Policy is its restore
 	// policy; 0 and "" in recordings made before they were recorded.
 	Checkpoint int    `json:"checkpoint,omitempty"`
-	Policy     string `json:"policy,omitempty"`
+	Policy     Policy `json:"policy,omitempty"`
 
 	// InsnBytes are the instruction bytes the restart state was decoded from (arch.Decode:
 	// amd64 rip-2, ppc64le nip-4, arm64 pc), hex; "" when they could not be read. With Before
@@ -553,6 +567,7 @@ var decoders = map[Kind]func(*json.Decoder) (Body, error){
 	KindSample:         decodeAs(Sample{Rank: NoRank}),
 	KindMatrixProgress: decodeAs(MatrixProgress{}),
 	KindStacks:         decodeAs(Stacks{}),
+	KindGoroutines:     decodeAs(Goroutines{Rank: NoRank}),
 }
 
 func decodeAs[T Body](zero T) func(*json.Decoder) (Body, error) {

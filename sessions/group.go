@@ -7,8 +7,16 @@ import (
 
 // Group is the crashes that share a crash-site key: those of the events applied here, and
 // those each reducer counted (its CrashGroup). Its members are kept in detail up to
-// MaxGroupMembers; beyond that it keeps their count, rank set and hosts.
+// MaxGroupMembers; beyond that it keeps their count, rank set and hosts. Which crashes belong
+// together and which is the representative is the tracer's decision (tracer/crash: it
+// applies the core policy by them before the signal goes on), carried by each crash event
+// (Key, Group, Representative); the State takes it from there and decides nothing of its
+// own, but for the merge of many hosts' streams: the groups of one key are one group
+// whatever the host.
 type Group struct {
+	// ID is the tracer's group number (Crash.Group) of the group's first crash. Each host's
+	// tracer numbers its own groups, so in a view of many hosts a number another host's group
+	// already has is replaced by the next free one (as is a missing one).
 	ID           int
 	Key          string
 	Signal       string
@@ -18,7 +26,10 @@ type Group struct {
 	AbortMessage string
 	// Members are the first MaxGroupMembers crashes: this State's own first, then each
 	// reducer's first few (MaxReducedMembers).
-	Members        []CrashRef
+	Members []CrashRef
+	// Representative is the member the tracer named representative (Crash.Representative,
+	// the one whose core is kept); the zero ProcKey while none was, because no member could
+	// have a core (each says why: NoCore).
 	Representative ProcKey
 	Core           *string
 	// NoCore is why Core is nil: the reason every member without a core gave, or
@@ -37,7 +48,6 @@ type Group struct {
 	pidHost     string
 	pidsOne     bool
 	rep         ProcKey
-	repSet      bool // an explicit representative (Crash.Representative) was seen
 	repStack    []Frame
 	core        *string
 	noCore      NoCore
@@ -55,7 +65,7 @@ const MaxGroupMembers = 256
 func (g *Group) add(h string, at time.Time, b Crash) {
 	g.n++
 	if g.n == 1 {
-		g.rep, g.repStack, g.first = ProcKey{h, b.PID}, b.Stack, at
+		g.repStack, g.first = b.Stack, at
 		g.pidHost = h
 	}
 	if len(g.local) < MaxGroupMembers {
@@ -73,10 +83,10 @@ func (g *Group) add(h string, at time.Time, b Crash) {
 	if g.pidsOne {
 		g.pids.Add(b.PID)
 	}
-	// The first crash the tracer calls the representative stays the group's (each agent
-	// names one per site: the first host's is the one to open).
-	if b.Representative && !g.repSet {
-		g.rep, g.repSet = ProcKey{h, b.PID}, true
+	// The crash the tracer calls the representative is the group's (each agent names one
+	// per site; across hosts the latest named).
+	if b.Representative {
+		g.rep = ProcKey{h, b.PID}
 		if len(b.Stack) > 0 {
 			g.repStack = b.Stack
 		}
@@ -133,9 +143,12 @@ func (g *Group) refresh() {
 	g.Members = slices.Clone(g.local)
 	for _, name := range g.subOrder {
 		cg := g.sub[name]
-		if g.n == 0 && g.Representative == (ProcKey{}) {
+		if g.Representative == (ProcKey{}) && cg.Representative.PID != 0 {
 			g.Representative = ProcKey{cg.Representative.Host, cg.Representative.PID}
-			g.Stack, g.Function = cg.Stack, cg.Function
+			g.Stack = cg.Stack
+			if g.n == 0 {
+				g.Function = cg.Function
+			}
 		}
 		switch {
 		case g.Core == nil && cg.Core != nil:
@@ -232,7 +245,7 @@ func (s *State) applyReduced(name string, at time.Time, b Body) {
 		}
 	case CrashGroup:
 		cg := b
-		g := s.group(cg.Key, cg.Signal, cg.Module, cg.Offset, cg.Function, cg.AbortMessage, cg.First)
+		g := s.group(cg.Group, cg.Key, cg.Signal, cg.Module, cg.Offset, cg.Function, cg.AbortMessage, cg.First)
 		g.setSub(name, &cg)
 		s.sub(name)
 		s.ver++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -58,6 +59,8 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 	for _, p := range parts {
 		path := classPath(p.Frames, o)
 		var kb strings.Builder
+		kb.WriteString(p.Role)
+		kb.WriteByte(0)
 		for _, f := range path {
 			k, _ := stackFrameKey(f, o.Frames)
 			kb.WriteString(k)
@@ -71,7 +74,7 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 			c.Frames, c.Members, c.Spark = path, slices.Clone(p.Members), slices.Clone(p.Spark)
 			c.Since = nil
 			c.Progress = ""
-			c.Count, c.Procs, c.CPUTicks, c.Unranked = 0, 0, 0, 0
+			c.Count, c.Procs, c.CPUTicks, c.Unranked, c.Main, c.CPUShare = 0, 0, 0, 0, 0, 0
 			c.Ranks, c.Hosts = RankSet{}, HostSet{}
 			c.Syscall = p.Syscall
 			out = append(out, c)
@@ -88,13 +91,16 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 			c.Spark = addSparks(c.Spark, p.Spark)
 		}
 		c := &out[i]
+		// The share of one CPU each thread used on average, over both.
+		c.CPUShare = (c.CPUShare*float64(c.Count) + p.CPUShare*float64(p.Count)) / float64(max(c.Count+p.Count, 1))
 		c.Count += p.Count
+		c.Main += p.Main
 		c.Procs += p.Procs
 		c.Unranked += p.Unranked
 		c.CPUTicks += p.CPUTicks
 		c.Ranks = c.Ranks.Union(p.Ranks)
 		c.Hosts = c.Hosts.Union(p.Hosts)
-		c.Progress = combine(c.Progress, p.Progress)
+		c.Progress = combineProgress(c.Progress, p.Progress)
 		c.Partial = c.Partial || p.Partial
 		if p.Since != nil && (c.Since == nil || p.Since.After(*c.Since)) {
 			s := *p.Since
@@ -102,18 +108,27 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 		}
 	}
 	for i := range out {
-		if out[i].Progress != Stuck {
+		if out[i].Progress != Stuck && out[i].Progress != Spinning {
 			out[i].Since = nil
 		}
 		if out[i].Progress == "" {
 			out[i].Progress = Unknown
 		}
 	}
+	// As a merge of threads orders them: the program's own first, the ranks' main threads
+	// first among them, then the biggest.
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
+		a, b := out[i], out[j]
+		if ra, rb := roleOrder(a.Role), roleOrder(b.Role); ra != rb {
+			return ra < rb
 		}
-		return classRank(out[i]) < classRank(out[j])
+		if (a.Main > 0) != (b.Main > 0) {
+			return a.Main > 0
+		}
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return classRank(a) < classRank(b)
 	})
 	return out
 }
@@ -130,15 +145,29 @@ func addSparks(a, b []int) []int {
 	return out
 }
 
-// ranksText is a merged class's or node's rank set as Stacks writes it: the ranks, then how
-// many processes had none.
-func ranksText(r RankSet, unranked int) string {
-	t := r.String()
-	if unranked > 0 {
+// unrankedText is a merged class's or node's processes without a rank as Stacks writes them
+// (Unranked): those of its first members by host:pid, then how many more there are.
+func unrankedText(members []Member, unranked int) string {
+	if unranked == 0 {
+		return ""
+	}
+	var named []string
+	for _, m := range members {
+		if m.Rank >= 0 {
+			continue
+		}
+		if m.Host != "" {
+			named = append(named, m.Host+":"+strconv.Itoa(m.PID))
+		} else {
+			named = append(named, strconv.Itoa(m.PID))
+		}
+	}
+	t := strings.Join(named, ",")
+	if more := unranked - len(named); more > 0 {
 		if t != "" {
 			t += " "
 		}
-		t += fmt.Sprintf("+%d unranked", unranked)
+		t += fmt.Sprintf("+%d more", more)
 	}
 	return t
 }
@@ -173,8 +202,9 @@ func mergeReducedStacks(local Stacks, parts []ReducedClass, subs []*StackClasses
 	}
 	merged := mergeClasses(parts, o)
 	for i, c := range merged {
-		sc := StackClass{Class: i + 1, Count: c.Count, Ranks: ranksText(c.Ranks, c.Unranked), Progress: c.Progress,
-			Frames: c.Frames, Syscall: c.Syscall, Since: c.Since, CPUTicks: c.CPUTicks, Partial: c.Partial, Spark: c.Spark}
+		sc := StackClass{Class: i + 1, Count: c.Count, Ranks: c.Ranks.String(), Unranked: unrankedText(c.Members, c.Unranked),
+			Progress: c.Progress, Frames: c.Frames, Syscall: c.Syscall, Since: c.Since, CPUTicks: c.CPUTicks,
+			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main}
 		multi := false
 		for _, m := range c.Members {
 			sc.PIDs = append(sc.PIDs, m.PID)
@@ -201,6 +231,8 @@ type classNode struct {
 	ranks    RankSet
 	unranked int
 	procs    int
+	cpu      float64 // share of one CPU, summed over threads
+	main     bool
 	members  []Member
 	classes  []int
 	syscall  string
@@ -213,7 +245,9 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 	root := &classNode{n: &StackNode{Label: "/"}, kids: map[string]*classNode{}}
 	add := func(at *classNode, c ReducedClass, id int) {
 		at.n.Count += c.Count
-		at.n.Progress = combine(at.n.Progress, c.Progress)
+		at.n.Progress = combineProgress(at.n.Progress, c.Progress)
+		at.cpu += c.CPUShare * float64(c.Count)
+		at.main = at.main || c.Main > 0
 		at.ranks = at.ranks.Union(c.Ranks)
 		at.unranked += c.Unranked
 		at.procs += c.Procs
@@ -232,11 +266,14 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 	for i, c := range classes {
 		at := root
 		add(at, c, i+1)
-		for _, f := range c.Frames {
+		for j, f := range c.Frames {
 			k, label := stackFrameKey(f, o.Frames)
+			if j == 0 {
+				k = c.Role + "\x00" + k // the outermost frames split by role, as a merge of threads does
+			}
 			next := at.kids[k]
 			if next == nil {
-				next = &classNode{n: &StackNode{Label: label, Frame: f}, kids: map[string]*classNode{}}
+				next = &classNode{n: &StackNode{Label: label, Frame: f, Role: c.Role}, kids: map[string]*classNode{}}
 				at.kids[k] = next
 				at.order = append(at.order, k)
 			}
@@ -244,9 +281,12 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 			at = next
 		}
 	}
-	var build func(a *classNode)
-	build = func(a *classNode) {
-		a.n.Ranks = ranksText(a.ranks, a.unranked)
+	var build func(a *classNode, top bool)
+	build = func(a *classNode, top bool) {
+		a.n.Ranks, a.n.Unranked = a.ranks.String(), unrankedText(a.members, a.unranked)
+		if a.n.Count > 0 {
+			a.n.CPUShare = a.cpu / float64(a.n.Count)
+		}
 		for _, m := range a.members {
 			a.n.PIDs = append(a.n.PIDs, m.PID)
 		}
@@ -255,13 +295,23 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 		for _, k := range a.order {
 			kids = append(kids, a.kids[k])
 		}
-		sort.SliceStable(kids, func(i, j int) bool { return kids[i].n.Count > kids[j].n.Count })
+		sort.SliceStable(kids, func(i, j int) bool {
+			if top {
+				if ri, rj := roleOrder(kids[i].n.Role), roleOrder(kids[j].n.Role); ri != rj {
+					return ri < rj
+				}
+				if kids[i].main != kids[j].main {
+					return kids[i].main
+				}
+			}
+			return kids[i].n.Count > kids[j].n.Count
+		})
 		for _, k := range kids {
-			build(k)
+			build(k, false)
 			a.n.Children = append(a.n.Children, k.n)
 		}
 	}
-	build(root)
+	build(root, true)
 	if root.n.Progress == "" {
 		root.n.Progress = Unknown
 	}
@@ -274,6 +324,9 @@ func classLone(root *classNode, classes []ReducedClass) []LoneRank {
 	var out []LoneRank
 	for _, rk := range root.order {
 		at := root.kids[rk]
+		if at.n.Role != "" {
+			continue // helpers' and the launcher's branches tell nothing of the ranks' waits
+		}
 		for len(at.order) == 1 && at.kids[at.order[0]].n.Count == at.n.Count {
 			at = at.kids[at.order[0]]
 		}

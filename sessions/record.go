@@ -21,7 +21,12 @@ import (
 //     them; the tracer writes no sentences. Reading a version 1 recording derives the facts
 //     from its sentences (upgrade.go) and keeps the sentences, which views then show as
 //     recorded.
-const FormatVersion = 2
+//   - 3: matrix cells carry facts too: the row of kernel.md A.3 that decided each (rule, with
+//     the parameters its sentence names) and their disagreements (disagreements); the tracer
+//     writes neither explain nor disagree. A cell of an older recording keeps the sentences
+//     it has, which views show as recorded (no fact is derived from them: views decide
+//     nothing on a cell's words).
+const FormatVersion = 3
 
 // Header is the first line of a recording.
 type Header struct {

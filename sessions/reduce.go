@@ -60,7 +60,7 @@ func (r *Reducer) Changes(at time.Time, stacks bool) []Event {
 			continue
 		}
 		r.sentGroup[g.Key] = g.ver
-		cg := CrashGroup{Key: g.Key, Signal: g.Signal, Module: g.Module, Offset: g.Offset, Function: g.Function,
+		cg := CrashGroup{Group: g.ID, Key: g.Key, Signal: g.Signal, Module: g.Module, Offset: g.Offset, Function: g.Function,
 			AbortMessage: g.AbortMessage, Count: g.Count(), Ranks: g.Ranks(), Unranked: g.Unranked(), Hosts: g.Hosts(),
 			Members: []Member{}, Core: g.Core, NoCore: g.NoCore, Stack: g.Stack, First: g.First, Last: g.Last, Covers: covers,
 			Representative: Member{Host: g.Representative.Host, PID: g.Representative.PID, Rank: NoRank}}
@@ -166,13 +166,13 @@ func matrixCounts(h string, m *Matrix) HostMatrix {
 	for _, c := range m.Cells {
 		why := "ok"
 		if c.Reason != nil && *c.Reason != "" {
-			why = *c.Reason
+			why = string(*c.Reason)
 		}
 		hm.ByReason[why]++
 		if c.OpenMPI {
 			hm.OpenMPI++
 		}
-		if c.Disagree != "" {
+		if c.Disagrees() {
 			hm.Disagree++
 		}
 	}
@@ -196,7 +196,7 @@ func (s *State) checkpointCounts(h string) HostCheckpoint {
 			if d == "" {
 				d = "none"
 			}
-			hc.ByDecision[d]++
+			hc.ByDecision[string(d)]++
 			if t.OutcomeKind != "" {
 				hc.ByOutcome[string(t.OutcomeKind)]++
 			}

@@ -64,6 +64,8 @@ type Member struct {
 // CrashGroup is one crash-site group as a reducer knows it: every member it saw (its own
 // inputs' and its subtrees'), as a count and a rank set.
 type CrashGroup struct {
+	// Group is the reducer's number of the group (its first crash's tracer's, Crash.Group).
+	Group        int     `json:"group,omitempty"`
 	Key          string  `json:"key"`
 	Signal       string  `json:"signal"`
 	Module       string  `json:"module"`
@@ -104,9 +106,13 @@ type ReducedClass struct {
 	Syscall  string       `json:"syscall,omitempty"`
 	Since    *time.Time   `json:"since,omitempty"`
 	CPUTicks uint64       `json:"cpu_ticks"`
-	Partial  bool         `json:"partial,omitempty"`
-	Spark    []int        `json:"spark,omitempty"`
-	Members  []Member     `json:"members"` // the first few
+	// CPUShare is the share of one CPU each of its threads used on average (StackClass's).
+	CPUShare float64  `json:"cpu_share"`
+	Partial  bool     `json:"partial,omitempty"`
+	Spark    []int    `json:"spark,omitempty"`
+	Role     string   `json:"role,omitempty"` // RoleHelper, RoleLauncher or ""
+	Main     int      `json:"main,omitempty"` // main threads
+	Members  []Member `json:"members"`        // the first few
 }
 
 // StackClasses is a reducer's merged stacks: its classes (the tree is theirs merged by
@@ -143,7 +149,7 @@ type MatrixCounts struct {
 type HostCheckpoint struct {
 	Host       string         `json:"host"`
 	Checkpoint int            `json:"checkpoint"`
-	Policy     string         `json:"policy,omitempty"`
+	Policy     Policy         `json:"policy,omitempty"`
 	Threads    int            `json:"threads"`
 	InSyscall  int            `json:"in_syscall"`
 	ByDecision map[string]int `json:"by_decision"`

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,6 +25,8 @@ func TestEventRoundTrip(t *testing.T) {
 			Module: "/bin/x", Offset: 0x1136, Core: &core, Stack: []Frame{{PC: 1, Module: "m", Offset: 2}}},
 		Matrix{PIDs: []int{1, 2}, Cells: []Cell{{From: 1, To: 2}}},
 		Summary{Processes: 1, Groups: []GroupSummary{}},
+		Goroutines{Seq: 2, PID: 42, Rank: 1, Goroutines: []GoroutineSample{{ID: 7, Status: GoWaiting, WaitReason: "chan receive",
+			Frames: []Frame{{PC: 1, Module: "/bin/x", Offset: 2, Function: "main.wait"}}, CreatedBy: &Frame{Module: "/bin/x", Function: "main.main", Line: 9}}}},
 	} {
 		e := Event{Time: now, Host: "n1", Body: b}
 		raw, err := json.Marshal(e)
@@ -46,7 +50,7 @@ func TestEventRoundTrip(t *testing.T) {
 // TestEveryKindDecodes: each kind decodes into the value type whose Kind it is, with an
 // absent rank NoRank, not 0.
 func TestEveryKindDecodes(t *testing.T) {
-	if len(decoders) != 22 {
+	if len(decoders) != 23 {
 		t.Errorf("%d kinds decode; a new kind needs its decoder", len(decoders))
 	}
 	for k, decode := range decoders {
@@ -149,7 +153,8 @@ func FuzzReadRecording(f *testing.F) {
 
 func TestStateGroupsAcrossHosts(t *testing.T) {
 	s := NewState()
-	c := Crash{PID: 5, Exe: "/x", Module: "/x", Offset: 0x10, Signal: "SIGSEGV", Rank: 0}
+	// Each host's tracer opens its group 1 with this crash, its representative.
+	c := Crash{PID: 5, Exe: "/x", Module: "/x", Offset: 0x10, Signal: "SIGSEGV", Rank: 0, Key: "/x|/x+0x10", Group: 1, Representative: true}
 	s.Apply(Event{Host: "a", Body: Process{PID: 5, Rank: 0}})
 	s.Apply(Event{Host: "b", Body: Process{PID: 5, Rank: 1}})
 	s.Apply(Event{Host: "a", Body: c})
@@ -192,5 +197,101 @@ func TestMarshalDoesNotEscapeHTML(t *testing.T) {
 	var back Event
 	if err := json.Unmarshal(raw, &back); err != nil || back.Body.(Crash).AbortMessage != msg || back.Host != "n<1>" {
 		t.Errorf("round trip: %v %#v", err, back)
+	}
+}
+
+// TestStateGroupsAsTheTracerDecided: a crash group's number and representative are the
+// tracer's (tracer/crash decides them before the signal goes on, for the core policy), taken
+// from the crash events and never decided again: a representative that is not the group's
+// first crash stays it, a group none of whose members could have a core has none, and only
+// in a merge of hosts is a number another host's group has replaced by the next free one.
+func TestStateGroupsAsTheTracerDecided(t *testing.T) {
+	crash := func(pid int, site Hex, group int, rep bool) Crash {
+		c := Crash{PID: pid, TID: pid, Rank: NoRank, Exe: "/x", Signal: "SIGSEGV", Module: "/x", Offset: site,
+			Group: group, Representative: rep}
+		c.Key = SiteKey(c)
+		if !rep {
+			c.NoCore = NoCoreRlimit
+		}
+		return c
+	}
+	s := NewState()
+	for _, e := range []Event{
+		{Host: "a", Body: crash(10, 0x10, 1, false)}, // RLIMIT_CORE 0: not the representative
+		{Host: "a", Body: crash(11, 0x10, 1, true)},
+		{Host: "a", Body: crash(12, 0x20, 2, false)}, // no member of group 2 can have a core
+		{Host: "b", Body: crash(20, 0x30, 1, true)},  // host b's group 1: another site
+		{Host: "b", Body: crash(21, 0x10, 2, true)},  // host b's group 2: host a's group 1
+	} {
+		s.Apply(e)
+	}
+	type want struct {
+		id  int
+		rep ProcKey
+		n   int
+	}
+	wants := []want{{1, ProcKey{"b", 21}, 3}, {2, ProcKey{}, 1}, {3, ProcKey{"b", 20}, 1}}
+	if len(s.Groups) != len(wants) {
+		t.Fatalf("%d groups, want %d", len(s.Groups), len(wants))
+	}
+	for i, w := range wants {
+		g := s.Groups[i]
+		if g.ID != w.id || g.Representative != w.rep || g.Count() != w.n {
+			t.Errorf("group %d (%s): id %d representative %v count %d; want %d %v %d", i, g.Key, g.ID, g.Representative, g.Count(), w.id, w.rep, w.n)
+		}
+	}
+	// One host: the tracer's numbers as they are, even where they are not 1, 2, 3 (a stream
+	// joined late).
+	s = NewState()
+	s.Apply(Event{Body: crash(30, 0x40, 4, true)})
+	s.Apply(Event{Body: crash(31, 0x50, 7, true)})
+	if s.Groups[0].ID != 4 || s.Groups[1].ID != 7 || s.Summary().Groups[1].Group != 7 {
+		t.Errorf("group ids %d %d, want the tracer's 4 and 7", s.Groups[0].ID, s.Groups[1].ID)
+	}
+}
+
+// TestRecordedGroupsReplayAlike: the committed recordings replay into the groups their
+// tracer decided: every member in the group its crash event names, and the one representative
+// it named.
+func TestRecordedGroupsReplayAlike(t *testing.T) {
+	files, _ := filepath.Glob("../demo/*.jsonl")
+	more, _ := filepath.Glob("../demo/sessions/*.jsonl")
+	files = append(files, more...)
+	crashes := 0
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, evs, err := ReadRecording(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		s := NewState()
+		for _, e := range evs {
+			s.Apply(e)
+		}
+		for _, g := range s.Groups {
+			reps := 0
+			for _, m := range g.Members {
+				crashes++
+				if m.Crash.Group != g.ID {
+					t.Errorf("%s: pid %d recorded in group %d, replayed in %d", f, m.Crash.PID, m.Crash.Group, g.ID)
+				}
+				if m.Crash.Representative {
+					reps++
+					if g.Representative.PID != m.Crash.PID {
+						t.Errorf("%s: group %d: recorded representative %d, replayed %d", f, g.ID, m.Crash.PID, g.Representative.PID)
+					}
+				}
+			}
+			if reps != 1 {
+				t.Errorf("%s: group %d has %d representatives", f, g.ID, reps)
+			}
+		}
+	}
+	if crashes < 20 {
+		t.Errorf("only %d crashes in %v: the recordings moved?", crashes, files)
 	}
 }

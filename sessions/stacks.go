@@ -3,7 +3,6 @@ package sessions
 import (
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +18,15 @@ type Sample struct {
 	Threads []ThreadSample `json:"threads"`
 	// HeldUS is how long the process was held stopped, in microseconds.
 	HeldUS int `json:"held_us"`
+	// Stopped counts the threads stopped to be read; Unstopped those read while they stayed
+	// blocked in a syscall (/proc gave pc and sp, CFI did the rest): no EINTR, no restart.
+	Stopped   int `json:"stopped"`
+	Unstopped int `json:"unstopped"`
+	// Exe is the process's executable: a thread with no frame in it runs library code only
+	// (an MPI or PMIx progress thread), a helper. PPID is its parent: a process without a
+	// rank that started ranks is their launcher.
+	Exe  string `json:"exe,omitempty"`
+	PPID int    `json:"ppid,omitempty"`
 }
 
 // ThreadSample is one thread's stack in a Sample, innermost frame first.
@@ -28,11 +36,17 @@ type ThreadSample struct {
 	State string `json:"state"`
 	// Held is true when the registers were read in a ptrace-stop; false when the thread was
 	// read from /proc while blocked (Note says why) and its stack may be partial.
-	Held    bool    `json:"held"`
-	Syscall string  `json:"syscall,omitempty"` // the call it was blocked in
-	CPU     uint64  `json:"cpu"`               // utime+stime so far, in clock ticks
-	Frames  []Frame `json:"frames"`
-	Note    string  `json:"note,omitempty"`
+	Held bool `json:"held"`
+	// Unstopped is true when it was read while it stayed blocked, without stopping it, and
+	// CFI from /proc's pc and sp reached its stack's end: the stack is whole.
+	Unstopped bool   `json:"unstopped,omitempty"`
+	Syscall   string `json:"syscall,omitempty"` // the call it was blocked in
+	CPU       uint64 `json:"cpu"`               // utime+stime so far, in clock ticks
+	// RunNS is the time it has spent on a CPU so far, in nanoseconds (schedstat; 0 where the
+	// kernel does not keep it): what tells a spinning thread from a blocked one.
+	RunNS  uint64  `json:"run_ns,omitempty"`
+	Frames []Frame `json:"frames"`
+	Note   string  `json:"note,omitempty"`
 }
 
 // Stacks is the merged view of the samples (STAT's prefix tree and equivalence classes, over
@@ -44,24 +58,76 @@ type Stacks struct {
 	Classes []StackClass `json:"classes"`
 	Tree    *StackNode   `json:"tree"`
 	Ranks   []RankState  `json:"ranks"`
-	// Processes is how many processes are placed (len(Ranks), or more when the classes came
-	// merged from reducing views, which list no process).
-	Processes int `json:"processes"`
 	// Lone are the processes alone on their branch where the job's paths first part (Progress
 	// is that of its threads on the branch); Culprit
 	// is the one of them that the classic deadlock reading points at, when one does.
 	Lone    []LoneRank `json:"lone,omitempty"`
 	Culprit *LoneRank  `json:"culprit,omitempty"`
+	// Processes is how many processes are placed (len(Ranks), or more when the classes came
+	// merged from reducing views, which list no process).
+	Processes int `json:"processes"`
+	// Aside sums up the threads put aside (helpers and the launcher), nil when none.
+	Aside *Aside `json:"aside,omitempty"`
+	// Goroutines are the goroutines of the job's Go processes, merged the same way; nil when
+	// no sample has any.
+	Goroutines *GoroutineStacks `json:"goroutines,omitempty"`
 }
 
-// Progress over the samples: the same innermost pc and stack every time, a stack that
-// changed, a mix of both among a class's threads, or unknown (one sample only).
+// Aside sums up the threads (or goroutines) with a role: those a reading of the job puts
+// aside, the views fold them under one line.
+type Aside struct {
+	Count    int     `json:"count"`
+	Helpers  int     `json:"helpers"`  // of them with RoleHelper
+	Launcher int     `json:"launcher"` // of them the launcher's
+	Ranks    string  `json:"ranks"`
+	Unranked string  `json:"unranked,omitempty"`
+	PIDs     []int   `json:"pids"`
+	Progress string  `json:"progress"`
+	CPUShare float64 `json:"cpu_share"` // on average, as StackClass's
+	Classes  []int   `json:"classes"`
+}
+
+// Roles of threads and goroutines that a reading of the job puts aside: a helper runs no code
+// of the program's own (an MPI or PMIx progress thread, an event loop of a library, the Go
+// runtime's idle threads, the runtime's own goroutines), a launcher is a process without a
+// rank that is the parent, or an ancestor, of ranks (mpirun, prted, srun, the shell of a
+// wrapper script). The program's own threads have no role ("").
 const (
-	Stuck   = "stuck"
-	Moving  = "moving"
-	Mixed   = "mixed"
-	Unknown = "unknown"
+	RoleHelper   = "helper"
+	RoleLauncher = "launcher"
 )
+
+// roleOrder puts the program's own threads first, then the helpers, then the launcher.
+func roleOrder(r string) int {
+	switch r {
+	case RoleHelper:
+		return 1
+	case RoleLauncher:
+		return 2
+	}
+	return 0
+}
+
+// Progress over the samples, from the stacks and the kernel's own counters (each thread's
+// state and CPU time, /proc/TID/stat and schedstat): the same call path every time and no CPU
+// used (stuck: blocked), the same call path and CPU used (spinning: a busy wait, a livelock,
+// or one long loop), a call path that changed (moving), stopped by job control (stopped), a
+// mix of these among a class's threads (mixed), or unknown (fewer than two samples with a
+// stack). A sample that read no stack is no change of stack.
+const (
+	Stuck    = "stuck"
+	Spinning = "spinning"
+	Moving   = "moving"
+	Stopped  = "stopped"
+	Mixed    = "mixed"
+	Unknown  = "unknown"
+)
+
+// SpinShare is the share of one CPU a thread must have used over the samples, on the same
+// path, to be spinning rather than stuck: a blocked thread uses none, one that wakes to poll
+// every millisecond 1-3%, a busy wait all of one (still a third of one with six runnable
+// threads on a loaded 2-CPU machine).
+const SpinShare = 0.10
 
 // StackFrame is one frame of a merged path.
 type StackFrame struct {
@@ -75,9 +141,12 @@ type StackFrame struct {
 
 // StackClass is one distinct call path (an equivalence class), with the threads on it.
 type StackClass struct {
-	Class    int          `json:"class"`
-	Count    int          `json:"count"` // threads
-	Ranks    string       `json:"ranks"` // compressed: 0-63,65 (pids where no rank)
+	Class int `json:"class"`
+	Count int `json:"count"` // threads (goroutines)
+	// Ranks is the ranks' set, compressed: 0-63,65. Unranked are the processes without a
+	// rank, by pid (host:pid across hosts): 22145,22150.
+	Ranks    string       `json:"ranks"`
+	Unranked string       `json:"unranked,omitempty"`
 	PIDs     []int        `json:"pids"`
 	Hosts    []string     `json:"hosts,omitempty"` // index for index with PIDs, when several
 	Progress string       `json:"progress"`
@@ -85,35 +154,60 @@ type StackClass struct {
 	Syscall  string       `json:"syscall,omitempty"`
 	// Since is when its threads were first seen on this same stack, for a stuck class.
 	Since *time.Time `json:"since,omitempty"`
-	// CPUTicks is the CPU time its threads used over the samples (clock ticks): a stuck
-	// class that uses CPU is spinning, one that uses none is blocked.
+	// CPUTicks is the CPU time its threads used over the samples (clock ticks).
 	CPUTicks uint64 `json:"cpu_ticks"`
+	// CPUShare is the share of one CPU each of its threads used on average over the
+	// samples (0.0-1.0 and up, from schedstat or the ticks): what makes a class spinning.
+	CPUShare float64 `json:"cpu_share"`
 	// Partial is true when some of its threads were read from /proc, not stopped.
 	Partial bool `json:"partial,omitempty"`
 	// Spark is how many threads were on this path in each sample, oldest first.
 	Spark []int `json:"spark,omitempty"`
+	// Role is RoleHelper or RoleLauncher for threads put aside, "" for the program's own.
+	Role string `json:"role,omitempty"`
+	// Main counts the processes' main threads in it (tid = pid): the ranks' main threads
+	// come first.
+	Main int `json:"main,omitempty"`
+	// Status and WaitReason are those of a class of goroutines (Status is never empty for
+	// one, always for threads); CreatedBy is the go statement that started them all, when
+	// they share one.
+	Status     string      `json:"status,omitempty"`
+	WaitReason string      `json:"wait_reason,omitempty"`
+	CreatedBy  *StackFrame `json:"created_by,omitempty"`
 }
+
+// Goroutine says the class is of goroutines, not threads.
+func (c StackClass) Goroutine() bool { return c.Status != "" }
 
 // StackNode is one node of the prefix tree: a frame, and the threads whose path goes through
 // it.
 type StackNode struct {
-	Frame    StackFrame   `json:"frame"`
-	Label    string       `json:"label"`
-	Count    int          `json:"count"`
-	Ranks    string       `json:"ranks"`
-	PIDs     []int        `json:"pids"`
-	Progress string       `json:"progress"`
+	Frame    StackFrame `json:"frame"`
+	Label    string     `json:"label"`
+	Count    int        `json:"count"`
+	Ranks    string     `json:"ranks"`
+	Unranked string     `json:"unranked,omitempty"`
+	PIDs     []int      `json:"pids"`
+	Progress string     `json:"progress"`
+	// CPUShare is the share of one CPU its threads used on average over the samples.
+	CPUShare float64 `json:"cpu_share"`
+	// Role is that of every thread through it (the tree's outermost frames are split by
+	// role): RoleHelper, RoleLauncher or "".
+	Role     string       `json:"role,omitempty"`
 	Classes  []int        `json:"classes"` // the classes whose path goes through it
 	Children []*StackNode `json:"children,omitempty"`
 }
 
 // RankState is one process's progress over the samples.
 type RankState struct {
-	Host     string `json:"host,omitempty"`
-	PID      int    `json:"pid"`
-	Rank     Rank   `json:"rank"`
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid"`
+	Rank Rank   `json:"rank"`
+	// Progress is that of its own threads, its helpers left out when it has any other (a
+	// deadlocked rank's progress thread that wakes now and then does not make it moving).
 	Progress string `json:"progress"`
 	Classes  []int  `json:"classes"`
+	Launcher bool   `json:"launcher,omitempty"`
 }
 
 // LoneRank is a process alone on its branch at the frame where the paths part.
@@ -169,6 +263,9 @@ type StampedSample struct {
 	Host string
 	Time time.Time
 	Sample
+	// Go completes the sample of a Go process (nil until its Goroutines event, and for
+	// other programs).
+	Go *Goroutines
 }
 
 // MaxSamples bounds the samples State keeps per process.
@@ -213,14 +310,109 @@ func path(frames []Frame, o StackOptions) []Frame {
 	return out
 }
 
-// CompressInts writes a set of integers as ranges: 0-63,65,70-127.
+// threadTrack is one thread's samples in the window, oldest first; or one goroutine's.
+func mainModule(s Sample) string {
+	for _, th := range s.Threads {
+		if th.TID == s.PID && len(th.Frames) > 0 {
+			return th.Frames[len(th.Frames)-1].Module
+		}
+	}
+	return ""
+}
+
+// ownCode says whether frames run code of the program's own: a frame in its executable exe
+// that is not the Go runtime's. Without exe it cannot tell, and says yes.
+func ownCode(frames []Frame, exe string) bool {
+	if exe == "" {
+		return true
+	}
+	for _, f := range frames {
+		if f.Module == exe && !goRuntimeFunc(f.Function) {
+			return true
+		}
+	}
+	return false
+}
+
+// goRuntimeOnly says every frame is the Go runtime's (a pseudo-frame such as a signal
+// frame aside): a thread that runs no goroutine now, idle in the scheduler, or sysmon.
+func goRuntimeOnly(frames []Frame) bool {
+	n := 0
+	for _, f := range frames {
+		switch {
+		case strings.HasPrefix(f.Function, "<"):
+		case !goRuntimeFunc(f.Function):
+			return false
+		default:
+			n++
+		}
+	}
+	return n > 0
+}
+
+func goRuntimeFunc(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/runtime/")
+}
+
+// launchersOf are the processes without a rank that are ancestors of ranks, by the parents
+// the samples name. Samples that name none (recorded before they did) leave only the ranks
+// to go by: then every process without a rank in a job with ranks is its launcher.
+func combineProgress(a, b string) string {
+	switch {
+	case a == "" || a == Unknown:
+		return b
+	case b == Unknown || a == b:
+		return a
+	case (a == Stuck && b == Spinning) || (a == Spinning && b == Stuck):
+		return Spinning // none left its path; some used CPU there
+	}
+	return Mixed
+}
+
+// nodeAcc is a node of the prefix tree being built.
+func stackFrame(f Frame) StackFrame {
+	return StackFrame{Function: f.Function, Module: f.Module, Offset: f.Offset, File: f.File,
+		Line: f.Line, FuncOff: f.FuncOff}
+}
+
+// lonely are the lone ranks with that progress; a stuck one only if it is not merely
+// sleeping (TimedWait).
+func lonely(l []LoneRank, progress string) []LoneRank {
+	var out []LoneRank
+	for _, x := range l {
+		if x.Progress == progress && !(progress == Stuck && TimedWait(x.Syscall)) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func compactInts(s []int) []int {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func CompressInts(v []int) string {
 	if len(v) == 0 {
 		return ""
 	}
 	s := append([]int(nil), v...)
 	sort.Ints(s)
-	s = slices.Compact(s)
+	s = compactInts(s)
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		j := i

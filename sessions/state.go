@@ -76,6 +76,8 @@ type State struct {
 	Order   []ProcKey         // first-seen order of Procs
 	Groups  []*Group
 	groupOf map[string]*Group
+	groupID map[int]bool // the Group IDs in use
+	maxID   int
 	Handled []CrashRef // the first MaxHandled handled faults, as refs with the fields that apply
 	Matrix  map[string]*Matrix
 	// Measuring is the progress of a measurement under way, per host (nil when none).
@@ -98,7 +100,7 @@ type State struct {
 	// Samples are the latest stack samples (at most MaxSamples) of each process in Procs,
 	// oldest first; every process's are merged (Stacks).
 	Samples      map[ProcKey][]StampedSample
-	SampleEvents int // how many Sample events were applied (a cheap change counter)
+	SampleEvents int // how many Sample (and Goroutines) events were applied (a cheap change counter)
 	// Lost are the hosts whose streams ended without their summary (Lost events).
 	Lost HostSet
 	// Details are the latest answers to detail requests (at most MaxDetails), oldest first.
@@ -148,6 +150,7 @@ func NewState() *State {
 	return &State{
 		Procs:   map[ProcKey]*Proc{},
 		groupOf: map[string]*Group{},
+		groupID: map[int]bool{},
 		Matrix:  map[string]*Matrix{}, Measuring: map[string]*MatrixProgress{},
 		Threads:   map[TaskKey]*Thread{},
 		Samples:   map[ProcKey][]StampedSample{},
@@ -260,7 +263,7 @@ func (s *State) Apply(e Event) {
 	// The timeline leaves out the periodic facts (a stack sample is one event per process
 	// every few seconds, progress four a second): they would push everything else out of
 	// it. The recording keeps them.
-	if k := e.Kind(); k != KindSample && k != KindMatrixProgress && k != KindHosts && k != KindStackClasses {
+	if k := e.Kind(); k != KindSample && k != KindGoroutines && k != KindMatrixProgress && k != KindHosts && k != KindStackClasses {
 		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
 	}
 	if len(s.Log) > MaxLog {
@@ -367,16 +370,40 @@ func (s *State) Apply(e Event) {
 		s.SampleEvents++
 		s.stacksVer = s.Seq
 		k := ProcKey{h, b.PID}
-		v, p, _, _ := s.look(h, b.PID)
-		s.store.add(h, e.Time, b, v.rank)
+		v, p, _, lite := s.look(h, b.PID)
+		ppid := 0
 		if p != nil {
+			ppid = p.PPID // a recording from before samples named the parent
+		}
+		s.store.add(h, e.Time, b, v.rank, ppid)
+		// Kept in detail for the processes kept in detail, and for those no event named
+		// (a stream of samples alone) while there is room for them.
+		if _, kept := s.Samples[k]; p != nil || kept || (!lite && !v.exists && len(s.Samples) < MaxProcs) {
 			l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
 			if len(l) > MaxSamples {
 				l = append(l[:0:0], l[len(l)-MaxSamples:]...)
 			}
 			s.Samples[k] = l
-			if b.Rank == NoRank {
+			if b.Rank == NoRank && p != nil {
 				l[len(l)-1].Rank = p.Rank
+			}
+			if b.PPID == 0 {
+				l[len(l)-1].PPID = ppid
+			}
+		}
+	case Goroutines:
+		// They complete the sample of the same number (emitted before them); one that is
+		// no longer kept has nothing left to complete.
+		if s.store.addGoroutines(h, b) {
+			s.SampleEvents++
+			s.stacksVer = s.Seq
+		}
+		l := s.Samples[ProcKey{h, b.PID}]
+		for i := len(l) - 1; i >= 0; i-- {
+			if l[i].Seq == b.Seq {
+				g := b
+				l[i].Go = &g
+				break
 			}
 		}
 	case Error:
@@ -406,17 +433,17 @@ func (s *State) applyCrash(h string, at time.Time, b Crash) {
 			b.Rank = v.rank
 		}
 	})
-	g := s.group(SiteKey(b), b.Signal, b.Module, b.Offset, b.Function, b.AbortMessage, at)
+	g := s.group(b.Group, SiteKey(b), b.Signal, b.Module, b.Offset, b.Function, b.AbortMessage, at)
 	g.add(h, at, b)
 	s.ver++
 	g.ver = s.ver
 }
 
 // group returns the group of key, made when new.
-func (s *State) group(key, signal, module string, offset Hex, function, abort string, at time.Time) *Group {
+func (s *State) group(id int, key, signal, module string, offset Hex, function, abort string, at time.Time) *Group {
 	g := s.groupOf[key]
 	if g == nil {
-		g = &Group{ID: len(s.Groups) + 1, Key: key, Signal: signal, Module: module, Offset: offset,
+		g = &Group{ID: s.newGroupID(id), Key: key, Signal: signal, Module: module, Offset: offset,
 			Function: function, AbortMessage: abort, First: at, hosts: map[string]bool{}, pidsOne: true}
 		s.Groups = append(s.Groups, g)
 		s.groupOf[key] = g
@@ -467,11 +494,23 @@ func (s *State) Stacks(o StackOptions) Stacks {
 	return mergeReducedStacks(local, parts, subs, o)
 }
 
+// newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless
+// another group has it already (another host's tracer numbered its own groups) or there is
+// none (n is 0), and then the next free one.
+func (s *State) newGroupID(n int) int {
+	if n <= 0 || s.groupID[n] {
+		n = s.maxID + 1
+	}
+	s.groupID[n] = true
+	s.maxID = max(s.maxID, n)
+	return n
+}
+
 // Checkpoint is one simulated checkpoint's threads.
 type Checkpoint struct {
 	Host    string
 	ID      int // 0 in recordings made before checkpoints were numbered
-	Policy  string
+	Policy  Policy
 	Time    time.Time // its first thread event
 	Threads map[TaskKey]*Thread
 }

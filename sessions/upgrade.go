@@ -11,6 +11,11 @@ import (
 // Thread.Explain). upgrade derives the facts of version 2 from them, so that views decide on
 // facts whatever the recording's age, while still showing the recorded sentences. A sentence
 // this reader does not know is kept and derives nothing.
+//
+// Recordings of versions 1 and 2 carry a matrix cell's explanation and disagreement only as
+// sentences too (Cell.Explain, Cell.Disagree). Those are kept and shown as recorded, and
+// nothing is derived from them: views decide nothing on a cell's rule (its colour comes from
+// its answers and Reason, which every version has).
 
 // upgrade returns e with what version's thread events lack derived from their sentences.
 // Version 0 is a stream without a header (a live --json or agent stream), whose events may
@@ -39,7 +44,7 @@ func upgradeThread(t *Thread) {
 // program, …" (also in the earliest wording, "…, the seed 002 bug").
 var v1ReturnedCode = regexp.MustCompile(`^[A-Z_]+ \((\d+)\) to the program`)
 
-// deriveOutcome reads the sentences of tracer/checkpoint_outcome.go up to version 1:
+// deriveOutcome reads the sentences of version 1's tracer/checkpoint_outcome.go:
 //
 //	still stopped by job control: …
 //	back in NAME: the syscall was restarted and the program never noticed
@@ -103,9 +108,10 @@ var (
 	v1Failed = regexp.MustCompile(`\(Running rt_sigaction inside the process to read it failed: (.*)\.\)`)
 )
 
-// deriveStop reads the reason that version 1 put first in a thread's explanation (tracer/
-// checkpoint.go pendingOf and signalPending, tracer/sigaction.go): every stop but an
-// interrupt stop had one, so an explanation without one is an interrupt stop's.
+// deriveStop reads the reason that version 1 put first in a thread's explanation (version 1's
+// tracer/checkpoint.go pendingOf and signalPending, and tracer/sigaction.go, which ran
+// rt_sigaction inside the process): every stop but an interrupt stop had one, so an
+// explanation without one is an interrupt stop's.
 func deriveStop(t *Thread) {
 	e := t.Explain
 	t.Handler = HandlerNone

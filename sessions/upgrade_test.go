@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -166,7 +167,7 @@ func TestDeriveV1Sentences(t *testing.T) {
 }
 
 // TestRecorderWritesCurrentVersion: what this build records, it reads back unchanged (no
-// upgrade of version 2 events), facts and all.
+// upgrade of current events), facts and all, and a matrix cell is recorded as facts alone.
 func TestRecorderWritesCurrentVersion(t *testing.T) {
 	var buf bytes.Buffer
 	rec, err := NewRecorder(&buf, Header{Job: "pid:1"})
@@ -178,11 +179,41 @@ func TestRecorderWritesCurrentVersion(t *testing.T) {
 		Sigaction: &Sigaction{TID: 1, Handler: hexp(0x401000), Flags: hexp(0x4000000)}, InsnBytes: "0f05",
 		OutcomeKind: OutcomeLeft, NextNr: intp(1), NextSyscall: "write"}
 	rec.Record(Event{Body: th})
+	uid := ReasonUID
+	m := Matrix{PIDs: []int{1, 2}, Measured: true, Cells: []Cell{{From: 1, To: 2, Reason: &uid,
+		Rule:          Rule{Row: RowIDs, Call: "process_vm_readv", AUID: 1000, AGID: 1000, BUID: [3]uint32{0, 0, 1000}, BGID: [3]uint32{0, 0, 0}},
+		Disagreements: []Disagreement{{Kind: DisagreeCMAFails, Errno: "EPERM", Reason: ReasonUID}}},
+		{From: 2, To: 1, Rule: Rule{Row: RowDumpable, Call: "kcmp", SuidDumpable: -1, Missing: 0x3000}}}}
+	rec.Record(Event{Body: m})
+	if strings.Contains(buf.String(), `"explain"`) || strings.Contains(buf.String(), `"disagree"`) {
+		t.Errorf("the recording has sentences:\n%s", buf.String())
+	}
 	h, evs, err := ReadRecording(&buf)
-	if err != nil || h.Version != FormatVersion || FormatVersion != 2 || len(evs) != 1 {
+	if err != nil || h.Version != FormatVersion || FormatVersion != 3 || len(evs) != 2 {
 		t.Fatalf("read back: %v, header %+v, %d events", err, h, len(evs))
 	}
 	if got := evs[0].Body.(Thread); !reflect.DeepEqual(got, th) {
 		t.Errorf("read back\n%+v\nwant\n%+v", got, th)
+	}
+	if got := evs[1].Body.(Matrix); !reflect.DeepEqual(got, m) {
+		t.Errorf("read back\n%+v\nwant\n%+v", got, m)
+	}
+}
+
+// TestOlderCellsKeepTheirWords: a matrix cell of a recording of format version 2 or older
+// carries the tracer's sentences and no rule: it is read as it is, sentences kept (views show
+// them as recorded), nothing derived.
+func TestOlderCellsKeepTheirWords(t *testing.T) {
+	const cell = `{"from":1,"to":2,"vm_readv":{"predicted":false,"measured":null,"errno":"EPERM"},"kcmp":{"predicted":false,"measured":null,"errno":"EPERM"},"openmpi":false,"reason":"uid","explain":"A (uid 1000 gid 1000) may not read B (uid 0 gid 0): x. Fix: y.","disagree":"z"}`
+	for _, v := range []int{1, 2} {
+		in := fmt.Sprintf(`{"format":"crashtui-session","version":%d}`, v) + "\n" + `{"event":"matrix","pids":[1,2],"cells":[` + cell + `],"measured":false}` + "\n"
+		_, evs, err := ReadRecording(strings.NewReader(in))
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("version %d: %v, %d events", v, err, len(evs))
+		}
+		c := evs[0].Body.(Matrix).Cells[0]
+		if c.Explain != "A (uid 1000 gid 1000) may not read B (uid 0 gid 0): x. Fix: y." || c.Disagree != "z" || c.Rule != (Rule{}) || c.Disagreements != nil || *c.Reason != ReasonUID {
+			t.Errorf("version %d: %+v", v, c)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func (t *Tracer) attach(job Job) (AttachResult, error) {
 		for pid, why := range pipeline {
 			if !skipped[pid] {
 				skipped[pid] = true
-				t.emitErr(pid, "attach", fmt.Errorf("not traced: %s (crashtui's own pipeline)", why))
+				t.emitErr(pid, "attach", fmt.Errorf("not traced: %s", why))
 			}
 		}
 		added := 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,9 @@ type HoldOptions struct {
 	// only there); a thread that stopped at an event stop instead is let go to the interrupt
 	// that follows, one at a group-stop or its exit stop is Late.
 	AtInterrupt bool
+	// PIDs, when not nil, limit HoldJob to the threads of these processes (a checkpoint of
+	// part of the job: the rest runs on untouched).
+	PIDs []int
 }
 
 // LateWhy is why a thread was not held.
@@ -306,12 +310,26 @@ var fdCalls = map[string]bool{"read": true, "readv": true, "write": true, "write
 
 // eintrCall says whether the running thread tk is blocked in a call an interrupt would end
 // with EINTR, and which (a thread already stopped can always be held).
+// It remembers the call the thread is in (task.inCall): every hold asks before it
+// interrupts.
 func (t *Tracer) eintrCall(tk *task) (string, bool) {
 	if tk.state != running {
 		return "", false
 	}
-	return EINTRCall(tk.pid, tk.tid)
+	sys := procfs.ReadTaskSyscall(tk.pid, tk.tid)
+	if sys.InSyscall() && sys.Nr != restartSyscallNr() {
+		tk.inCall = sys.Nr
+	}
+	return eintrSyscall(tk.pid, sys)
 }
+
+// restartSyscallNr is restart_syscall's number on this machine.
+var restartSyscallNr = sync.OnceValue(func() int {
+	if nr, ok := arch.SyscallNumber(arch.Host(), "restart_syscall"); ok {
+		return nr
+	}
+	return -1
+})
 
 // EINTRCall says whether thread tid of pid is blocked in a call that a ptrace interrupt
 // would make fail with EINTR (eintrNames, or a read or write on a socket), and names it.
@@ -341,18 +359,25 @@ func isSocket(pid, fd int) bool {
 	return strings.HasPrefix(procfs.Readlink(procfs.Path(pid, "fd/"+fmt.Sprint(fd))), "socket:")
 }
 
-// HoldJob holds every thread of every process of the job, and those born while it waits
-// (a few rounds), runs fn and lets them go: the checkpoint's freeze.
+// HoldJob holds every thread of every process of the job (of o.PIDs, when given), and those
+// born while it waits (a few rounds), runs fn and lets them go: the checkpoint's freeze.
 func (l *Loop) HoldJob(o HoldOptions, fn func(h *Held) error) error {
 	t := l.t
 	all := &Held{}
 	var got []*task
 	defer func() { t.release(got, "release") }()
 	seen := map[*task]bool{}
+	var only map[int]bool
+	if o.PIDs != nil {
+		only = map[int]bool{}
+		for _, pid := range o.PIDs {
+			only[pid] = true
+		}
+	}
 	for round := 0; round < 10; round++ {
 		var fresh []*task
 		for _, tk := range t.tasks {
-			if !seen[tk] {
+			if !seen[tk] && (only == nil || only[tk.pid]) {
 				seen[tk] = true
 				fresh = append(fresh, tk)
 			}

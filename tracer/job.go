@@ -43,6 +43,10 @@ type Job struct {
 	// that are not traced yet): several agents on one node each take their share of its
 	// tasks (crashtui agent --share). What a kept process forks is traced with it.
 	Filter func(pid int) bool
+	// Skip are processes the caller knows must not be traced, each with why (another
+	// crashtui: cmd/crashtui tells it by its control socket). They are left out as crashtui's
+	// own pipeline is, and the log says why.
+	Skip map[int]string
 }
 
 // ErrWholeNamespace means the job contains init and WholeNamespace was not given.
@@ -122,10 +126,10 @@ func (j Job) Resolve() ([]int, error) {
 	return pids, err
 }
 
-// resolve is Resolve that also returns the processes it left out because they hold the other
-// end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with tail in
-// the job: tracing it would stop the reader crashtui writes to). Pids for which known is true
-// (already traced, or refused) are not looked at again.
+// resolve is Resolve that also returns the processes it left out, with why: those that hold
+// the other end of one of crashtui's standard streams (crashtui attach --json JOB | tail, with
+// tail in the job: tracing it would stop the reader crashtui writes to), and j.Skip. Pids for
+// which known is true (already traced, or refused) are not looked at again.
 func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]string, stats map[int]procfs.Stat, err error) {
 	ex := excluded()
 	// The stat lines a scan of /proc read already: each process's is read once per round.
@@ -190,6 +194,8 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 		}
 		s := stats[p]
 		switch {
+		case j.Skip[p] != "":
+			why[i] = j.Skip[p]
 		case s.KernelThread():
 			why[i] = "-"
 		case (s.State == 'Z' || s.State == 'X') && len(procfs.Tasks(p)) <= 1:
@@ -197,7 +203,9 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 			// threads of it still run.
 			why[i] = "-"
 		default:
-			why[i] = holdsPipe(p, pipes)
+			if w := holdsPipe(p, pipes); w != "" {
+				why[i] = w + " (crashtui's own pipeline)"
+			}
 		}
 	})
 	out := pids[:0]

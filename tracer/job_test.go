@@ -386,3 +386,33 @@ func TestJobFilter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the sleeps' exec (their environ) has no event to wait on
 	}
 }
+
+// TestResolveSkip: a process the caller names in Job.Skip is left out of the job, with the
+// caller's reason beside the pipeline's, and the rest of the job is kept.
+func TestResolveSkip(t *testing.T) {
+	leader := exec.Command("sleep", "60")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	member := exec.Command("sleep", "60")
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: leader.Process.Pid}
+	if err := member.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		leader.Process.Kill()
+		member.Process.Kill()
+		leader.Wait()
+		member.Wait()
+	})
+	pg, skip := leader.Process.Pid, member.Process.Pid
+	j := Job{Kind: JobPGID, ID: pg, Spec: "pgid", Skip: map[int]string{skip: "is another crashtui"}}
+	pids, left, _, err := j.resolve(nil)
+	if err != nil || len(pids) != 1 || pids[0] != pg {
+		t.Fatalf("resolve with %d skipped: %v %v, want [%d]", skip, pids, err, pg)
+	}
+	if left[skip] != "is another crashtui" {
+		t.Errorf("left out: %v, want %d with the caller's reason", left, skip)
+	}
+}

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +23,10 @@ type LaunchSpec struct {
 	Env    []string // extra environment for every rank
 	Stdout *os.File // ranks' stdout and stderr (nil: /dev/null)
 	Stderr *os.File
+	// RankOutput, when set, gives each rank its own file for both stdout and stderr (run's
+	// Output tab tells the ranks apart by it); Launch closes it (done) once the rank has it.
+	// The ranks write the file themselves, so they never depend on crashtui reading it.
+	RankOutput func(rank int) (f *os.File, done io.Closer, err error)
 	// RaiseCoreLimit raises each rank's soft RLIMIT_CORE to its hard limit before its exec
 	// (cores were asked for: --cores, --dedup-kernel-cores).
 	RaiseCoreLimit bool
@@ -73,10 +78,27 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, gateName}, spec.Argv...)
 			env := append(os.Environ(), spec.Env...)
 			env = append(env, "CRASHTUI_RANK="+strconv.Itoa(i), "CRASHTUI_SIZE="+strconv.Itoa(spec.N))
-			attr := &os.ProcAttr{Env: env, Files: []*os.File{null, out, errw, r},
+			rout, rerr := out, errw
+			var own *os.File
+			var done io.Closer
+			if spec.RankOutput != nil {
+				if own, done, err = spec.RankOutput(i); err != nil {
+					r.Close()
+					w.Close()
+					for _, pid := range started {
+						unix.Kill(pid, unix.SIGKILL) // still at their gates
+					}
+					return fmt.Errorf("run rank %d: output: %w", i, err)
+				}
+				rout, rerr = own, own
+			}
+			attr := &os.ProcAttr{Env: env, Files: []*os.File{null, rout, rerr, r},
 				Sys: &unix.SysProcAttr{Setpgid: true, Pgid: pgid}}
 			p, err := os.StartProcess("/bin/sh", argv, attr)
 			r.Close()
+			if done != nil {
+				done.Close()
+			}
 			if err != nil {
 				w.Close()
 				return fmt.Errorf("run rank %d: %w", i, err)

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
 )
 
 // The engine as its features see it (doc.go has the contract). A feature runs its work on
@@ -139,6 +141,13 @@ func (th Thread) Alive() bool { return th.t.tasks[th.tk.tid] == th.tk }
 // State is the engine's hold state of the thread ("running", "held", …), for tests and
 // messages.
 func (th Thread) State() string { return th.tk.state.String() }
+
+// JobStopped says the thread is in a job-control stop of the job's own (a group-stop the
+// engine holds or listens to), not in a stop of crashtui's: /proc shows both as 't'.
+func (th Thread) JobStopped() bool {
+	tk := th.tk
+	return tk.state == listening || (tk.state == held && tk.stop.class == classGroup)
+}
 
 // StopKind is what kind of stop a held thread is in.
 type StopKind int
@@ -344,3 +353,42 @@ func (r RawThread) SetRegs(regs arch.Regs) error { return setRegs(r.TID, regs) }
 
 // RestartInsn reads the instruction bytes arch.Decode wants for regs, nil when unreadable.
 func (r RawThread) RestartInsn(regs arch.Regs) []byte { return restartInsn(r.TID, regs) }
+
+// CallName names the syscall sys (thread tid's, as /proc showed it) as the user should see
+// it: a restart_syscall that crashtui's own interrupt caused (the thread was in nanosleep,
+// poll or a futex wait, which the kernel resumes through restart_syscall) is named after
+// the call it resumes, never after crashtui's artifact (issue 24 item 4). "" when sys is no
+// syscall.
+func (l *Loop) CallName(tid int, sys procfs.Syscall) string { return l.t.callName(tid, sys) }
+
+// CallNames is CallName for callers off the loop: the calls the engine's interrupts left
+// resumed as restart_syscall in pid, by thread.
+func (t *Tracer) CallNames(pid int) map[int]string {
+	out := map[int]string{}
+	t.Do(func(l *Loop) error {
+		if p := t.procs[pid]; p != nil {
+			for tid, tk := range p.tasks {
+				if tk.inCall >= 0 {
+					out[tid] = arch.SyscallName(arch.Host(), tk.inCall)
+				}
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func (t *Tracer) callName(tid int, sys procfs.Syscall) string {
+	if !sys.InSyscall() {
+		return ""
+	}
+	if sys.Nr == restartSyscallNr() {
+		if tk := t.tasks[tid]; tk != nil && tk.inCall >= 0 {
+			return arch.SyscallName(arch.Host(), tk.inCall)
+		}
+	}
+	if n := arch.SyscallName(arch.Host(), sys.Nr); n != "" {
+		return n
+	}
+	return "#" + strconv.Itoa(sys.Nr)
+}

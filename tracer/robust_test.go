@@ -382,6 +382,7 @@ func TestReleaseWaitsForEpollWait(t *testing.T) {
 	cmd, _, lines := tracertest.StartProgram(t, "epollwait")
 	pid := cmd.Process.Pid
 	lines.Expect(t, "ready", 10*time.Second)
+	tracertest.WaitBlocked(t, pid) // the worker's epoll_wait, not on its way to it
 	tr := tracer.New(tracer.Options{})
 	t.Cleanup(func() { tr.Close() })
 	if _, err := tr.Attach(tracer.Job{Kind: tracer.JobPGID, ID: pid, Spec: "pgid"}); err != nil {

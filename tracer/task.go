@@ -77,6 +77,10 @@ type task struct {
 	inj *injectSession
 	// early: its first stop came before its parent's fork or clone event (dispatch).
 	early bool
+	// inCall is the syscall it was blocked in when the engine last interrupted it (-1: none):
+	// a nanosleep, poll or futex wait an interrupt ends with ERESTART_RESTARTBLOCK goes on as
+	// restart_syscall, which /proc then shows; the call it resumes is this one (CallName).
+	inCall int
 }
 
 type proc struct {

@@ -98,7 +98,9 @@ func New(opts Options) *Tracer {
 		self:    os.Getpid(),
 	}
 	t.blocking = kickReady()
-	if !t.blocking {
+	if t.blocking {
+		quietStops()
+	} else {
 		signal.Notify(t.sigch, unix.SIGCHLD)
 	}
 	// The loop must not run on the process's main thread: a goroutine locked to it that
@@ -248,7 +250,7 @@ func (t *Tracer) addTask(tid, pid int) *task {
 	if tk := t.tasks[tid]; tk != nil {
 		return tk
 	}
-	tk := &task{tid: tid, pid: pid, exitCode: -1}
+	tk := &task{tid: tid, pid: pid, exitCode: -1, inCall: -1}
 	t.tasks[tid] = tk
 	p := t.procs[pid]
 	if p == nil {

@@ -64,6 +64,28 @@ var kickReady = sync.OnceValue(func() bool {
 // saRestart is SA_RESTART on amd64, arm64 and ppc64le alike.
 const saRestart = 0x10000000
 
+// saNoCldStop is SA_NOCLDSTOP on amd64, arm64 and ppc64le alike.
+const saNoCldStop = 0x1
+
+// quietStops sets SA_NOCLDSTOP on the Go runtime's SIGCHLD handler, once: then no tracee's
+// stop sends crashtui a SIGCHLD (kernel/signal.c do_notify_parent_cldstop, ptrace stops
+// included). The loop learns of stops from waitid alone (kickReady), so each of those
+// signals was only a handler run on some thread of crashtui, several per thread a job
+// creates, and one per signal it delivers. Deaths still send theirs (os/exec reaps its own
+// children by pid, never by SIGCHLD). It says whether it is set.
+var quietStops = sync.OnceValue(func() bool {
+	var sa [4]uint64
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), 0, uintptr(unsafe.Pointer(&sa)), 8, 0, 0); e != 0 {
+		return false
+	}
+	if sa[0] == 0 || sa[0] == 1 { // not Go's handler (SIG_DFL, SIG_IGN): leave it
+		return false
+	}
+	sa[1] |= saNoCldStop
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0)
+	return e == 0
+})
+
 // kick interrupts the loop thread's blocking wait, if it is in one.
 func (t *Tracer) kick() {
 	if tid := t.loopTid.Load(); tid != 0 {

@@ -3,6 +3,8 @@
 //
 // tui joins views and sessions; it must not call ptrace or import tracer. Requests from the
 // user (measure, checkpoint, detach) go down through the Controller interface, which
-// cmd/crashtui implements on top of the tracer; results come back up as events. Update never
-// blocks: waiting on the event channel and calling the Controller are tea.Cmds.
+// cmd/crashtui implements on top of the tracer; results come back up as events. What files
+// say (a frame's source and code) is read by the function it is given (Options.Source), not
+// by tui itself. Update never blocks: waiting on the event channel, calling the Controller
+// and reading files are tea.Cmds.
 package tui

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/crashtui/crashtui/views"
 )
 
 // KeyMap is every binding of the program (soft-serve style: bubbles/key bindings, shown by
@@ -9,12 +11,13 @@ import (
 type KeyMap struct {
 	Up, Down, Left, Right, PageUp, PageDown, Top, Bottom key.Binding
 	NextTab, PrevTab                                     key.Binding
-	Tabs                                                 [6]key.Binding
+	Tabs                                                 [7]key.Binding
 	TabKeys                                              key.Binding // 1-6, for help only
-	Enter, Back, Filter, Sort, Explain                   key.Binding
+	Enter, Back, Filter, Sort, Reverse, Explain          key.Binding
+	NextMatch, PrevMatch, Copy, Mouse, Tour              key.Binding
 	Measure, Checkpoint, Group, Host                     key.Binding
 	Sample, Auto, Frames, Debug                          key.Binding
-	Signal, Core, Handled                                key.Binding // Processes: K; Crashes: g, t
+	Signal, Handled                                      key.Binding // Processes: K; Crashes: t
 	Earlier, Later                                       key.Binding // Threads: other checkpoints
 	Pause, Step, Faster, Slower, SeekBack, SeekFwd       key.Binding
 	SeekStart, SeekEnd                                   key.Binding
@@ -38,6 +41,12 @@ func DefaultKeyMap() KeyMap {
 		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
 		Filter:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Sort:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort")),
+		Reverse:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reverse")),
+		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy")),
+		Mouse:      key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "mouse on/off")),
+		Tour:       key.NewBinding(key.WithKeys("T"), key.WithHelp("T", "guided tour")),
+		NextMatch:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
 		Explain:    key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "explain")),
 		Measure:    key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "measure matrix")),
 		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
@@ -46,9 +55,8 @@ func DefaultKeyMap() KeyMap {
 		Sample:     key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sample")),
 		Auto:       key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "auto")),
 		Frames:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "frames by")),
-		Debug:      key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "debugger")),
+		Debug:      key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "debugger")),
 		Signal:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "signal")), // K: k is "up" in the vim keys
-		Core:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb on the core")),
 		Handled:    key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes/handled faults")),
 		Earlier:    key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "earlier checkpoint")),
 		Later:      key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "later checkpoint")),
@@ -80,29 +88,37 @@ type helpKeys struct {
 	replay bool
 	paused bool
 	live   bool
+	owns   bool // crashtui started the job (run, demo): q ends it
+	ntabs  int  // 6, or 7 with the ranks' Output
 	modal  bool // a tab's dialog is open: only its own keys apply
 }
 
 // modeKeys are the keys whose help depends on the mode: in a replay q only quits (there is
-// nothing to detach) and space says what it will do (pause, or play when paused).
-func (h helpKeys) modeKeys() (quit, pause key.Binding) {
-	quit, pause = h.k.Quit, h.k.Pause
-	if h.replay || !h.live {
+// nothing to detach), in run and demo it ends the job crashtui started, and space says what
+// it will do (pause, or play when paused).
+func (h helpKeys) modeKeys() (quit, force, pause key.Binding) {
+	quit, force, pause = h.k.Quit, h.k.ForceQuit, h.k.Pause
+	switch {
+	case h.replay || !h.live:
 		quit = key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit"))
+		force = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now"))
+	case h.owns:
+		quit = key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "end job & quit"))
+		force = key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "end job & quit now"))
 	}
 	if h.paused {
 		pause = key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "play"))
 	}
-	return quit, pause
+	return quit, force, pause
 }
 
 func (h helpKeys) ShortHelp() []key.Binding {
 	k := h.k
-	quit, pause := h.modeKeys()
+	quit, _, pause := h.modeKeys()
 	if h.modal {
 		return h.tab
 	}
-	bs := append([]key.Binding{k.Help, k.NextTab}, h.tab...)
+	bs := append([]key.Binding{k.Help}, h.tab...) // the tab bar shows the tabs' keys
 	if h.replay {
 		bs = append(bs, pause, k.Step, k.Faster, k.Slower)
 	}
@@ -111,20 +127,56 @@ func (h helpKeys) ShortHelp() []key.Binding {
 
 // FullHelp lists the active tab's keys first (?), then moving, tabs, actions and replay.
 func (h helpKeys) FullHelp() [][]key.Binding {
+	var cols [][]key.Binding
+	for _, g := range h.groups() {
+		cols = append(cols, g.keys)
+	}
+	return cols
+}
+
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+func (h helpKeys) groups() []helpGroup {
 	k := h.k
-	quit, pause := h.modeKeys()
-	global := []key.Binding{k.Explain, k.Help, quit, k.ForceQuit}
+	quit, force, pause := h.modeKeys()
+	global := []key.Binding{k.Explain, k.Copy, k.Mouse, k.Tour, k.Help, quit, force}
 	if h.live {
 		global = append([]key.Binding{k.Measure, k.Checkpoint, k.Sample}, global...)
 	}
-	cols := [][]key.Binding{
-		append([]key.Binding{key.NewBinding(key.WithKeys(h.name), key.WithHelp(h.name, "keys"))}, h.tab...),
-		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.TabKeys, k.NextTab, k.PrevTab, k.Enter, k.Back},
-		global,
+	gs := []helpGroup{
+		{h.name + " keys", h.tab},
+		{"move", []key.Binding{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom}},
+		{"tabs", []key.Binding{h.tabKeys(), k.NextTab, k.PrevTab, k.Enter, k.Back}},
+		{"actions", global},
 	}
 	if h.replay {
-		cols = append(cols, []key.Binding{pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd})
+		gs = append(gs, helpGroup{"replay", []key.Binding{pause, k.Step, k.Faster, k.Slower, k.SeekBack, k.SeekFwd, k.SeekStart, k.SeekEnd}})
 	}
-	return cols
+	return gs
+}
+
+// HelpGroups is the help overlay's content for views.Help.
+func (h helpKeys) HelpGroups() []views.HelpGroup {
+	var out []views.HelpGroup
+	for _, g := range h.groups() {
+		vg := views.HelpGroup{Title: g.title}
+		for _, b := range g.keys {
+			if b.Enabled() {
+				vg.Keys = append(vg.Keys, views.HelpKey{Key: b.Help().Key, Desc: b.Help().Desc})
+			}
+		}
+		out = append(out, vg)
+	}
+	return out
+}
+
+// tabKeys is the help's "1-6" (or "1-7" with the Output tab).
+func (h helpKeys) tabKeys() key.Binding {
+	if h.ntabs == 7 {
+		return key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7"), key.WithHelp("1-7", "tabs"))
+	}
+	return h.k.TabKeys
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ const (
 	tabThreads
 	tabStacks
 	tabLog
+	tabOutput // only when the ranks' output is read (Options.RanksLog)
 	nTabs
 )
 
@@ -126,11 +128,35 @@ type Model struct {
 	overlay       overlay
 	explanation   views.Explanation
 	explainFrom   int  // first line of the explanation shown (it scrolls)
+	helpFrom      int  // first line of the help shown (it scrolls when it does not fit)
 	tour          int  // the guided tour's step, -1 when not touring (tour.go)
+	tourFrom      int  // the first line of the tour's band shown (it scrolls)
 	tourFetched   bool // the current step has asked the tracer for what it shows
 	tourWaiting   bool // the current step had nothing to show yet: new events may bring it
 	ckChoice      int
 	filtering     bool // the footer is a filter prompt for the active tab
+	// confirm is the footer's open y/n question (debug.go), nil when none.
+	confirm *confirmation
+	// handing is the pid being let go of for a debugger (0: none): keys typed meanwhile are
+	// counted in ignored and dropped, never queued for the debugger.
+	handing, ignored int
+	// term is the terminal, for the clipboard's OSC 52 (copy.go); mouseOff says M turned
+	// the mouse reporting off.
+	term     io.Writer
+	mouseOff bool
+	ranksLog string
+	// ckAsked is the checkpoint asked for and not yet seen (its policy, "" when none) and
+	// ckLast the State's newest checkpoint when it was asked: a controller that only passes
+	// the request on (the guest's agent) returns before its threads come.
+	ckAsked sessions.Policy
+	ckLast  *sessions.Checkpoint
+	ckTook  time.Duration
+	ckSeen  bool
+	started time.Time // when the program started
+	// story is a recording's title (views.StoryTitle), on the footer while the replay is
+	// paused at its first frame (storyAt events).
+	story   string
+	storyAt int
 
 	// The tabs (tab.go): each owns its cursor, keys and view.
 	proc  *procsTab
@@ -141,6 +167,15 @@ type Model struct {
 	// deferred are the commands normalize started (Update returns them).
 	deferred []tea.Cmd
 	log      *logTab
+	out      *outputTab
+}
+
+// ntabs is how many tabs this session has: Output only when the ranks' output is read.
+func (m *Model) ntabs() int {
+	if m.out.path == "" {
+		return nTabs - 1
+	}
+	return nTabs
 }
 
 // NewModel builds the program's model. Tests drive it with Update and read View.
@@ -155,9 +190,18 @@ func NewModel(o Options, st *views.Styles) *Model {
 	m.help.Styles.ShortSeparator = st.Dim
 	m.help.Styles.FullSeparator = st.Dim
 	m.help.Styles.Ellipsis = st.Dim
-	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{}, &logTab{}
+	m.proc, m.crash, m.thr, m.log = &procsTab{}, &crashesTab{}, &threadsTab{following: true}, &logTab{following: true}
 	m.mx = &matrixTab{expanded: map[int]bool{}}
-	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0}
+	m.out = &outputTab{path: o.RanksLog, following: true, title: "ranks' stdout and stderr"}
+	if o.GuestLog != "" {
+		m.out.path, m.out.title, m.out.guest = o.GuestLog, "the guest's build and boot log", true
+	}
+	m.ranksLog = m.out.path
+	if m.ranksLog != "" {
+		m.message = ranksMessage(m.out, m.width)
+	}
+	m.stk = &stacksTab{collapsed: map[string]bool{}, mergedAt: -1, every: o.SampleEvery, auto: o.SampleEvery > 0, read: o.Source}
+	m.started = m.now()
 	m.tour = -1
 	if o.Tour {
 		m.tour = 0
@@ -170,6 +214,16 @@ func NewModel(o Options, st *views.Styles) *Model {
 		m.replay = o.Replay
 		m.player = sessions.NewPlayer(o.Replay)
 		m.events = nil
+		m.story = views.StoryTitle(o.Replay)
+		if !o.Tour {
+			// A recording opens at its first frame, paused: the job as crashtui found it, its
+			// story's title on the footer; space plays it, . steps through it.
+			m.player.SetPaused(m.now(), true)
+			for range views.FirstFrame(o.Replay) {
+				m.apply(m.player.Step())
+			}
+			m.storyAt = m.player.Index()
+		}
 	}
 	if m.events == nil && m.player == nil {
 		m.finished = true // nothing will ever arrive
@@ -180,15 +234,36 @@ func NewModel(o Options, st *views.Styles) *Model {
 // State is the State the events reduced into so far.
 func (m *Model) State() *sessions.State { return m.state }
 
+const (
+	ranksPrefix = "the ranks' output goes to "
+	guestPrefix = "the guest's build and boot log goes to "
+)
+
+// ranksMessage names the Output tab's file at the start, its path cut in the middle to fit in
+// width beside the footer's "? help": the file's name stays.
+func ranksMessage(o *outputTab, width int) string {
+	const tail = " (7: Output)"
+	prefix := ranksPrefix
+	if o.guest {
+		prefix = guestPrefix
+	}
+	room := max(width-len(prefix)-len(tail)-10, 12)
+	return prefix + views.MidEllipsis(sessions.Sanitize(o.path), room) + tail
+}
+
+// ownsJob says whether crashtui started the job (run, demo): quitting ends it, rather than
+// detaching and leaving it running.
+func (m *Model) ownsJob() bool { return m.mode == "run" || m.mode == "demo" }
+
 // live reports whether a tracer is on the other end and still running.
 func (m *Model) live() bool { return m.player == nil && m.ctrl != nil && !m.finished }
 
-// Init starts waiting for events, or starts the replay clock.
+// Init starts waiting for events, or starts the replay clock, and reading the ranks' output.
 func (m *Model) Init() tea.Cmd {
 	if m.tour == 0 {
-		return tea.Batch(m.initWait(), func() tea.Msg { return tourStartMsg{} })
+		return tea.Batch(m.initWait(), m.out.start(), func() tea.Msg { return tourStartMsg{} })
 	}
-	return m.initWait()
+	return tea.Batch(m.initWait(), m.out.start())
 }
 
 // tourStartMsg starts the tour once the program runs.
@@ -279,6 +354,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		if m.ranksLog != "" && (strings.HasPrefix(m.message, ranksPrefix) || strings.HasPrefix(m.message, guestPrefix)) {
+			m.message = ranksMessage(m.out, msg.Width) // said at the start: fitted to the width
+		}
 		m.help.Width = msg.Width
 		if m.cast != nil {
 			m.cast.Resize(msg.Width, msg.Height)
@@ -286,8 +364,11 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case eventsMsg:
 		m.apply(msg.evs)
+		if m.ckAsked != "" {
+			m.checkpointSeen()
+		}
 		var tour tea.Cmd
-		if m.tour >= 0 && m.tourWaiting && m.overlay == explainOverlay {
+		if m.tour >= 0 && m.tourWaiting {
 			tour = m.tourShow() // what the step waits for may have come (the job's processes, a crash)
 		}
 		if msg.closed {
@@ -318,7 +399,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case msg.err != nil:
 			m.message = fmt.Sprintf("%s failed after %v: %v", msg.op, took, msg.err)
 		case strings.HasPrefix(msg.op, "checkpoint"):
-			m.message = fmt.Sprintf("%s: %d threads, %v", msg.op, len(m.state.Threads), took)
+			m.ckTook = took
+			m.checkpointSeen()
 		default:
 			m.message = fmt.Sprintf("%s done in %v", msg.op, took)
 		}
@@ -330,19 +412,19 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tourStartMsg:
-		if m.player != nil {
-			// A recorded session is presented whole: everything applied, the clock paused.
-			m.seek(m.player.Length())
-			m.player.SetPaused(m.now(), true)
-			m.tickSeq++
-		}
 		return m, m.startTour()
 	case releasedMsg:
 		return m, m.runDebugger(msg)
+	case outputMsg:
+		return m, m.out.take(m, msg)
+	case procDetailMsg:
+		return m, m.proc.detailMsg(m, msg)
+	case procDetailTick:
+		return m, m.proc.detailTick(m, msg)
 	case debuggerDoneMsg:
 		m.message = fmt.Sprintf("%s exited; taking pid %d back…", msg.name, msg.pid)
 		pid := msg.pid
-		return m, m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
+		return m, tea.Batch(m.mouseBack(), m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) }))
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
 	case tea.KeyMsg:
@@ -381,17 +463,33 @@ func (m *Model) quit() tea.Cmd {
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	m.message = "" // a message lasts until the next key
+	if m.ckSeen {
+		m.ckAsked = "" // said: the threads that come later are the Threads tab's
+	}
 	if key.Matches(msg, k.ForceQuit) {
 		return m.quit()
+	}
+	if m.handing != 0 {
+		m.ignored++
+		m.message = fmt.Sprintf("letting go of pid %d for a debugger… (%s until it starts)", m.handing, views.Count(m.ignored, "key ignored", "keys ignored"))
+		return nil
+	}
+	if m.confirm != nil {
+		return m.confirmKey(msg)
 	}
 	if m.filtering {
 		return m.filterKey(msg)
 	}
-	if m.tour >= 0 && m.overlay == explainOverlay {
+	if m.tour >= 0 && m.overlay == noOverlay {
 		return m.tourKey(msg)
 	}
 	switch m.overlay {
 	case helpOverlay, explainOverlay:
+		if d := m.delta(msg); d != 0 && m.overlay == helpOverlay {
+			m.helpFrom = max(0, m.helpFrom+d)
+			_, m.helpFrom = views.Help(m.st, m.helpKeys().HelpGroups(), m.width, m.bodyH(), m.helpFrom)
+			return nil
+		}
 		if d := m.delta(msg); d != 0 && m.overlay == explainOverlay {
 			m.explainFrom = max(0, m.explainFrom+d) // clamped when drawn (RenderExplanationFrom)
 			_, m.explainFrom = views.RenderExplanationFrom(m.st, m.explanation, m.width, m.bodyH(), m.explainFrom)
@@ -416,20 +514,20 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case checkpointOverlay:
 		switch {
 		case key.Matches(msg, k.Up):
-			m.ckChoice = (m.ckChoice + len(views.Policies) - 1) % len(views.Policies)
+			m.ckChoice = (m.ckChoice + len(sessions.Policies) - 1) % len(sessions.Policies)
 		case key.Matches(msg, k.Down):
-			m.ckChoice = (m.ckChoice + 1) % len(views.Policies)
+			m.ckChoice = (m.ckChoice + 1) % len(sessions.Policies)
 		case key.Matches(msg, k.Back):
 			m.overlay = noOverlay
 		case key.Matches(msg, k.Enter):
 			m.overlay = noOverlay
-			policy := views.Policies[m.ckChoice]
+			policy := sessions.Policies[m.ckChoice]
 			m.tab = tabThreads
 			if m.ctrl == nil || m.player != nil {
 				m.message = "checkpoint needs a live session (no tracer in replay or view)"
 				return nil
 			}
-			if (policy == "naive" || (policy == "sc-only" && m.header.Arch == "ppc64le")) && m.mode != "run" && m.mode != "demo" {
+			if (policy == sessions.PolicyNaive || (policy == sessions.PolicySCOnly && m.header.Arch == "ppc64le")) && !m.ownsJob() {
 				m.overlay = naiveOverlay // the job is not crashtui's to break without asking
 				return nil
 			}
@@ -439,7 +537,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case naiveOverlay:
 		m.overlay = noOverlay
 		if msg.String() == "y" || msg.String() == "Y" {
-			return m.checkpoint(views.Policies[m.ckChoice])
+			return m.checkpoint(sessions.Policies[m.ckChoice])
 		}
 		m.message = "naive restore cancelled"
 		return nil
@@ -452,7 +550,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if cmd, ok := m.replayKey(msg); ok {
 		return cmd
 	}
-	for i, b := range k.Tabs {
+	for i, b := range k.Tabs[:m.ntabs()] {
 		if key.Matches(msg, b) {
 			m.tab = i
 			return nil
@@ -463,13 +561,19 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return m.askQuit()
 	case key.Matches(msg, k.NextTab):
-		m.tab = (m.tab + 1) % nTabs
+		m.tab = (m.tab + 1) % m.ntabs()
 	case key.Matches(msg, k.PrevTab):
-		m.tab = (m.tab + nTabs - 1) % nTabs
+		m.tab = (m.tab + m.ntabs() - 1) % m.ntabs()
 	case key.Matches(msg, k.Help):
-		m.overlay = helpOverlay
+		m.overlay, m.helpFrom = helpOverlay, 0
 	case key.Matches(msg, k.Explain):
 		m.explain()
+	case key.Matches(msg, k.Copy):
+		return m.copySelection()
+	case key.Matches(msg, k.Tour):
+		return m.startTour()
+	case key.Matches(msg, k.Mouse):
+		return m.toggleMouse()
 	case key.Matches(msg, k.Checkpoint):
 		if m.ctrl == nil || m.player != nil {
 			m.message = "checkpoint needs a live session (no tracer in replay or view)"
@@ -489,10 +593,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Filter) && c.filterRef(m) != nil:
 		m.filtering = true
 	case key.Matches(msg, k.Filter):
-		// Said, not silently ignored (the filter is for the long lists).
-		m.message = "/ filters the Processes (1) and Log (6) tabs; this tab has no filter"
-	case key.Matches(msg, k.Sort) && !c.sorts():
-		m.message = "s sorts the Processes tab (1); this tab keeps its own order"
+		// Said, not silently ignored (the filter is for the lists).
+		m.message = "/ filters the lists (tabs 1, 3, 4, 5, 6); this tab has no filter"
+	case key.Matches(msg, k.Sort, k.Reverse) && !c.sorts():
+		m.message = "s and r sort the lists (tabs 1, 3, 4, 5, 6); this tab keeps its own order"
+	case key.Matches(msg, k.NextMatch, k.PrevMatch) && (c.filterRef(m) == nil || *c.filterRef(m) == ""):
+		m.message = "n and N go to the next and previous match of a filter: / first"
 	case key.Matches(msg, k.Back):
 		c.escape(m)
 	default:
@@ -502,9 +608,46 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 // checkpoint runs a simulated checkpoint with policy through the controller.
-func (m *Model) checkpoint(policy string) tea.Cmd {
-	m.message = "checkpoint (" + policy + ") running…"
-	return m.ctrlCmd("checkpoint "+policy, func() error { return m.ctrl.Checkpoint(policy) })
+func (m *Model) checkpoint(policy sessions.Policy) tea.Cmd {
+	m.message = "checkpoint (" + string(policy) + ") running…"
+	m.ckAsked, m.ckLast, m.ckTook, m.ckSeen = policy, nil, 0, false
+	if n := len(m.state.Checkpoints); n > 0 {
+		m.ckLast = m.state.Checkpoints[n-1]
+	}
+	return m.ctrlCmd("checkpoint "+string(policy), func() error { return m.ctrl.Checkpoint(policy) })
+}
+
+// checkpointSeen says what the checkpoint asked for did, once its threads are in the State:
+// the checkpoints after the one that was newest when it was asked.
+func (m *Model) checkpointSeen() {
+	cks := m.state.Checkpoints
+	from := 0
+	for i, ck := range cks {
+		if ck == m.ckLast {
+			from = i + 1
+		}
+	}
+	// (When the one it followed was dropped, MaxCheckpoints, from is 0: all are newer.)
+	threads := 0
+	var last *sessions.Checkpoint
+	for _, ck := range cks[min(from, len(cks)):] {
+		threads += len(ck.Threads)
+		last = ck
+	}
+	took := ""
+	if m.ckTook > 0 {
+		took = fmt.Sprintf(", %v", m.ckTook)
+	}
+	if last == nil {
+		m.message = fmt.Sprintf("checkpoint (%s) asked%s: waiting for its threads…", m.ckAsked, took)
+		return
+	}
+	id := ""
+	if last.ID > 0 {
+		id = fmt.Sprintf(" #%d", last.ID)
+	}
+	m.message = fmt.Sprintf("checkpoint%s (%s): %s%s", id, m.ckAsked, views.Count(threads, "thread", "threads"), took)
+	m.ckSeen = true
 }
 
 func (m *Model) askQuit() tea.Cmd {
@@ -534,7 +677,12 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 	case tea.KeyRunes, tea.KeySpace:
 		*f += sessions.Sanitize(string(msg.Runes))
 	}
-	m.proc.cursor, m.proc.offset = 0, 0
+	// The tab's cursor stays on its row while that row matches (follow); in a tree, a row
+	// kept only as a match's caller is not a match: the cursor goes on to the next one.
+	m.active().normalize(m)
+	if s, ok := m.active().(interface{ seekMatch(m *Model) }); ok {
+		s.seekMatch(m)
+	}
 	return nil
 }
 
@@ -630,14 +778,13 @@ func (m *Model) View() string {
 		return views.Fit(fmt.Sprintf("too small: %d×%d (need %d×%d) · q quits", w, h, minW, minH), w, h)
 	}
 	header := views.Header(m.st, m.state, m.header, m.status(), w)
-	tabs, _ := views.Tabs(m.st, m.state, m.tab, w)
+	tabs, _ := views.Tabs(m.st, m.state, m.tab, m.ntabs(), w)
 	bh := m.bodyH()
 	var body string
 	switch m.overlay {
 	case helpOverlay:
-		hm := m.help
-		hm.ShowAll, hm.Width = true, 0
-		body = views.Place(m.st.Box.Render(hm.View(m.helpKeys())), w, bh)
+		box, _ := views.Help(m.st, m.helpKeys().HelpGroups(), w, bh, m.helpFrom)
+		body = views.Place(box, w, bh)
 	case explainOverlay:
 		box, _ := views.RenderExplanationFrom(m.st, m.explanation, w, bh, m.explainFrom)
 		body = views.Place(box, w, bh)
@@ -645,28 +792,44 @@ func (m *Model) View() string {
 		body = views.Place(views.CheckpointDialog(m.st, m.ckChoice, w, bh), w, bh)
 	case naiveOverlay:
 		q := "A naive restore breaks this job: its threads interrupted in a syscall will see ERESTART* codes (glibc's sem_wait aborts). crashtui did not start it. Do it? (y / any key cancels)"
-		if views.Policies[m.ckChoice] == "sc-only" {
+		if sessions.Policies[m.ckChoice] == sessions.PolicySCOnly {
 			q = "An sc-only restore (CRIU before criu#2261) breaks this job on POWER9/10: its threads interrupted in scv will see errno 512. crashtui did not start it. Do it? (y / any key cancels)"
 		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
 	case quitOverlay:
 		n, _ := m.state.Live()
-		q := fmt.Sprintf("Detach from %d processes and quit? The job keeps running.", n)
-		if m.mode == "run" || m.mode == "demo" {
-			q = fmt.Sprintf("End the %d processes crashtui started and quit?", n)
+		q := fmt.Sprintf("Detach from %s and quit? The job keeps running.", views.Count(n, "process", "processes"))
+		if m.ownsJob() {
+			q = fmt.Sprintf("End the %s crashtui started and quit?", views.Count(n, "process", "processes"))
 		}
 		body = views.Place(views.Confirm(m.st, q, w), w, bh)
+	case noOverlay:
+		if m.tour >= 0 {
+			// The tour's band at the bottom; the tab above it, with what the step selected.
+			bandH := tourBandH(bh)
+			band, _ := views.TourBand(m.st, m.tourExplanation(), w, bandH, m.tourFrom)
+			body = views.Fit(m.body(w, bh-bandH), w, bh-bandH) + "\n" + band
+		} else {
+			body = m.body(w, bh)
+		}
 	default:
 		body = m.body(w, bh)
 	}
 	var footer string
-	if f := m.active().filterRef(m); m.filtering && f != nil {
+	if m.confirm != nil {
+		footer = m.st.Warn.Render(m.confirm.prompt)
+	} else if f := m.active().filterRef(m); m.filtering && f != nil {
 		footer = "/" + *f + "█  " + m.st.Dim.Render("enter keep · esc clear")
 	} else {
-		footer = m.help.ShortHelpView(m.helpKeys().ShortHelp())
-		if m.message != "" {
-			footer = m.st.Info.Render(sessions.Sanitize(m.message)) + "  " + footer
+		var keys []views.HelpKey
+		for _, b := range m.helpKeys().ShortHelp() {
+			keys = append(keys, views.HelpKey{Key: b.Help().Key, Desc: b.Help().Desc})
 		}
+		msg := m.message
+		if msg == "" && m.story != "" && m.player.Paused() && m.player.Index() == m.storyAt && m.tour < 0 {
+			msg = "⏸ " + m.story + " · space plays, . steps"
+		}
+		footer = views.Footer(m.st, sessions.Sanitize(msg), keys, w)
 	}
 	var b strings.Builder
 	b.Grow(w * h * 2)
@@ -683,7 +846,7 @@ func (m *Model) View() string {
 func (m *Model) helpKeys() helpKeys {
 	d, ok := m.active().(interface{ dialog() bool })
 	return helpKeys{k: &m.keys, tab: m.active().shortHelp(m), name: views.TabNames[m.tab],
-		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(),
+		replay: m.player != nil, paused: m.player != nil && m.player.Paused(), live: m.live(), owns: m.ownsJob(), ntabs: m.ntabs(),
 		modal: ok && d.dialog()}
 }
 
@@ -705,7 +868,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	if msg.Y == headerH {
-		_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+		_, spans := views.Tabs(m.st, m.state, m.tab, m.ntabs(), m.width)
 		for i, s := range spans {
 			if msg.X >= s.From && msg.X < s.To {
 				m.tab = i

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,15 +36,20 @@ func (r *recorder) add(s string) error {
 	r.calls = append(r.calls, s)
 	return nil
 }
-func (r *recorder) Measure() error            { return r.add("measure") }
-func (r *recorder) Checkpoint(p string) error { return r.add("checkpoint " + p) }
-func (r *recorder) Detach() error             { return r.add("detach") }
-func (r *recorder) Sample() error             { return r.add("sample") }
-func (r *recorder) AutoSample(on bool)        { r.add(fmt.Sprint("auto ", on)) }
-func (r *recorder) Release(pid int) error     { return r.add(fmt.Sprint("release ", pid)) }
-func (r *recorder) Reacquire(pid int) error   { return r.add(fmt.Sprint("reacquire ", pid)) }
+func (r *recorder) Measure() error                     { return r.add("measure") }
+func (r *recorder) Checkpoint(p sessions.Policy) error { return r.add("checkpoint " + string(p)) }
+func (r *recorder) Detach() error                      { return r.add("detach") }
+func (r *recorder) Sample() error                      { return r.add("sample") }
+func (r *recorder) AutoSample(on bool)                 { r.add(fmt.Sprint("auto ", on)) }
+func (r *recorder) Release(pid int) error              { return r.add(fmt.Sprint("release ", pid)) }
+func (r *recorder) Reacquire(pid int) error            { return r.add(fmt.Sprint("reacquire ", pid)) }
 func (r *recorder) Signal(pid int, sig string) error {
 	return r.add(fmt.Sprint("signal ", sig, " ", pid))
+}
+func (r *recorder) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	r.add(fmt.Sprint("detail ", pid))
+	return sessions.ProcDetail{PID: pid, Cmdline: []string{"fixture", strconv.Itoa(pid)}, Cwd: "/home/ada/run", State: "S (sleeping)",
+		Threads: []sessions.ThreadDetail{{TID: pid, Comm: "fixture", State: "S", Syscall: "nanosleep"}}}, nil
 }
 func (r *recorder) Calls() []string {
 	r.mu.Lock()
@@ -180,7 +186,7 @@ func TestFramesAtSizes(t *testing.T) {
 		m := liveModel(t, nil, false)
 		w, h := size[0], size[1]
 		m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-		for tab := 0; tab < nTabs; tab++ {
+		for tab := 0; tab < m.ntabs(); tab++ {
 			press(t, m, fmt.Sprint(tab+1))
 			name := fmt.Sprintf("frame-%d-%s-%dx%d", tab+1, strings.ToLower(views.TabNames[tab]), w, h)
 			v := m.View()
@@ -340,7 +346,7 @@ func TestReplayRefusesControls(t *testing.T) {
 
 func TestMouse(t *testing.T) {
 	m := liveModel(t, nil, false)
-	_, spans := views.Tabs(m.st, m.state, m.tab, m.width)
+	_, spans := views.Tabs(m.st, m.state, m.tab, m.ntabs(), m.width)
 	m.Update(tea.MouseMsg{X: spans[2].From + 1, Y: headerH, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
 	if m.tab != tabCrashes {
 		t.Fatalf("click on tab 3 left tab %d", m.tab)
@@ -412,9 +418,14 @@ func TestReplayMatchesDirect(t *testing.T) {
 		return m
 	}
 
-	// Paced: ticks at 100 ms of a fake clock until the player is done.
+	// Paced: it opens paused at its first frame; space plays, then ticks at 100 ms of a fake
+	// clock until the player is done.
 	m := newReplay()
-	msgs := run(t, m, m.Init())
+	if !m.player.Paused() || m.State().Seq != views.FirstFrame(evs) {
+		t.Fatalf("the replay opened playing (%v) at event %d, want paused at its first frame (%d)", !m.player.Paused(), m.State().Seq, views.FirstFrame(evs))
+	}
+	run(t, m, m.Init())
+	msgs := press(t, m, " ")
 	for i := 0; !m.player.Done(); i++ {
 		if i > 10000 {
 			t.Fatal("replay never finished")
@@ -443,10 +454,9 @@ func TestReplayMatchesDirect(t *testing.T) {
 		t.Errorf("header does not say the replay ended:\n%s", v)
 	}
 
-	// Stepped: pause, then step every event.
+	// Stepped: from the first frame, every event.
 	m = newReplay()
-	press(t, m, " ")
-	for range evs {
+	for m.player.Index() < len(evs) {
 		press(t, m, ".")
 	}
 	if !reflect.DeepEqual(m.State(), want) {
@@ -562,17 +572,21 @@ func TestKeyBurstActsPerRune(t *testing.T) {
 	}
 }
 
-// TestFilterAndSortSayWhyNot: / and s on a tab without a filter or a sort say so, instead of
-// doing nothing.
+// TestFilterAndSortSayWhyNot: / and s on the tab without a filter or a sort (the matrix) say
+// so, instead of doing nothing; n without a filter says what it needs.
 func TestFilterAndSortSayWhyNot(t *testing.T) {
 	m := liveModel(t, nil, false)
-	press(t, m, "3", "/")
+	press(t, m, "2", "/")
 	if m.filtering || !strings.Contains(m.message, "no filter") {
-		t.Errorf("/ on Crashes: filtering %v, message %q", m.filtering, m.message)
+		t.Errorf("/ on Matrix: filtering %v, message %q", m.filtering, m.message)
 	}
-	press(t, m, "4", "s")
-	if !strings.Contains(m.message, "sorts the Processes tab") {
-		t.Errorf("s on Threads: message %q", m.message)
+	press(t, m, "2", "s")
+	if !strings.Contains(m.message, "keeps its own order") {
+		t.Errorf("s on Matrix: message %q", m.message)
+	}
+	press(t, m, "3", "n")
+	if !strings.Contains(m.message, "/ first") {
+		t.Errorf("n without a filter: message %q", m.message)
 	}
 	press(t, m, "1", "/")
 	if !m.filtering {
@@ -599,8 +613,7 @@ func TestLogTopShowsTheOldestPage(t *testing.T) {
 func TestReplayArrowsMoveNotStep(t *testing.T) {
 	m := NewModel(Options{Replay: viewtest.Events(), Mode: "replay"}, views.Plain())
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
-	press(t, m, "}") // everything applied: groups exist
-	press(t, m, " ") // paused
+	press(t, m, "}") // everything applied: groups exist; paused since it opened
 	at := m.player.Index()
 	press(t, m, "3", "right")
 	if !m.crash.detail || m.player.Index() != at {

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
+	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 	"github.com/crashtui/crashtui/views/viewtest"
@@ -68,7 +69,7 @@ func fixtureModel(t *testing.T, evs []sessions.Event, ctrl Controller, live bool
 	if st == nil {
 		st = views.Plain()
 	}
-	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "attach", Control: ctrl}, st)
+	m := NewModel(Options{Events: ch, Header: viewtest.Header(), Mode: "attach", Control: ctrl, Source: elfinfo.ReadFrameSource}, st)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	_, cmd := m.Update(m.Init()())
 	for !live && cmd != nil {
@@ -194,7 +195,7 @@ func lineWith(v, s string) string {
 func TestProcsTreeFold(t *testing.T) {
 	m := fixtureModel(t, procFixture(), nil, false, 80, 24, nil)
 	v := m.View()
-	if !strings.Contains(lineWith(v, "4101"), "├─ solver") || !strings.Contains(lineWith(v, "4110"), "└─ job-helper") {
+	if !strings.Contains(lineWith(v, "4101"), "├─ ./solver") || !strings.Contains(lineWith(v, "4110"), "└─ job-helper") {
 		t.Fatalf("tree glyphs:\n%s", v)
 	}
 	press(t, m, "h") // ←: mpirun folds its 5 children
@@ -355,9 +356,9 @@ func TestHandledFaultsList(t *testing.T) {
 	if m.overlay != explainOverlay || !strings.Contains(m.View(), "handled SIGSEGV at safepoint_poll") {
 		t.Fatalf("explain on a handled site:\n%s", m.View())
 	}
-	press(t, m, "esc", "g")
+	press(t, m, "esc", "D")
 	if !strings.Contains(m.message, "no core") {
-		t.Errorf("g on a handled site: %q", m.message)
+		t.Errorf("D on a handled site: %q", m.message)
 	}
 	press(t, m, "t")
 	if m.crash.handled || !strings.Contains(m.View(), "relax_cell") {
@@ -447,14 +448,14 @@ func TestCrashesAt80Columns(t *testing.T) {
 func TestCrashGdbRefusals(t *testing.T) {
 	m := fixtureModel(t, procFixture(), nil, false, 80, 24, nil)
 	press(t, m, "3")
-	if !strings.Contains(m.View(), "g gdb core") {
-		t.Errorf("the footer does not offer g:\n%s", m.View())
+	if !strings.Contains(m.View(), "D gdb core") {
+		t.Errorf("the footer does not offer D:\n%s", m.View())
 	}
-	press(t, m, "j", "j", "g") // SIGFPE: no core
+	press(t, m, "j", "j", "D") // SIGFPE: no core
 	if !strings.Contains(m.message, "group 3 has no core") || !strings.Contains(m.message, "--cores DIR") {
 		t.Errorf("g without a core: %q", m.message)
 	}
-	press(t, m, "k", "k", "g") // /var/crash/core.solver.4102 is not on this machine
+	press(t, m, "k", "k", "D") // /var/crash/core.solver.4102 is not on this machine
 	if _, err := os.Stat("/var/crash/core.solver.4102"); err == nil {
 		t.Skip("this machine has the fixture's core path")
 	}
@@ -463,8 +464,8 @@ func TestCrashGdbRefusals(t *testing.T) {
 	}
 }
 
-// TestCrashGdbRuns: g on a core that exists hands the terminal to gdb (a tea.ExecProcess
-// command); TestTUIGdbOnCore (cmd/crashtui) runs gdb itself on a pty and comes back.
+// TestCrashGdbRuns: D on a core that exists asks first, then y hands the terminal to gdb (a
+// tea.Exec command); TestTUIGdbOnCore (cmd/crashtui) runs gdb itself on a pty and comes back.
 func TestCrashGdbRuns(t *testing.T) {
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb is not installed (make test installs it)")
@@ -482,9 +483,12 @@ func TestCrashGdbRuns(t *testing.T) {
 	}
 	m := fixtureModel(t, evs, nil, false, 80, 24, nil)
 	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("3")})
-	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("D")}); cmd != nil || !strings.Contains(m.View(), "Open gdb on core.1.4102") {
+		t.Fatalf("D did not ask before gdb:\n%s", m.View())
+	}
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
 	if cmd == nil {
-		t.Fatalf("g on an existing core runs nothing: %q", m.message)
+		t.Fatalf("y on an existing core runs nothing: %q", m.message)
 	}
 	_ = cmd() // tea.ExecProcess's message: the program runs it
 }
@@ -548,20 +552,20 @@ func TestStacksDetailSourceOffUpdate(t *testing.T) {
 	}
 }
 
-// TestDebuggerHandOff: g on a class lets go of its first process for gdb and takes it back
+// TestDebuggerHandOff: D, y on a class lets go of its first process for gdb and takes it back
 // when gdb exits; with no debugger installed nothing is let go of, and the screen says why.
 func TestDebuggerHandOff(t *testing.T) {
 	evs := viewtest.Events()
 	at := evs[len(evs)-1].Time.Add(time.Second)
-	evs = append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 1, PID: 4101, Rank: 0, Threads: []sessions.ThreadSample{
-		{TID: 4101, State: "S", Held: true, Frames: []sessions.Frame{{PC: 0x401000, Module: "/nonexistent/solver", Offset: 0x1000, Function: "solve"}}}}}})
+	evs = append(evs, sessions.Event{Time: at, Body: sessions.Sample{Seq: 1, PID: 4100, Rank: sessions.NoRank, Threads: []sessions.ThreadSample{
+		{TID: 4100, State: "S", Held: true, Frames: []sessions.Frame{{PC: 0x401000, Module: "/nonexistent/solver", Offset: 0x1000, Function: "solve"}}}}}})
 	rec := &recorder{}
 	m := fixtureModel(t, evs, rec, true, 120, 40, nil)
 	m.tab = tabStacks
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 
 	t.Setenv("PATH", t.TempDir()) // no gdb, no dlv
-	press(t, m, "g")
+	press(t, m, "D", "y")
 	if !strings.Contains(m.message, "no debugger") || len(rec.Calls()) != 0 {
 		t.Fatalf("without a debugger: message %q, calls %v", m.message, rec.Calls())
 	}
@@ -572,20 +576,20 @@ func TestDebuggerHandOff(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	var release tea.Msg
-	for _, msg := range press(t, m, "g") {
+	for _, msg := range press(t, m, "D", "y") {
 		if r, ok := msg.(releasedMsg); ok {
 			release = r
 		}
 	}
-	if r, ok := release.(releasedMsg); !ok || r.name != "gdb" || r.err != nil || !slices.Contains(r.argv, "4101") {
-		t.Fatalf("g: %+v", release)
+	if r, ok := release.(releasedMsg); !ok || r.name != "gdb" || r.err != nil || !slices.Contains(r.argv, "4100") {
+		t.Fatalf("D, y: %+v", release)
 	}
-	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4101"}) {
-		t.Fatalf("g asked the tracer for %v", calls)
+	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4100"}) {
+		t.Fatalf("D, y asked the tracer for %v", calls)
 	}
-	_, cmd := m.Update(debuggerDoneMsg{pid: 4101, name: "gdb"})
+	_, cmd := m.Update(debuggerDoneMsg{pid: 4100, name: "gdb"})
 	run(t, m, cmd)
-	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4101", "reacquire 4101"}) {
+	if calls := rec.Calls(); !slices.Equal(calls, []string{"release 4100", "reacquire 4100"}) {
 		t.Errorf("after gdb exited the tracer was asked for %v", calls)
 	}
 }

@@ -19,15 +19,18 @@ import (
 
 // Controller is how the TUI sends requests down to the tracer; nil in replay.
 type Controller interface {
-	Measure() error                 // re-measure the access matrix
-	Checkpoint(policy string) error // "correct" | "naive" | "none"
-	Detach() error                  // detach everything and stop (q)
-	Sample() error                  // take one stack sample of every thread (S)
-	AutoSample(on bool)             // sample every few seconds, or stop (a)
-	Release(pid int) error          // let go of one process for another debugger (g)
-	Reacquire(pid int) error        // take it back when that debugger exits
+	Measure() error                          // re-measure the access matrix
+	Checkpoint(policy sessions.Policy) error // a simulated checkpoint restored by policy (c)
+	Detach() error                           // detach everything and stop (q)
+	Sample() error                           // take one stack sample of every thread (S)
+	AutoSample(on bool)                      // sample every few seconds, or stop (a)
+	Release(pid int) error                   // let go of one process for another debugger (g)
+	Reacquire(pid int) error                 // take it back when that debugger exits
 	// Signal sends sig ("SIGTERM", one of views.Signals) to one traced process by pid (K).
 	Signal(pid int, sig string) error
+	// ProcDetail reads what /proc says about one traced process now (Processes' enter):
+	// files only, no stop.
+	ProcDetail(pid int) (sessions.ProcDetail, error)
 }
 
 // Options configure Run.
@@ -50,6 +53,16 @@ type Options struct {
 	Lock  sync.Locker
 	// Tour starts the guided tour (tour.go).
 	Tour bool
+	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the
+	// Output tab (7) reads it as it grows.
+	RanksLog string
+	// Source reads what the files say about a stack frame (its source lines and code: the
+	// Stacks tab's detail), in a command, never in Update; nil shows neither.
+	// elfinfo.ReadFrameSource is the one crashtui gives it, live and in replay alike.
+	Source func(sessions.StackFrame) sessions.FrameSource
+	// GuestLog is, for demo --guest, the guest's build and boot log: the Output tab reads it
+	// instead, and the Processes tab shows its newest line until the guest's processes come.
+	GuestLog string
 }
 
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or
@@ -67,7 +80,19 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	if os.Getenv("NO_COLOR") != "" {
 		r.SetColorProfile(termenv.Ascii)
 	}
+	if r.ColorProfile() != termenv.Ascii {
+		// Light or dark, asked before Bubble Tea reads the terminal (background.go); when
+		// the terminal does not say, lipgloss decides (COLORFGBG, else dark).
+		inF, ok1 := in.(*os.File)
+		outF, ok2 := out.(*os.File)
+		if ok1 && ok2 {
+			if dark, ok := termBackground(inF, outF, queryTimeout); ok {
+				r.SetHasDarkBackground(dark)
+			}
+		}
+	}
 	m := NewModel(o, views.NewStyles(r))
+	m.term = out // before the asciicast's tee: a copy is for this terminal, not the recording
 
 	var cast *sessions.CastWriter
 	if o.Cast != nil {

@@ -15,23 +15,62 @@ import (
 )
 
 // crashesTab is Crashes: the groups by crash site and one group's detail; t switches to the
-// handled faults by site (their own list and detail).
+// handled faults by site (their own list and detail). Both lists filter (/) and sort (s, r).
 type crashesTab struct {
-	cursor  int // the selected group
+	cursor  int // the selected row of the groups listed
 	detail  bool
 	scroll  int
 	handled bool // the list is the handled faults
-	hcursor int  // the selected handled-fault site
+	hcursor int  // the selected row of the handled-fault sites listed
+	filter  string
+	// sort and hsort index CrashSorts and HandledSorts; reverse and hreverse flip them.
+	sort, hsort       int
+	reverse, hreverse bool
 	// sites are the handled faults by site, regrouped only when State has more of them.
 	sites   []views.HandledSite
 	sitesOf *sessions.State
 	sitesN  int
+	// keep and hkeep follow the selected group (by id) and handled site (by its key).
+	keep  follow[int]
+	hkeep follow[string]
+}
+
+// groups are the groups listed: filtered and sorted.
+func (c *crashesTab) groups(m *Model) []*sessions.Group {
+	return views.CrashRows(m.state, c.filter, views.CrashSorts[c.sort], c.reverse)
+}
+
+// listedSites are the handled-fault sites listed: filtered and sorted.
+func (c *crashesTab) listedSites(m *Model) []views.HandledSite {
+	return views.HandledRows(c.handledSites(m), c.filter, views.HandledSorts[c.hsort], c.hreverse)
+}
+
+// group is the selected group, nil when none is listed.
+func (c *crashesTab) group(m *Model) *sessions.Group {
+	gs := c.groups(m)
+	if i := clamp(c.cursor, len(gs)); i >= 0 {
+		return gs[i]
+	}
+	return nil
+}
+
+// show selects group id (Processes' enter, the tour), wherever the sort puts it (the filter
+// is cleared), and opens its detail or not.
+func (c *crashesTab) show(m *Model, id int, detail bool) {
+	c.handled, c.detail, c.scroll, c.filter = false, detail, 0, ""
+	for i, g := range c.groups(m) {
+		if g.ID == id {
+			c.cursor = i
+		}
+	}
+	c.keep = follow[int]{at: c.cursor, key: id, has: true}
 }
 
 func (c *crashesTab) opts(m *Model, w, h int) views.CrashOptions {
-	o := views.CrashOptions{Width: w, Height: h, Cursor: c.cursor, Detail: c.detail, Scroll: c.scroll, Handled: c.handled}
+	o := views.CrashOptions{Width: w, Height: h, Cursor: c.cursor, Detail: c.detail, Scroll: c.scroll, Handled: c.handled,
+		Groups: c.groups(m), Filter: c.filter, Sort: views.CrashSorts[c.sort], Reverse: c.reverse}
 	if c.handled {
-		o.Cursor, o.Sites = c.hcursor, c.handledSites(m)
+		o.Cursor, o.Sites, o.Sort, o.Reverse = c.hcursor, c.listedSites(m), views.HandledSorts[c.hsort], c.hreverse
 	}
 	return o
 }
@@ -49,18 +88,42 @@ func (c *crashesTab) handledSites(m *Model) []views.HandledSite {
 // n is the length of the list shown.
 func (c *crashesTab) n(m *Model) int {
 	if c.handled {
-		return len(c.handledSites(m))
+		return len(c.listedSites(m))
 	}
-	return len(m.state.Groups)
+	return len(c.groups(m))
 }
 
 func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
 	switch {
-	case key.Matches(msg, k.Core):
+	case key.Matches(msg, k.Debug):
 		return c.gdbCore(m)
 	case key.Matches(msg, k.Handled):
 		c.handled, c.detail, c.scroll = !c.handled, false, 0
+		return nil
+	case key.Matches(msg, k.Sort) && !c.detail:
+		if c.handled {
+			c.hsort = (c.hsort + 1) % len(views.HandledSorts)
+		} else {
+			c.sort = (c.sort + 1) % len(views.CrashSorts)
+		}
+		return nil
+	case key.Matches(msg, k.Reverse) && !c.detail:
+		if c.handled {
+			c.hreverse = !c.hreverse
+		} else {
+			c.reverse = !c.reverse
+		}
+		return nil
+	case m.matchDir(msg) != 0 && !c.detail:
+		// Every row listed matches the filter: n and N go through them, round.
+		if n := c.n(m); n > 0 {
+			cur := &c.cursor
+			if c.handled {
+				cur = &c.hcursor
+			}
+			*cur = nextMatch(clamp(*cur, n), n, m.matchDir(msg), func(int) bool { return true })
+		}
 		return nil
 	}
 	if c.detail {
@@ -85,8 +148,9 @@ func (c *crashesTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 }
 
 func (c *crashesTab) normalize(m *Model) {
-	c.cursor = clamp(c.cursor, len(m.state.Groups))
-	c.hcursor = clamp(c.hcursor, len(c.handledSites(m)))
+	gs, sites := c.groups(m), c.listedSites(m)
+	c.keep.fit(&c.cursor, len(gs), func(i int) int { return gs[i].ID })
+	c.hkeep.fit(&c.hcursor, len(sites), func(i int) string { return sites[i].Key() })
 	cur := c.cursor
 	if c.handled {
 		cur = c.hcursor
@@ -107,15 +171,15 @@ func (c *crashesTab) view(m *Model, w, h int) string {
 
 func (c *crashesTab) explain(m *Model) *views.Explanation {
 	if c.handled {
-		sites := c.handledSites(m)
+		sites := c.listedSites(m)
 		if i := clamp(c.hcursor, len(sites)); i >= 0 {
 			e := views.ExplainHandled(&sites[i])
 			return &e
 		}
 		return nil
 	}
-	if i := clamp(c.cursor, len(m.state.Groups)); i >= 0 {
-		e := views.ExplainGroup(m.state.Groups[i])
+	if g := c.group(m); g != nil {
+		e := views.ExplainGroup(g)
 		return &e
 	}
 	return nil
@@ -131,7 +195,7 @@ func (c *crashesTab) click(m *Model, x, y int) {
 	}
 }
 
-// gdbCore opens gdb EXE CORE on the selected group's core in the terminal (Bubble Tea lets go
+// gdbCore asks, then opens gdb EXE CORE on the selected group's core in the terminal (Bubble Tea lets go
 // of it while gdb runs) and comes back when gdb exits. It touches no process, so it works in
 // a replay too, as long as the core is on this machine.
 func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
@@ -139,12 +203,11 @@ func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
 		m.message = "a handled fault has no core: the program survived it (t: crash groups)"
 		return nil
 	}
-	i := clamp(c.cursor, len(m.state.Groups))
-	if i < 0 {
+	g := c.group(m)
+	if g == nil {
 		m.message = "no crash group to debug"
 		return nil
 	}
-	g := m.state.Groups[i]
 	if g.Core == nil {
 		m.message = fmt.Sprintf("group %d has no core: crashtui keeps one per crash site only with --cores DIR (and only when the representative's RLIMIT_CORE allows one)", g.ID)
 		return nil
@@ -170,10 +233,18 @@ func (c *crashesTab) gdbCore(m *Model) tea.Cmd {
 		return nil
 	}
 	op := "gdb on " + filepath.Base(core)
-	start := time.Now()
-	return tea.ExecProcess(exec.Command(gdb, args...), func(err error) tea.Msg {
-		return ctrlMsg{op: op, err: err, took: time.Since(start)}
+	rank := "no rank"
+	if r := views.RepresentativeCrash(g); r != nil {
+		rank = rankWord(r.Crash.Rank)
+	}
+	m.ask(fmt.Sprintf("Open gdb on %s (pid %d, %s)? y/n · the terminal is gdb's until it exits",
+		sessions.Sanitize(filepath.Base(core)), g.Representative.PID, rank), func() tea.Cmd {
+		start := time.Now()
+		return tea.Sequence(tea.Exec(flushedCmd{exec.Command(gdb, args...)}, func(err error) tea.Msg {
+			return ctrlMsg{op: op, err: err, took: time.Since(start)}
+		}), m.mouseBack())
 	})
+	return nil
 }
 
 // gdbCoreArgs are gdb's arguments for core (and exe, when it is still there). Both paths come
@@ -197,18 +268,35 @@ func gdbCoreArgs(exe, core string) (args []string, abs string, err error) {
 	return []string{"-q", "-c", abs}, abs, nil // gdb finds what it can from the core alone
 }
 
-func (c *crashesTab) escape(m *Model)            { c.detail = false }
-func (c *crashesTab) filterRef(m *Model) *string { return nil }
-func (c *crashesTab) sorts() bool                { return false }
+// escape closes the detail, or clears the filter.
+func (c *crashesTab) escape(m *Model) {
+	if c.detail {
+		c.detail = false
+		return
+	}
+	c.filter = ""
+}
+func (c *crashesTab) filterRef(m *Model) *string { return &c.filter }
+func (c *crashesTab) sorts() bool                { return true }
 func (c *crashesTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
 	enter := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail"))
 	if c.detail {
 		enter = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
 	}
+	var bs []key.Binding
 	if c.handled {
-		return []key.Binding{enter, key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes")), k.Explain}
+		bs = []key.Binding{enter, key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "crashes")), k.Explain}
+	} else {
+		bs = []key.Binding{enter, key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "gdb core")),
+			key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "handled")), k.Explain}
 	}
-	return []key.Binding{enter, key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "gdb core")),
-		key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "handled")), k.Explain}
+	if c.detail {
+		return bs
+	}
+	bs = append(bs, k.Filter)
+	if c.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	return append(bs, k.Sort, k.Reverse)
 }

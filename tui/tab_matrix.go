@@ -14,6 +14,8 @@ type matrixTab struct {
 	expanded map[int]bool
 	host     string
 	ix       *views.MatrixIndex
+	// keepRow and keepCol follow the selected processes when a new matrix replaces this one.
+	keepRow, keepCol follow[int]
 }
 
 // refresh re-indexes the matrix when a new Matrix event replaced it (the index is the
@@ -69,7 +71,9 @@ func (x *matrixTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 func (x *matrixTab) normalize(m *Model) {
 	x.refresh(m)
 	units := x.units(m)
-	x.row, x.col = clamp(x.row, len(units)), clamp(x.col, len(units))
+	pid := func(i int) int { return x.ix.UnitPID(units[i]) }
+	x.keepRow.fit(&x.row, len(units), pid)
+	x.keepCol.fit(&x.col, len(units), pid)
 }
 
 func (x *matrixTab) view(m *Model, w, h int) string {

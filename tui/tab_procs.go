@@ -5,6 +5,7 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -16,6 +17,7 @@ import (
 // procsTab is Processes: the job's processes as a tree or sorted, filterable; K signals one.
 type procsTab struct {
 	cursor, offset, sort int
+	reverse              bool
 	filter               string
 	collapsed            map[sessions.ProcKey]bool
 	// users are the user names of the uids seen, resolved on this machine in a live session
@@ -25,6 +27,104 @@ type procsTab struct {
 	namesAt int
 	// sig is the open signal dialog (K), nil when none: it takes every key until it closes.
 	sig *signalDialog
+	// keep follows the selected process across updates.
+	keep follow[sessions.ProcKey]
+	// det is the open process detail (enter), nil when none.
+	det *procDetail
+}
+
+// procDetail is one process's detail: read from /proc through the Controller, off Update,
+// and read again every procDetailEvery while it is open.
+type procDetail struct {
+	key     sessions.ProcKey
+	d       *sessions.ProcDetail
+	err     error
+	loading bool
+	at      time.Time
+	scroll  int
+	seq     int // the read asked last: an older answer or tick is dropped
+}
+
+// procDetailEvery is how often an open detail is read again (its threads' states change).
+const procDetailEvery = 2 * time.Second
+
+type (
+	procDetailMsg struct {
+		key sessions.ProcKey
+		seq int
+		d   sessions.ProcDetail
+		err error
+		at  time.Time
+	}
+	procDetailTick struct {
+		key sessions.ProcKey
+		seq int
+	}
+)
+
+// openDetail shows pr's detail and, when it is alive on this machine with a tracer running,
+// starts reading it from /proc.
+func (p *procsTab) openDetail(m *Model, pr *sessions.Proc) tea.Cmd {
+	p.det = &procDetail{key: sessions.ProcKey{Host: pr.Host, PID: pr.PID}}
+	return p.readDetail(m)
+}
+
+// readDetail asks the Controller for the open detail, when there is a live process to read.
+func (p *procsTab) readDetail(m *Model) tea.Cmd {
+	d := p.det
+	pr := m.state.Procs[d.key]
+	switch {
+	case pr == nil:
+		return nil
+	case m.ctrl == nil || m.player != nil:
+		d.err = fmt.Errorf("a replay has the recorded facts only: /proc is read in a live session")
+		return nil
+	case !pr.Alive:
+		d.d, d.err = nil, fmt.Errorf("pid %d has ended: the facts the session recorded", pr.PID)
+		return nil
+	case pr.Host != "":
+		d.err = fmt.Errorf("pid %d runs on %s: its /proc is read there (crashtui attach on that host)", pr.PID, sessions.Sanitize(pr.Host))
+		return nil
+	case !m.live():
+		d.err = fmt.Errorf("the tracer has finished: the facts the session recorded")
+		return nil
+	}
+	d.seq++
+	d.loading = true
+	key, seq, ctrl := d.key, d.seq, m.ctrl
+	return func() tea.Msg {
+		det, err := ctrl.ProcDetail(key.PID)
+		return procDetailMsg{key: key, seq: seq, d: det, err: err, at: time.Now()}
+	}
+}
+
+// detailMsg takes a read's answer, and schedules the next read.
+func (p *procsTab) detailMsg(m *Model, msg procDetailMsg) tea.Cmd {
+	d := p.det
+	if d == nil || d.key != msg.key || d.seq != msg.seq {
+		return nil // closed, or another process's
+	}
+	d.loading, d.at = false, msg.at
+	if msg.err != nil {
+		d.d, d.err = nil, msg.err
+		return nil
+	}
+	det := msg.d
+	d.d, d.err = &det, nil
+	key, seq := d.key, d.seq
+	return tea.Tick(procDetailEvery, func(time.Time) tea.Msg { return procDetailTick{key, seq} })
+}
+
+func (p *procsTab) detailTick(m *Model, msg procDetailTick) tea.Cmd {
+	if d := p.det; d == nil || d.key != msg.key || d.seq != msg.seq || m.tab != tabProcs {
+		return nil
+	}
+	return p.readDetail(m)
+}
+
+func (p *procsTab) detailOpts(m *Model, w, h int) views.ProcDetailOptions {
+	d := p.det
+	return views.ProcDetailOptions{Width: w, Height: h, Scroll: d.scroll, Detail: d.d, Err: d.err, Loading: d.loading, At: d.at, Users: p.users}
 }
 
 // signalDialog is K's confirmation: the process it names is fixed when it opens, so rows
@@ -35,14 +135,22 @@ type signalDialog struct {
 }
 
 func (p *procsTab) query(m *Model) views.ProcQuery {
-	return views.ProcQuery{Order: views.ProcSorts[p.sort], Filter: p.filter, Collapsed: p.collapsed, Users: p.users}
+	return views.ProcQuery{Order: views.ProcSorts[p.sort], Reverse: p.reverse, Filter: p.filter, Collapsed: p.collapsed, Users: p.users}
 }
 
 func (p *procsTab) rows(m *Model) []views.ProcRow { return views.ProcList(m.state, p.query(m)) }
 
 func (p *procsTab) opts(m *Model, w, h int) views.ProcOptions {
-	return views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
-		Sort: views.ProcSorts[p.sort], Filter: p.filter, Users: p.users, Live: m.live()}
+	o := views.ProcOptions{Width: w, Height: h, Cursor: p.cursor, Offset: p.offset,
+		Sort: views.ProcSorts[p.sort], Reverse: p.reverse, Filter: p.filter, Users: p.users, Live: m.live()}
+	if m.out.guest && len(m.state.Procs) == 0 {
+		// The guest's boot, as far as it has come, and for how long (redrawn at each read of
+		// the log, a few times a second).
+		if l := m.out.latest(); l != "" {
+			o.Waiting = fmt.Sprintf("%s · %.0f s since the start", l, m.now().Sub(m.started).Seconds())
+		}
+	}
+	return o
 }
 
 // dialog reports whether the signal dialog is open: the Model then gives this tab every key.
@@ -55,12 +163,47 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	}
 	rows := p.rows(m)
 	c := clamp(p.cursor, len(rows))
+	if p.det != nil {
+		switch {
+		case key.Matches(msg, k.Enter, k.Left, k.Back):
+			p.det = nil
+		case key.Matches(msg, k.Signal):
+			if pr := m.state.Procs[p.det.key]; pr != nil {
+				return p.openSignalOn(m, pr)
+			}
+		case key.Matches(msg, k.Debug):
+			if pr := m.state.Procs[p.det.key]; pr != nil {
+				return m.debugProc(pr)
+			}
+		default:
+			p.det.scroll += d
+		}
+		return nil
+	}
 	switch {
 	case key.Matches(msg, k.Sort):
 		p.sort = (p.sort + 1) % len(views.ProcSorts)
 		return nil
+	case key.Matches(msg, k.Reverse):
+		if views.ProcSorts[p.sort] == "tree" {
+			m.message = "the tree keeps the job's order: s sorts by a column, r then reverses it"
+			return nil
+		}
+		p.reverse = !p.reverse
+		return nil
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			p.cursor = nextMatch(c, len(rows), m.matchDir(msg), func(i int) bool { return !rows[i].Context })
+		}
+		return nil
 	case key.Matches(msg, k.Signal):
 		return p.openSignal(m, rows, c)
+	case key.Matches(msg, k.Debug):
+		if c < 0 {
+			m.message = "no process selected"
+			return nil
+		}
+		return m.debugProc(rows[c].Proc)
 	case key.Matches(msg, k.Left, k.Right) && views.ProcSorts[p.sort] != "tree":
 		m.message = "←/→ fold the tree: s until sort: tree"
 		return nil
@@ -84,13 +227,16 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	case key.Matches(msg, k.Right) && c >= 0:
 		delete(p.collapsed, rows[c].Key())
 		return nil
+	case key.Matches(msg, k.Enter) && c >= 0 && (rows[c].Proc.Alive || rows[c].Proc.Crashes == 0):
+		return p.openDetail(m, rows[c].Proc)
 	case key.Matches(msg, k.Enter):
-		// Jump to the process's crash group, when it has one.
+		// An ended process that crashed: its crash group says the most.
 		if c >= 0 && rows[c].Proc.Crashes > 0 {
-			for i, g := range m.state.Groups {
+			for _, g := range m.state.Groups {
 				for _, mem := range g.Members {
 					if mem.Host == rows[c].Proc.Host && mem.Crash.PID == rows[c].Proc.PID {
-						m.tab, m.crash.cursor, m.crash.detail, m.crash.scroll, m.crash.handled = tabCrashes, i, true, 0, false
+						m.tab = tabCrashes
+						m.crash.show(m, g.ID, true)
 						return nil
 					}
 				}
@@ -107,18 +253,24 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 
 // openSignal opens K's dialog on the selected process, or says why not.
 func (p *procsTab) openSignal(m *Model, rows []views.ProcRow, c int) tea.Cmd {
+	if c < 0 {
+		m.message = "no process selected"
+		return nil
+	}
+	return p.openSignalOn(m, rows[c].Proc)
+}
+
+func (p *procsTab) openSignalOn(m *Model, pr *sessions.Proc) tea.Cmd {
 	switch {
 	case m.ctrl == nil || m.player != nil:
 		m.message = "K needs a live session: the signal is sent through the tracer (no tracer in replay or view)"
 	case !m.live():
 		m.message = "K needs a live session: the tracer has finished"
-	case c < 0:
-		m.message = "no process selected"
-	case !rows[c].Proc.Alive:
-		st, _ := views.ProcStat(m.state, rows[c].Proc)
-		m.message = fmt.Sprintf("pid %d has ended (%s): nothing to signal", rows[c].Proc.PID, st)
+	case !pr.Alive:
+		st, _ := views.ProcStat(m.state, pr)
+		m.message = fmt.Sprintf("pid %d has ended (%s): nothing to signal", pr.PID, st)
 	default:
-		p.sig = &signalDialog{proc: *rows[c].Proc}
+		p.sig = &signalDialog{proc: *pr}
 	}
 	return nil
 }
@@ -150,9 +302,17 @@ func (p *procsTab) normalize(m *Model) {
 		p.sig = nil // the dialog needs a running tracer
 	}
 	p.resolveUsers(m)
-	n := len(p.rows(m))
-	p.cursor = clamp(p.cursor, n)
-	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, n)
+	if p.det != nil {
+		if pr := m.state.Procs[p.det.key]; pr == nil {
+			p.det = nil // the session no longer has it (a replay seeked back)
+		} else {
+			o := p.detailOpts(m, m.width, m.bodyH())
+			p.det.scroll = max(0, min(p.det.scroll, views.ProcDetailMaxScroll(m.st, m.state, pr, o)))
+		}
+	}
+	rows := p.rows(m)
+	p.keep.fit(&p.cursor, len(rows), func(i int) sessions.ProcKey { return rows[i].Key() })
+	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, len(rows))
 }
 
 // resolveUsers names the uids of a live session. The lookups (NSS: /etc/passwd, or LDAP on
@@ -166,7 +326,9 @@ func (p *procsTab) resolveUsers(m *Model) {
 		p.names = &userNames{names: map[int]string{}, asked: map[int]bool{}}
 	}
 	for _, pr := range m.state.Procs {
-		p.names.ask(pr.UID)
+		if pr.Host == "" { // another host's uid is that host's: not looked up here
+			p.names.ask(pr.UID)
+		}
 	}
 	if v := p.names.version(); v != p.namesAt {
 		p.users, p.namesAt = p.names.snapshot(), v
@@ -222,6 +384,11 @@ func (p *procsTab) view(m *Model, w, h int) string {
 	if p.sig != nil {
 		return views.Place(views.SignalDialog(m.st, &p.sig.proc, p.sig.choice, w), w, h)
 	}
+	if p.det != nil {
+		if pr := m.state.Procs[p.det.key]; pr != nil {
+			return views.ProcDetail(m.st, m.state, pr, p.detailOpts(m, w, h))
+		}
+	}
 	return views.Processes(m.st, m.state, p.rows(m), p.opts(m, w, h))
 }
 
@@ -253,7 +420,21 @@ func (p *procsTab) click(m *Model, x, y int) {
 	}
 }
 
-func (p *procsTab) escape(m *Model)            { p.filter, p.sig = "", nil }
+// seekMatch moves the cursor off a row shown only as a match's parent.
+func (p *procsTab) seekMatch(m *Model) {
+	rows := p.rows(m)
+	if c := clamp(p.cursor, len(rows)); c >= 0 && rows[c].Context {
+		p.cursor = nextMatch(c, len(rows), 1, func(i int) bool { return !rows[i].Context })
+	}
+}
+
+func (p *procsTab) escape(m *Model) {
+	if p.det != nil || p.sig != nil {
+		p.det, p.sig = nil, nil
+		return
+	}
+	p.filter = ""
+}
 func (p *procsTab) filterRef(m *Model) *string { return &p.filter }
 func (p *procsTab) sorts() bool                { return true }
 func (p *procsTab) shortHelp(m *Model) []key.Binding {
@@ -265,10 +446,20 @@ func (p *procsTab) shortHelp(m *Model) []key.Binding {
 			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		}
 	}
+	if p.det != nil {
+		bs := []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")), key.NewBinding(key.WithKeys("j", "k"), key.WithHelp("j/k", "scroll"))}
+		if m.live() {
+			bs = append(bs, k.Signal, k.Debug)
+		}
+		return append(bs, k.Copy)
+	}
 	bs := []key.Binding{k.Filter}
 	if m.live() {
-		bs = append(bs, k.Signal)
+		bs = append(bs, k.Signal, k.Debug)
 	}
-	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Explain,
-		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "crash group")))
+	if p.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	return append(bs, key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "fold")), k.Sort, k.Reverse, k.Explain,
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")))
 }

@@ -1,20 +1,13 @@
 package tui
 
 import (
-	"bufio"
-	"debug/buildinfo"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/crashtui/crashtui/arch"
-	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
@@ -37,12 +30,22 @@ type stacksTab struct {
 	auto      bool
 	merged    sessions.Stacks
 	mergedAt  int // State.SampleEvents when merged was computed, -1: never
-	// source is the open detail's source lines and disassembly, read from files by a
-	// command (sourceCmd) that normalize starts when the selected frame changes: never
-	// while drawing or in Update, which holds the lock the tracer's events wait on, and a
-	// source file on a slow file system must not stall either. sourceOf names it.
+	// source is the open detail's source lines and disassembly, read from files by read (the
+	// Options' Source) in a command (sourceCmd) that normalize starts when the selected frame
+	// changes: never while drawing or in Update, which holds the lock the tracer's events wait
+	// on, and a source file on a slow file system must not stall either. sourceOf names it.
+	read     func(sessions.StackFrame) sessions.FrameSource
 	source   []string
 	sourceOf sourceKey
+	// keep follows the selected frame (by its path) across samples.
+	keep    follow[string]
+	filter  string
+	sort    int // index into views.StackSorts
+	reverse bool
+}
+
+func (s *stacksTab) query() views.StackQuery {
+	return views.StackQuery{Collapsed: s.collapsed, Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 }
 
 type sourceKey struct {
@@ -60,10 +63,11 @@ func (s *stacksTab) refresh(m *Model) {
 	s.merged = m.state.Stacks(sessions.StackOptions{Frames: stackFrames[s.frames], Cut: sessions.DefaultCutRE, Window: stackWindow})
 }
 
-func (s *stacksTab) lines() []views.StackLine { return views.StackLines(s.merged.Tree, s.collapsed) }
+func (s *stacksTab) lines() []views.StackLine { return views.StackLinesOf(s.merged, s.query()) }
 
 func (s *stacksTab) opts(m *Model, w, h int) views.StacksOptions {
-	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live()}
+	o := views.StacksOptions{Width: w, Height: h, Cursor: s.cursor, Collapsed: s.collapsed, Live: m.live(),
+		Filter: s.filter, Sort: views.StackSorts[s.sort], Reverse: s.reverse}
 	switch {
 	case m.player != nil:
 	case s.auto:
@@ -123,13 +127,25 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	lines := s.lines()
 	c := clamp(s.cursor, len(lines))
 	switch {
+	case key.Matches(msg, k.Sort):
+		s.sort = (s.sort + 1) % len(views.StackSorts)
+		m.message = "branches by " + views.StackSorts[s.sort]
+		return nil
+	case key.Matches(msg, k.Reverse):
+		s.reverse = !s.reverse
+		return nil
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			s.cursor = nextMatch(c, len(lines), m.matchDir(msg), func(i int) bool { return !lines[i].Context })
+		}
+		return nil
 	case c < 0:
 	case key.Matches(msg, k.Enter):
 		s.detail = !s.detail
 	case key.Matches(msg, k.Left):
 		if l := lines[c]; len(l.Node.Children) > 0 && !s.collapsed[l.Path] {
 			s.collapsed[l.Path] = true
-		} else if i := strings.LastIndexByte(l.Path, '/'); i > 0 {
+		} else if i := strings.LastIndex(l.Path, views.PathSep); i > 0 {
 			// Already collapsed or a leaf: go to its parent, as file trees do.
 			for j, p := range lines {
 				if p.Path == l.Path[:i] {
@@ -139,7 +155,7 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 		}
 		return nil
 	case key.Matches(msg, k.Right):
-		delete(s.collapsed, lines[c].Path)
+		s.collapsed[lines[c].Path] = false // opened: the line of the threads put aside is folded until then
 		return nil
 	}
 	s.cursor += d
@@ -149,12 +165,16 @@ func (s *stacksTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 func (s *stacksTab) normalize(m *Model) {
 	s.refresh(m)
 	lines := s.lines()
-	s.cursor = clamp(s.cursor, len(lines))
+	s.keep.fit(&s.cursor, len(lines), func(i int) string { return lines[i].Path })
 	if s.detail && s.cursor >= 0 {
 		n := lines[s.cursor].Node
 		if k := (sourceKey{n.Frame, len(n.Children) > 0}); k != s.sourceOf || s.source == nil {
+			if s.read == nil {
+				s.source, s.sourceOf = []string{}, k // nothing to read with: nothing to show
+				return
+			}
 			s.source, s.sourceOf = []string{m.st.Dim.Render("  reading source and code…")}, k
-			m.later(sourceCmd(m.st, k))
+			m.later(sourceCmd(m.st, k, s.read))
 		}
 	}
 }
@@ -180,12 +200,31 @@ func (s *stacksTab) click(m *Model, x, y int) {
 	}
 }
 
-func (s *stacksTab) escape(m *Model)            { s.detail = false }
-func (s *stacksTab) filterRef(m *Model) *string { return nil }
-func (s *stacksTab) sorts() bool                { return false }
+// seekMatch moves the cursor off a row shown only as a match's caller.
+func (s *stacksTab) seekMatch(m *Model) {
+	lines := s.lines()
+	if c := clamp(s.cursor, len(lines)); c >= 0 && lines[c].Context {
+		s.cursor = nextMatch(c, len(lines), 1, func(i int) bool { return !lines[i].Context })
+	}
+}
+
+// escape closes the detail, or clears the filter.
+func (s *stacksTab) escape(m *Model) {
+	if s.detail {
+		s.detail = false
+		return
+	}
+	s.filter = ""
+}
+func (s *stacksTab) filterRef(m *Model) *string { return &s.filter }
+func (s *stacksTab) sorts() bool                { return true }
 func (s *stacksTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	bs := []key.Binding{k.Enter, k.Explain, k.Frames}
+	bs := []key.Binding{k.Enter, k.Explain, k.Frames, k.Filter}
+	if s.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	bs = append(bs, k.Sort, k.Reverse)
 	if m.live() {
 		bs = append(bs, k.Sample, k.Auto, k.Debug)
 	}
@@ -202,179 +241,13 @@ func (m *Model) lastSample() time.Time {
 	return t
 }
 
-// sourceMsg is what sourceCmd read for the frame key names.
+// sourceMsg is what sourceCmd read for the frame key names, drawn.
 type sourceMsg struct {
 	key   sourceKey
 	lines []string
 }
 
-// sourceCmd reads a frame's source and code off the Update path (frameSource).
-func sourceCmd(st *views.Styles, k sourceKey) tea.Cmd {
-	return func() tea.Msg { return sourceMsg{k, frameSource(st, k.frame, k.caller)} }
-}
-
-// frameSource is a frame's source line with context (when its file is readable here) and
-// the disassembly around its pc (from the module's file: no process is touched); caller
-// says the frame is a caller's, whose pc is the return address.
-func frameSource(st *views.Styles, f sessions.StackFrame, caller bool) []string {
-	var out []string
-	if f.File != "" && f.Line > 0 {
-		if src, err := readLines(f.File, f.Line-2, f.Line+2); err == nil {
-			for i, l := range src {
-				no := f.Line - 2 + i
-				line := fmt.Sprintf("  %5d  %s", no, sessions.Sanitize(strings.ReplaceAll(l, "\t", "    ")))
-				if no == f.Line {
-					line = st.Bold.Render(">" + line[1:])
-				}
-				out = append(out, line)
-			}
-		} else {
-			out = append(out, st.Dim.Render(fmt.Sprintf("source %s:%d is not readable here", sessions.Sanitize(f.File), f.Line)))
-		}
-	}
-	out = append(out, frameDisasm(st, f, caller)...)
-	return out
-}
-
-func readLines(path string, from, to int) ([]string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	var out []string
-	for no := 1; sc.Scan() && no <= to; no++ {
-		if no >= from {
-			out = append(out, sc.Text())
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no line %d", path, from)
-	}
-	return out, sc.Err()
-}
-
-// frameDisasm decodes the frame's function from its start (x86 instructions only line up
-// from a boundary) and shows the instructions around the pc: for a caller the call it is in
-// (the instruction that ends at the return address).
-func frameDisasm(st *views.Styles, f sessions.StackFrame, caller bool) []string {
-	if !strings.HasPrefix(f.Module, "/") || f.Function == "" || f.FuncOff > 4096 {
-		return nil
-	}
-	start := uint64(f.Offset) - uint64(f.FuncOff)
-	code, a, err := elfinfo.ReadCode(f.Module, start, int(f.FuncOff)+32)
-	if err != nil || a == "" {
-		return nil
-	}
-	insts := arch.Disasm(arch.Arch(a), code, start, 4096)
-	at := -1
-	for i, in := range insts {
-		end := in.PC + uint64(len(in.Bytes))
-		if caller && end == uint64(f.Offset) {
-			at = i // the call this caller is in
-		}
-		if at < 0 && in.PC <= uint64(f.Offset) && uint64(f.Offset) < end {
-			at = i
-		}
-	}
-	if at < 0 {
-		return nil
-	}
-	var out []string
-	for i := max(0, at-3); i < min(len(insts), at+3); i++ {
-		in := insts[i]
-		line := fmt.Sprintf("  %#x  %s", in.PC, sessions.Sanitize(in.Text))
-		if i == at {
-			line = st.Bold.Render(">" + line[1:])
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-type (
-	// releasedMsg: the tracer let go of pid (or could not) for a debugger.
-	releasedMsg struct {
-		pid      int
-		exe      string
-		err      error
-		released bool // Release was asked (false: no debugger to hand it to)
-		name     string
-		argv     []string
-	}
-	// debuggerDoneMsg: the debugger the user ran on pid has exited.
-	debuggerDoneMsg struct {
-		pid  int
-		name string
-		err  error
-	}
-)
-
-// debugger is the command that attaches to pid: dlv for a Go program when it is installed,
-// gdb otherwise.
-func debugger(pid int, exe string) (string, []string, error) {
-	if exe != "" {
-		if _, err := buildinfo.ReadFile(exe); err == nil {
-			if dlv, err := exec.LookPath("dlv"); err == nil {
-				return "dlv", []string{dlv, "attach", strconv.Itoa(pid)}, nil
-			}
-		}
-	}
-	gdb, err := exec.LookPath("gdb")
-	if err != nil {
-		return "", nil, fmt.Errorf("no debugger: gdb is not installed (apt-get install gdb)")
-	}
-	return "gdb", []string{gdb, "-q", "-p", strconv.Itoa(pid)}, nil
-}
-
-// debugClass hands the selected class's first process to gdb (or dlv): crashtui lets go of
-// it, the debugger runs in the terminal, and the process is taken back when it exits. The
-// rest of the job stays traced.
-func (m *Model) debugClass() tea.Cmd {
-	if m.ctrl == nil || m.player != nil {
-		m.message = "g needs a live session: it hands one process to gdb and takes it back"
-		return nil
-	}
-	lines := m.stk.lines()
-	c := clamp(m.stk.cursor, len(lines))
-	if c < 0 {
-		m.message = "no stacks yet: S samples"
-		return nil
-	}
-	cl := views.StackNodeClass(m.stk.merged, lines[c].Node)
-	if cl == nil || len(cl.PIDs) == 0 {
-		return nil
-	}
-	pid := cl.PIDs[0]
-	exe := ""
-	if p := m.state.Procs[sessions.ProcKey{PID: pid}]; p != nil {
-		exe = p.Exe
-	}
-	m.message = fmt.Sprintf("letting go of pid %d for a debugger…", pid)
-	ctrl := m.ctrl
-	// Which debugger reads the executable's build info: off Update, as the release is.
-	return func() tea.Msg {
-		name, argv, err := debugger(pid, exe)
-		if err != nil {
-			return releasedMsg{pid: pid, exe: exe, err: err}
-		}
-		return releasedMsg{pid: pid, exe: exe, err: ctrl.Release(pid), released: true, name: name, argv: argv}
-	}
-}
-
-func (m *Model) runDebugger(msg releasedMsg) tea.Cmd {
-	if msg.err != nil && !msg.released {
-		m.message = msg.err.Error() // no debugger: nothing was let go of
-		return nil
-	}
-	if msg.err != nil {
-		m.message = fmt.Sprintf("could not let go of pid %d: %v", msg.pid, msg.err)
-		pid := msg.pid
-		return m.ctrlCmd(fmt.Sprintf("pid %d traced again:", pid), func() error { return m.ctrl.Reacquire(pid) })
-	}
-	cmd := exec.Command(msg.argv[0], msg.argv[1:]...)
-	return tea.ExecProcess(cmd, func(err error) tea.Msg {
-		return debuggerDoneMsg{pid: msg.pid, name: msg.name, err: err}
-	})
+// sourceCmd reads a frame's source and code with read and draws them, off the Update path.
+func sourceCmd(st *views.Styles, k sourceKey, read func(sessions.StackFrame) sessions.FrameSource) tea.Cmd {
+	return func() tea.Msg { return sourceMsg{k, views.FrameSourceLines(st, k.frame, k.caller, read(k.frame))} }
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 )
 
@@ -17,6 +18,11 @@ type threadsTab struct {
 	following bool
 	detail    bool
 	scroll    int
+	filter    string
+	sort      int // index into views.ThreadSorts
+	reverse   bool
+	// keep follows the selected thread (by host and tid) across checkpoints.
+	keep follow[sessions.TaskKey]
 }
 
 func (t *threadsTab) opts(w, h int) views.ThreadOptions {
@@ -24,8 +30,12 @@ func (t *threadsTab) opts(w, h int) views.ThreadOptions {
 	if t.following {
 		ck = -1
 	}
-	return views.ThreadOptions{Width: w, Height: h, Cursor: t.cursor, Checkpoint: ck, Detail: t.detail, Scroll: t.scroll}
+	return views.ThreadOptions{Width: w, Height: h, Cursor: t.cursor, Checkpoint: ck, Detail: t.detail, Scroll: t.scroll,
+		Filter: t.filter, Sort: views.ThreadSorts[t.sort], Reverse: t.reverse}
 }
+
+// rows are the threads listed: the checkpoint's, filtered and sorted.
+func (t *threadsTab) rows(m *Model) []views.ThreadRef { return views.ThreadRows(m.state, t.opts(0, 0)) }
 
 func (t *threadsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
@@ -33,12 +43,23 @@ func (t *threadsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Earlier):
 		t.ckpt, t.following = max(0, views.CheckpointIndex(m.state, t.opts(0, 0).Checkpoint)-1), false
-		t.cursor, t.scroll = 0, 0
+		t.scroll = 0 // the cursor stays on the same thread, when that checkpoint has it
 		return nil
 	case key.Matches(msg, k.Later):
 		t.ckpt = views.CheckpointIndex(m.state, t.opts(0, 0).Checkpoint) + 1
 		t.following = t.ckpt >= n-1
-		t.cursor, t.scroll = 0, 0
+		t.scroll = 0
+		return nil
+	case key.Matches(msg, k.Sort) && !t.detail:
+		t.sort = (t.sort + 1) % len(views.ThreadSorts)
+		return nil
+	case key.Matches(msg, k.Reverse) && !t.detail:
+		t.reverse = !t.reverse
+		return nil
+	case m.matchDir(msg) != 0 && !t.detail:
+		if n := len(t.rows(m)); n > 0 {
+			t.cursor = nextMatch(clamp(t.cursor, n), n, m.matchDir(msg), func(int) bool { return true })
+		}
 		return nil
 	case key.Matches(msg, k.Enter) || (key.Matches(msg, k.Right) && !t.detail):
 		t.detail, t.scroll = !t.detail, 0
@@ -59,8 +80,9 @@ func (t *threadsTab) normalize(m *Model) {
 	if len(m.state.Checkpoints) == 0 || t.ckpt >= len(m.state.Checkpoints) {
 		t.following = true
 	}
-	n := len(views.ThreadListOf(m.state, t.opts(0, 0).Checkpoint))
-	t.cursor = clamp(t.cursor, n)
+	ts := t.rows(m)
+	n := len(ts)
+	t.keep.fit(&t.cursor, n, func(i int) sessions.TaskKey { return sessions.TaskKey{Host: ts[i].Host, TID: ts[i].TID} })
 	if n == 0 {
 		t.detail = false
 	}
@@ -75,7 +97,7 @@ func (t *threadsTab) view(m *Model, w, h int) string {
 }
 
 func (t *threadsTab) explain(m *Model) *views.Explanation {
-	ts := views.ThreadListOf(m.state, t.opts(0, 0).Checkpoint)
+	ts := t.rows(m)
 	if c := clamp(t.cursor, len(ts)); c >= 0 {
 		e := views.ExplainThread(ts[c].Thread)
 		return &e
@@ -84,18 +106,29 @@ func (t *threadsTab) explain(m *Model) *views.Explanation {
 }
 
 func (t *threadsTab) click(m *Model, x, y int) {
-	n := len(views.ThreadListOf(m.state, t.opts(0, 0).Checkpoint))
+	n := len(t.rows(m))
 	if i := views.ThreadsHit(t.opts(m.width, m.bodyH()), n, y); i >= 0 {
 		t.cursor = i
 	}
 }
 
-func (t *threadsTab) escape(m *Model)            { t.detail = false }
-func (t *threadsTab) filterRef(m *Model) *string { return nil }
-func (t *threadsTab) sorts() bool                { return false }
+// escape closes the detail, or clears the filter.
+func (t *threadsTab) escape(m *Model) {
+	if t.detail {
+		t.detail = false
+		return
+	}
+	t.filter = ""
+}
+func (t *threadsTab) filterRef(m *Model) *string { return &t.filter }
+func (t *threadsTab) sorts() bool                { return true }
 func (t *threadsTab) shortHelp(m *Model) []key.Binding {
 	k := &m.keys
-	bs := []key.Binding{k.Enter, k.Explain}
+	bs := []key.Binding{k.Enter, k.Explain, k.Filter}
+	if t.filter != "" {
+		bs = append(bs, k.NextMatch)
+	}
+	bs = append(bs, k.Sort, k.Reverse)
 	if len(m.state.Checkpoints) > 1 {
 		bs = append(bs, k.Earlier, k.Later)
 	}

@@ -15,13 +15,38 @@ import (
 // CrashOptions are the crash view's options.
 type CrashOptions struct {
 	Width, Height int
-	Cursor        int  // selected group (index into State.Groups), or site (into Sites) when Handled
+	Cursor        int  // selected row: a group (index into Groups), or a site (into Sites) when Handled
 	Detail        bool // show the selected group's (or site's) detail instead of the list
 	Scroll        int  // first line of the detail's scrolling part
 	// Handled lists the handled faults by site instead of the crash groups (t toggles).
 	Handled bool
-	// Sites are HandledSites(State), when the caller keeps them (nil: computed here).
+	// Groups are the groups listed, in order (CrashRows: filtered and sorted); nil lists
+	// State.Groups as they are.
+	Groups []*sessions.Group
+	// Sites are the handled sites listed (HandledRows), when the caller keeps them (nil:
+	// HandledSites(State)).
 	Sites []HandledSite
+	// Filter is the filter the rows match (highlighted); Sort and Reverse are the order
+	// (CrashSorts or HandledSorts), marked in the header.
+	Filter  string
+	Sort    string
+	Reverse bool
+}
+
+// groups is the list of groups o shows.
+func (o CrashOptions) groups(s *sessions.State) []*sessions.Group {
+	if o.Groups != nil {
+		return o.Groups
+	}
+	return s.Groups
+}
+
+// sites is the list of handled sites o shows.
+func (o CrashOptions) sites(s *sessions.State) []HandledSite {
+	if o.Sites != nil {
+		return o.Sites
+	}
+	return HandledSites(s)
 }
 
 // wideList is the width from which the lists show times and the core's path in their rows.
@@ -91,6 +116,9 @@ func cutMiddle(s string, w int) string {
 	return string(r[:head]) + "…" + string(r[len(r)-(w-1-head):])
 }
 
+// MidEllipsis is midEllipsis for the tui.
+func MidEllipsis(s string, w int) string { return midEllipsis(s, w) }
+
 // midEllipsis shortens a path to w cells by cutting its middle at directory boundaries: the
 // file name and the directories nearest to it stay, "…" stands for what was cut
 // ("/home/…/solver/relax.c:88").
@@ -127,25 +155,25 @@ func midEllipsis(s string, w int) string {
 }
 
 // hardWrap breaks s (a path, a key: no spaces to wrap at) into lines of w cells after prefix,
-// at most maxLines lines; the last one is cut in the middle when it does not fit.
+// after its separators where it can (splitToken), at most maxLines lines; the last one is cut
+// in the middle when it does not fit.
 func hardWrap(prefix, s string, w, maxLines int) []string {
 	pw := ansi.StringWidth(prefix)
 	room := w - pw
 	if room < 8 {
 		return []string{cut(prefix+s, w)}
 	}
+	pieces := splitToken(s, room, room)
 	var out []string
-	r := []rune(s)
-	for len(r) > 0 {
+	for i, piece := range pieces {
 		p := prefix
-		if len(out) > 0 {
+		if i > 0 {
 			p = strings.Repeat(" ", pw)
 		}
-		if len(out) == maxLines-1 || len(r) <= room {
-			return append(out, p+midEllipsis(string(r), room))
+		if i == maxLines-1 && i < len(pieces)-1 {
+			return append(out, p+midEllipsis(strings.TrimSpace(strings.Join(pieces[i:], "")), room))
 		}
-		out = append(out, p+string(r[:room]))
-		r = r[room:]
+		out = append(out, p+strings.TrimSpace(piece))
 	}
 	return out
 }
@@ -192,6 +220,9 @@ type HandledSite struct {
 	First, Last  time.Time
 }
 
+// Key is the site's identity: its signal, module and offset.
+func (h *HandledSite) Key() string { return h.Signal + "|" + h.Module + "|" + h.Offset.String() }
+
 // Site is the site as a list shows it.
 func (h *HandledSite) Site() string {
 	site := sessions.Sanitize(sessions.ModuleBase(h.Module)) + "+" + h.Offset.String()
@@ -230,18 +261,6 @@ func HandledSites(s *sessions.State) []HandledSite {
 	return out
 }
 
-// ranksNarrow is RankList for a narrow column: unranked members as "-" alone or "+N".
-func ranksNarrow(rs []sessions.Rank) string {
-	l := RankList(rs)
-	if strings.HasPrefix(l, "+") {
-		return "-"
-	}
-	if i := strings.Index(l, " unranked"); i >= 0 {
-		return l[:i]
-	}
-	return l
-}
-
 func (h *HandledSite) ranks() string {
 	var rs []sessions.Rank
 	for _, m := range h.Members {
@@ -256,132 +275,6 @@ func (h *HandledSite) procs() int {
 		n[sessions.ProcKey{Host: m.Host, PID: m.Crash.PID}] = true
 	}
 	return len(n)
-}
-
-// Crashes renders the crash groups (or the handled faults by site), or the selected one's
-// detail.
-func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
-	if o.Handled {
-		return handledList(st, s, o)
-	}
-	if len(s.Groups) == 0 {
-		msg := "no crashes so far"
-		if s.NHandled > 0 {
-			msg += fmt.Sprintf(" · %s by the program's own handlers (not crashes): t lists them",
-				Count(s.NHandled, "fault handled", "faults handled"))
-		}
-		return fit(st.Dim.Render(msg), o.Width, o.Height)
-	}
-	cur := clampI(o.Cursor, len(s.Groups))
-	if o.Detail {
-		return CrashDetail(st, s, s.Groups[cur], o)
-	}
-	var b strings.Builder
-	title := fmt.Sprintf("%s in %s", Count(s.Crashes, "crash", "crashes"), Count(len(s.Groups), "group", "groups"))
-	if s.NHandled > 0 {
-		title += " · " + Count(s.NHandled, "handled fault", "handled faults") + " (t lists them)"
-	}
-	h := o.Height - 2
-	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(s.Groups), h), o.Width)) + "\n")
-	wide, compact := o.Width >= wideList, o.Width < 64
-	var head string
-	switch {
-	case wide:
-		head = fmt.Sprintf(" %3s %5s %-7s %-12s %-8s %-8s %7s  %s", "#", "COUNT", "SIGNAL", "RANKS", "FIRST", "LAST", "REP", "SITE → CORE")
-	case compact: // under 64 columns the site keeps the room: the detail has the rest
-		head = fmt.Sprintf(" %3s %5s %-7s %s", "#", "COUNT", "SIGNAL", "SITE")
-	default:
-		head = fmt.Sprintf(" %3s %5s %-7s %-10s %7s %-4s %s", "#", "COUNT", "SIGNAL", "RANKS", "REP", "CORE", "SITE")
-	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
-	off := window(cur, 0, h, len(s.Groups))
-	for i := off; i < len(s.Groups) && i < off+h; i++ {
-		g := s.Groups[i]
-		var ranks []sessions.Rank
-		for _, m := range g.Members {
-			ranks = append(ranks, m.Crash.Rank)
-		}
-		sig := pad(sessions.Sanitize(g.Signal), 7)
-		var line string
-		switch {
-		case compact:
-			line = fmt.Sprintf(" %3d %5d %s ", g.ID, g.Count(), sig)
-			line += siteShort(g, o.Width-ansi.StringWidth(line))
-		case wide:
-			line = fmt.Sprintf(" %3d %5d %s %s %-8s %-8s %7d  ", g.ID, g.Count(), sig, pad(RankList(ranks), 12),
-				hms(g.First), hms(g.Last), g.Representative.PID)
-			site := siteFull(g)
-			if g.Core != nil {
-				room := o.Width - ansi.StringWidth(line) - ansi.StringWidth(site) - 3
-				site += " → " + midEllipsis(sessions.Sanitize(*g.Core), max(room, 12))
-			}
-			line += site
-		default:
-			core := "no"
-			if g.Core != nil {
-				core = "yes"
-			}
-			line = fmt.Sprintf(" %3d %5d %s %s %7d %-4s ", g.ID, g.Count(), sig, pad(ranksNarrow(ranks), 10),
-				g.Representative.PID, core)
-			line += siteShort(g, o.Width-ansi.StringWidth(line))
-		}
-		line = cut(line, o.Width)
-		if i == cur {
-			line = st.Cursor(line, o.Width)
-		} else {
-			line = st.Bad.Render(line)
-		}
-		b.WriteString(line + "\n")
-	}
-	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
-}
-
-func handledList(st *Styles, s *sessions.State, o CrashOptions) string {
-	sites := o.Sites
-	if sites == nil {
-		sites = HandledSites(s)
-	}
-	if len(sites) == 0 {
-		msg := "no handled faults: faults that the program's own handler repairs (a safepoint, a SIGBUS on a file it then extends) are listed here · t: crash groups"
-		return fit(st.Dim.Render(wrap(msg, o.Width)), o.Width, o.Height)
-	}
-	cur := clampI(o.Cursor, len(sites))
-	if o.Detail {
-		return detailView(st, handledDetailHead(st, &sites[cur], o.Width), HandledDetailLines(st, &sites[cur], o.Width), o)
-	}
-	var b strings.Builder
-	title := fmt.Sprintf("%s at %s (repaired by the program: not crashes) · t: crash groups",
-		Count(s.NHandled, "handled fault", "handled faults"), Count(len(sites), "site", "sites"))
-	h := o.Height - 2
-	b.WriteString(st.Dim.Render(leftRight(title, Position(cur, len(sites), h), o.Width)) + "\n")
-	wide := o.Width >= wideList
-	var head string
-	if wide {
-		head = fmt.Sprintf(" %5s %-7s %-11s %-12s %5s %-8s %-8s %s", "COUNT", "SIGNAL", "CODE", "RANKS", "PROCS", "FIRST", "LAST", "SITE")
-	} else {
-		head = fmt.Sprintf(" %5s %-7s %-11s %-10s %5s %s", "COUNT", "SIGNAL", "CODE", "RANKS", "PROCS", "SITE")
-	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
-	off := window(cur, 0, h, len(sites))
-	for i := off; i < len(sites) && i < off+h; i++ {
-		hs := &sites[i]
-		var line string
-		if wide {
-			line = fmt.Sprintf(" %5d %s %s %s %5d %-8s %-8s %s", len(hs.Members), pad(sessions.Sanitize(hs.Signal), 7),
-				pad(sessions.Sanitize(hs.Code), 11), pad(hs.ranks(), 12), hs.procs(), hms(hs.First), hms(hs.Last), hs.Site())
-		} else {
-			line = fmt.Sprintf(" %5d %s %s %s %5d %s", len(hs.Members), pad(sessions.Sanitize(hs.Signal), 7),
-				pad(sessions.Sanitize(hs.Code), 11), pad(hs.ranks(), 10), hs.procs(), hs.Site())
-		}
-		line = cut(line, o.Width)
-		if i == cur {
-			line = st.Cursor(line, o.Width)
-		} else {
-			line = st.Warn.Render(line)
-		}
-		b.WriteString(line + "\n")
-	}
-	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
 }
 
 // NoCoreSentence says why a crash group has no core, from the tracer's reason (a recorded
@@ -417,12 +310,16 @@ func crashDetailHead(st *Styles, s *sessions.State, g *sessions.Group, width int
 	if width < 100 {
 		rep = "rep"
 	}
-	rep += fmt.Sprintf(" pid %d", g.Representative.PID)
-	if r := RepresentativeCrash(g); r != nil {
-		rep += " (rank " + r.Crash.Rank.String() + ")"
-	}
-	if g.Representative.Host != "" {
-		rep += " on " + sessions.Sanitize(g.Representative.Host)
+	if g.Representative.PID == 0 {
+		rep = "no " + rep + ": no member could have a core"
+	} else {
+		rep += fmt.Sprintf(" pid %d", g.Representative.PID)
+		if r := RepresentativeCrash(g); r != nil {
+			rep += " (rank " + r.Crash.Rank.String() + ")"
+		}
+		if g.Representative.Host != "" {
+			rep += " on " + sessions.Sanitize(g.Representative.Host)
+		}
 	}
 	out = append(out, st.Dim.Render(cut(rep+" · first "+hms(g.First)+" · last "+hms(g.Last), width)))
 	return out
@@ -693,19 +590,17 @@ func CrashDetail(st *Styles, s *sessions.State, g *sessions.Group, o CrashOption
 // where its last line is at the bottom (no dead zone past the end).
 func CrashDetailMaxScroll(st *Styles, s *sessions.State, o CrashOptions) int {
 	var head, body []string
+	gs := o.groups(s)
 	switch {
 	case o.Handled:
-		sites := o.Sites
-		if sites == nil {
-			sites = HandledSites(s)
-		}
+		sites := o.sites(s)
 		if len(sites) == 0 {
 			return 0
 		}
 		h := &sites[clampI(o.Cursor, len(sites))]
 		head, body = handledDetailHead(st, h, o.Width), HandledDetailLines(st, h, o.Width)
-	case len(s.Groups) > 0:
-		g := s.Groups[clampI(o.Cursor, len(s.Groups))]
+	case len(gs) > 0:
+		g := gs[clampI(o.Cursor, len(gs))]
 		head, body = crashDetailHead(st, s, g, o.Width), CrashDetailLines(st, s, g, o.Width)
 	default:
 		return 0

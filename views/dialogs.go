@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // CheckpointDialog asks for the restore policy of a simulated checkpoint. When every
@@ -14,12 +16,12 @@ func CheckpointDialog(st *Styles, choice, width, height int) string {
 		var b strings.Builder
 		b.WriteString(st.Title.Render("Simulated checkpoint") + "\n")
 		b.WriteString(wrap("Freeze the job, capture every thread's restart state, apply a restore policy in place and resume:", w) + "\n\n")
-		for i, p := range Policies {
+		for i, p := range sessions.Policies {
 			mark := "  "
-			label := p
+			label := string(p)
 			if i == choice {
 				mark = "> "
-				label = st.Selected.Render(p)
+				label = st.Selected.Render(label)
 			}
 			b.WriteString(mark + label + "\n")
 			if all || i == choice {

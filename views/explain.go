@@ -88,104 +88,93 @@ var signalText = map[string]string{
 	"SIGABRT": "SIGABRT: the process called abort() (a failed assert, glibc's heap checks, std::terminate).",
 	"SIGTRAP": "SIGTRAP: a breakpoint or trap instruction.",
 	"SIGSYS":  "SIGSYS: a seccomp filter trapped a system call.",
+	"SIGINT":  "SIGINT: an interrupt, what ctrl+c sends; without a handler it ends the process (crashtui sends it first to the ranks it started when it quits).",
+	"SIGTERM": "SIGTERM: a request to end; without a handler it ends the process.",
+	"SIGKILL": "SIGKILL: the process was killed outright: it cannot be caught or ignored (kill -9, the OOM killer, crashtui ending the ranks it started).",
+	"SIGHUP":  "SIGHUP: the terminal or the session went away; without a handler it ends the process.",
+	"SIGQUIT": "SIGQUIT: what ctrl+\\ sends; its default action ends the process with a core.",
+	"SIGPIPE": "SIGPIPE: a write to a pipe or socket with no reader left; without a handler it ends the process.",
+	"SIGUSR1": "SIGUSR1: a signal whose meaning the program chooses; without a handler it ends the process.",
+	"SIGUSR2": "SIGUSR2: a signal whose meaning the program chooses; without a handler it ends the process.",
+	"SIGALRM": "SIGALRM: a timer (alarm, setitimer) expired; without a handler it ends the process.",
+	"SIGXCPU": "SIGXCPU: the process used more CPU time than RLIMIT_CPU allows.",
 }
 
-// reasonRule maps a matrix denial reason to its rule (kernel.md §A.3): the tracer's reason
-// (tracer/access Reason*) by name, and a reason outside that set (a recording from another
-// build or tool) by keyword.
+// reasonRule is the rule behind a matrix denial reason (kernel.md §A.3) and where the kernel
+// applies it; the case's own sentence and fix come from its Rule (ruleWords).
 type reasonRule struct {
-	reason            string
-	keys              []string
-	rule, kernel, fix string
+	rule, kernel string
 }
 
-var reasonRules = []reasonRule{
-	{"enosys", []string{"nosys", "enosys", "config", "not built"},
-		"the syscall is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH for process_vm_readv, CONFIG_KCMP for kcmp); the call returns ENOSYS.",
-		"sys_ni_syscall", "use a kernel built with the option, or tell Open MPI not to rely on kcmp (--mca smsc ^cma); its message then wrongly blames CAP_SYS_PTRACE."},
-	{"seccomp", []string{"seccomp"},
-		"a seccomp filter on the reader (A) refuses the syscall; B's filter does not matter. Docker's and runc's default profiles return EPERM.",
-		"seccomp filter at syscall entry", "allow process_vm_readv/kcmp in the container's seccomp profile, or run with a profile that permits them."},
-	{"pidns", []string{"pidns", "pid namespace", "esrch", "namespace"},
-		"B cannot be named in A's PID namespace (find_get_task_by_vpid fails), so both calls return ESRCH; Open MPI never compares PID namespaces and may even name another process.",
-		"find_get_task_by_vpid", "run the ranks in one PID namespace (one container per node, not per rank)."},
-	{"exited", []string{"zombie", "no mm", "nomm", "exited"},
-		"B has no mm (a zombie or a kernel thread): process_vm_readv gets ESRCH from mm_access; kcmp still compares.",
-		"mm_access (kernel/fork.c)", "nothing to fix: the peer is gone."},
-	{"userns", []string{"userns", "user namespace"},
-		"Rows 5b/7: A and B are in different user namespaces and A lacks CAP_SYS_PTRACE in B's namespace.",
-		"ptrace_has_cap / cap_ptrace_access_check", "start the ranks in the same user namespace."},
-	{"uid", []string{"uid", "gid", "cred"},
-		"__ptrace_may_access compares A's real uid/gid with B's real, effective and saved uid/gid; any mismatch needs CAP_SYS_PTRACE in B's user namespace, else EPERM.",
-		"__ptrace_may_access (kernel/ptrace.c)", "run every rank as the same user and group (no setuid helpers among the ranks), or grant CAP_SYS_PTRACE."},
-	{"dumpable", []string{"dumpable", "dump"},
-		"B is not dumpable (setuid/setgid or file-capability exec, prctl(PR_SET_DUMPABLE, 0), or an id change), so even a matching uid needs CAP_SYS_PTRACE in B's mm->user_ns.",
-		"__ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER", "do not make the ranks non-dumpable (drop PR_SET_DUMPABLE 0, avoid setuid launch wrappers), or grant CAP_SYS_PTRACE."},
-	{"capabilities", []string{"cap"},
-		"B holds permitted capabilities A lacks; cap_ptrace_access_check refuses unless A has CAP_SYS_PTRACE.",
-		"cap_ptrace_access_check (security/commoncap.c)", "give all ranks the same capability set."},
-	{"yama", []string{"yama", "ptrace_scope"},
-		"Rows 9/10: Yama's ptrace_scope applies to ATTACH mode only: process_vm_readv is refused unless B descends from A or called PR_SET_PTRACER; kcmp (READ mode) is not affected, so Open MPI's kcmp proxy says yes and CMA still fails.",
-		"yama_ptrace_access_check", "set kernel.yama.ptrace_scope=0, or have each rank call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY) (scope 1 only)."},
-	{"", []string{"lsm", "selinux", "apparmor", "landlock"},
-		"another LSM (SELinux process:ptrace, AppArmor trace, Landlock) refuses; SELinux checks file:read for kcmp but process:ptrace for CMA.",
-		"security_ptrace_access_check", "adjust the policy for the job's domain, or disable CMA (--mca smsc ^cma)."},
+var reasonRules = map[sessions.Reason]reasonRule{
+	sessions.ReasonENOSYS: {"the syscall is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH for process_vm_readv, CONFIG_KCMP for kcmp); the call returns ENOSYS.",
+		"sys_ni_syscall"},
+	sessions.ReasonSeccomp: {"a seccomp filter on the reader (A) refuses the syscall; B's filter does not matter. Docker's and runc's default profiles return EPERM.",
+		"seccomp filter at syscall entry"},
+	sessions.ReasonPidNS: {"B cannot be named in A's PID namespace (find_get_task_by_vpid fails), so both calls return ESRCH; Open MPI never compares PID namespaces and may even name another process.",
+		"find_get_task_by_vpid"},
+	sessions.ReasonExited: {"B has no mm (a zombie or a kernel thread): process_vm_readv gets ESRCH from mm_access; kcmp still compares.",
+		"mm_access (kernel/fork.c)"},
+	sessions.ReasonUserNS: {"Rows 5b/7: A and B are in different user namespaces and A lacks CAP_SYS_PTRACE in B's namespace.",
+		"ptrace_has_cap / cap_ptrace_access_check"},
+	sessions.ReasonUID: {"__ptrace_may_access compares A's real uid/gid with B's real, effective and saved uid/gid; any mismatch needs CAP_SYS_PTRACE in B's user namespace, else EPERM.",
+		"__ptrace_may_access (kernel/ptrace.c)"},
+	sessions.ReasonDumpable: {"B is not dumpable (setuid/setgid or file-capability exec, prctl(PR_SET_DUMPABLE, 0), or an id change), so even a matching uid needs CAP_SYS_PTRACE in B's mm->user_ns.",
+		"__ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER"},
+	sessions.ReasonCapabilities: {"B holds permitted capabilities A lacks; cap_ptrace_access_check refuses unless A has CAP_SYS_PTRACE.",
+		"cap_ptrace_access_check (security/commoncap.c)"},
+	sessions.ReasonYama: {"Rows 9/10: Yama's ptrace_scope applies to ATTACH mode only: process_vm_readv is refused unless B descends from A or called PR_SET_PTRACER; kcmp (READ mode) is not affected, so Open MPI's kcmp proxy says yes and CMA still fails.",
+		"yama_ptrace_access_check"},
 }
 
-// reasonOf is the rule of a denial reason: by name, or for a reason not in the tracer's set,
-// the first rule one of whose keywords it contains.
-func reasonOf(reason string) (reasonRule, bool) {
-	for _, rr := range reasonRules {
-		if rr.reason != "" && rr.reason == reason {
-			return rr, true
-		}
-	}
-	r := strings.ToLower(reason)
-	for _, rr := range reasonRules {
-		for _, k := range rr.keys {
-			if strings.Contains(r, k) {
-				return rr, true
-			}
-		}
-	}
-	return reasonRule{}, false
-}
-
-// ExplainCell teaches one access-matrix cell.
-func ExplainCell(c *sessions.Cell) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("%d → %d: may %d read %d's memory?", c.From, c.To, c.From, c.To),
-		Story: StoryOpenMPI}
+// cellWhat is a cell's case in a sentence, from its two answers alone.
+func cellWhat(c *sessions.Cell) string {
 	vm, _ := checkVerdict(c.VMReadv)
 	kc, _ := checkVerdict(c.Kcmp)
 	switch {
 	case vm == vAllow && kc == vAllow:
-		ex.What = "Both process_vm_readv and kcmp(KCMP_VM) pass: Open MPI's single-copy (CMA) transport works between these two."
+		return "Both process_vm_readv and kcmp(KCMP_VM) pass: Open MPI's single-copy (CMA) transport works between these two."
 	case vm == vDeny && kc == vAllow:
-		ex.What = "kcmp passes but process_vm_readv is refused: Open MPI's proxy check says yes and its CMA copies then fail."
+		return "kcmp passes but process_vm_readv is refused: Open MPI's proxy check says yes and its CMA copies then fail."
 	case vm == vAllow && kc == vDeny:
-		ex.What = "process_vm_readv would work but kcmp fails, so Open MPI disables CMA needlessly."
-	default:
-		ex.What = "Both checks are refused: Open MPI falls back to copy-in/copy-out through shared memory."
+		return "process_vm_readv would work but kcmp fails, so Open MPI disables CMA needlessly."
 	}
+	return "Both checks are refused: Open MPI falls back to copy-in/copy-out through shared memory."
+}
+
+// ExplainCell teaches one access-matrix cell: the row of kernel.md A.3 that decided it and
+// its fix (or, from a recording of format version 2 or older, the recorded sentence, fix
+// included), the general rule of its reason, its disagreements, and why a measured matrix
+// did not run its calls.
+func ExplainCell(c *sessions.Cell) Explanation {
+	ex := Explanation{Title: fmt.Sprintf("%d → %d: may %d read %d's memory?", c.From, c.To, c.From, c.To),
+		Story: StoryOpenMPI}
+	ex.What = cellWhat(c)
 	if c.Explain != "" {
 		ex.What = sessions.Sanitize(c.Explain)
+	} else if what, fix := ruleWords(c); what != "" {
+		ex.What, ex.Fix = what, fix
 	}
 	ex.Rule = "process_vm_readv needs ptrace_may_access(B, PTRACE_MODE_ATTACH_REALCREDS); kcmp needs PTRACE_MODE_READ_REALCREDS on both tasks."
 	ex.Kernel = "mm/process_vm_access.c:process_vm_rw_core → mm_access → __ptrace_may_access; kernel/kcmp.c"
 	if c.Reason != nil && *c.Reason != "" {
-		if rr, ok := reasonOf(*c.Reason); ok {
-			ex.Rule, ex.Kernel, ex.Fix = rr.rule, rr.kernel, rr.fix
+		if rr, ok := reasonRules[*c.Reason]; ok {
+			ex.Rule, ex.Kernel = rr.rule, rr.kernel
 		} else {
-			ex.Rule = "Reason reported by the tracer: " + sessions.Sanitize(*c.Reason) + "."
+			ex.Rule = "Reason reported by the tracer: " + sessions.Sanitize(string(*c.Reason)) + "."
 		}
 	}
-	if c.Disagree != "" {
-		ex.What += " Disagreement: " + sessions.Sanitize(c.Disagree) + " (prediction and measurement differ: an LSM, a Yama exception or PR_SET_PTRACER that /proc cannot show)."
+	if d := CellDisagree(c); d != "" {
+		ex.What += " Disagreement: " + d + " (prediction and measurement differ: an LSM, a Yama exception or PR_SET_PTRACER that /proc cannot show)."
+	}
+	if nr := CellNotRun(*c); len(nr) > 0 {
+		ex.What += " Not run: " + strings.Join(nr, " ")
 	}
 	return ex
 }
 
-// RepresentativeCrash is the group's representative crash (the one whose core is kept).
+// RepresentativeCrash is the group's representative crash (the one whose core is kept), or,
+// while it has none (no member could have a core), its first: the crash its detail shows.
 func RepresentativeCrash(g *sessions.Group) *sessions.CrashRef {
 	if len(g.Members) == 0 {
 		return nil
@@ -246,7 +235,7 @@ func ExplainGroup(g *sessions.Group) Explanation {
 
 // ExplainThread teaches a thread's restart state.
 func ExplainThread(t *sessions.Thread) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("thread %d of %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
+	ex := Explanation{Title: fmt.Sprintf("thread %d of pid %d: %s", t.TID, t.PID, threadWhere(t)), Story: StoryCRIU}
 	if what := ThreadExplain(t); what != "" {
 		ex.What = what
 	} else if !t.InSyscall {
@@ -267,7 +256,7 @@ func ExplainThread(t *sessions.Thread) Explanation {
 // for an event that carries neither.
 func ThreadExplain(t *sessions.Thread) string {
 	if t.Explain != "" {
-		return sessions.Sanitize(t.Explain)
+		return recordedWords(sessions.Sanitize(t.Explain))
 	}
 	if t.Stop == "" {
 		return ""
@@ -391,7 +380,7 @@ func caughtWhy(sig string, t *sessions.Thread) string {
 // format version 1 says it in its own recorded words; "" when the outcome is not known.
 func ThreadOutcome(t *sessions.Thread) string {
 	if t.Outcome != "" {
-		return sessions.Sanitize(t.Outcome)
+		return recordedWords(sessions.Sanitize(t.Outcome))
 	}
 	name := sessions.Sanitize(t.Syscall)
 	if name == "" {
@@ -452,16 +441,13 @@ func restartRule(code string) string {
 	return "Return code " + sessions.Sanitize(code) + ": not a restart code, the syscall completed or failed on its own."
 }
 
-// PolicyText describes a checkpoint restore policy.
-var PolicyText = map[string]string{
-	"correct": "rewind the pc over the syscall instruction and restore the first argument (x86 rax=orig_rax, ip-=2; ppc r3=orig_gpr3, nip-=4, trap=0), for sc and scv: the syscall runs again",
-	"naive":   "write back the registers as captured, as CRIU did for scv before the fix: the thread resumes after the instruction with -ERESTARTSYS in its return register, and user code sees errno 512",
-	"none":    "write nothing back: resume the thread as it was stopped and let the kernel's own restart logic decide (the baseline)",
-	"sc-only": "the restorer before CRIU's fix (checkpoint-restore/criu#2261): rewind a thread interrupted in sc (trap 0xc00, CR0.SO, an ERESTART* code in r3) but write back one interrupted in scv (trap 0x3000) as captured; on POWER8 (glibc uses sc) the job survives, on POWER9/10 (glibc uses scv) it sees errno 512; on amd64 and arm64 it equals correct",
+// PolicyText describes each checkpoint restore policy (sessions.Policies).
+var PolicyText = map[sessions.Policy]string{
+	sessions.PolicyCorrect: "rewind the pc over the syscall instruction and restore the first argument (x86 rax=orig_rax, ip-=2; ppc r3=orig_gpr3, nip-=4, trap=0), for sc and scv: the syscall runs again",
+	sessions.PolicyNaive:   "write back the registers as captured, as CRIU did for scv before the fix: the thread resumes after the instruction with -ERESTARTSYS in its return register, and user code sees errno 512",
+	sessions.PolicyNone:    "write nothing back: resume the thread as it was stopped and let the kernel's own restart logic decide (the baseline)",
+	sessions.PolicySCOnly:  "the restorer before CRIU's fix (checkpoint-restore/criu#2261): rewind a thread interrupted in sc (trap 0xc00, CR0.SO, an ERESTART* code in r3) but write back one interrupted in scv (trap 0x3000) as captured; on POWER8 (glibc uses sc) the job survives, on POWER9/10 (glibc uses scv) it sees errno 512; on amd64 and arm64 it equals correct",
 }
-
-// Policies are the checkpoint restore policies in dialog order.
-var Policies = []string{"correct", "naive", "sc-only", "none"}
 
 // RenderExplanation draws an explanation as a box of at most width×height.
 func RenderExplanation(st *Styles, ex Explanation, width, height int) string {
@@ -511,7 +497,7 @@ func RenderExplanationFrom(st *Styles, ex Explanation, width, height, from int) 
 
 // ExplainProc teaches a process's state (for processes without a crash group).
 func ExplainProc(p *sessions.Proc) Explanation {
-	ex := Explanation{Title: fmt.Sprintf("pid %d (%s), rank %s: %s", p.PID, sessions.Sanitize(p.Comm), p.Rank, ProcState(p))}
+	ex := Explanation{Title: fmt.Sprintf("pid %d (%s) · %s: %s", p.PID, sessions.Sanitize(p.Comm), rankOrNone(p.Rank), ProcState(p))}
 	switch {
 	case p.Exit != nil && p.Exit.Detached:
 		ex.What = "crashtui detached from this process; it keeps running untraced."
@@ -531,4 +517,63 @@ func ExplainProc(p *sessions.Proc) Explanation {
 		ex.Story = StorySpindle
 	}
 	return ex
+}
+
+// recordedWords rewords what older tracers wrote into their events in the project's own
+// jargon: "seed 002" is the name of a test story in crashtui's sources, not something a user
+// can look up; the bug it stands for is CRIU's checkpoint-restore/criu#2261.
+func recordedWords(s string) string {
+	return strings.NewReplacer(
+		"unfixed: seed 002.", "unfixed (checkpoint-restore/criu#2261).",
+		", the seed 002 bug", " (checkpoint-restore/criu#2261)",
+		" (seed 002)", " (checkpoint-restore/criu#2261)",
+	).Replace(s)
+}
+
+// rankOrNone is "rank 3", or "no rank" for a process without one.
+func rankOrNone(r sessions.Rank) string {
+	if r < 0 {
+		return "no rank"
+	}
+	return "rank " + r.String()
+}
+
+// TourBand draws the guided tour's explanation as a band width×height: a rule with its title,
+// the text wrapped from line from (clamped), and the hint; it returns the band and the first
+// line shown.
+func TourBand(st *Styles, ex Explanation, width, height, from int) (string, int) {
+	w := max(width-2, 10)
+	var parts []string
+	add := func(label, text string) {
+		if text != "" {
+			parts = append(parts, wrap(st.Bold.Render(label)+" "+text, w))
+		}
+	}
+	add("What:", ex.What)
+	add("Rule:", ex.Rule)
+	add("Kernel:", ex.Kernel)
+	add("Fix:", ex.Fix)
+	add("Story:", ex.Story)
+	lines := strings.Split(strings.Join(parts, "\n"), "\n")
+	room := max(height-2, 1) // the title rule and the hint
+	from = max(0, min(from, len(lines)-room))
+	shown := lines[from:min(len(lines), from+room)]
+	title := " " + sessions.Sanitize(ex.Title) + " "
+	rule := st.Title.Render(cut("──"+title, width))
+	if n := width - lipglossWidth(rule); n > 0 {
+		rule += st.Dim.Render(strings.Repeat("─", n))
+	}
+	hint := ex.Hint
+	if rest := len(lines) - from - len(shown); rest > 0 {
+		hint += fmt.Sprintf(" (%d more below)", rest)
+	}
+	out := []string{rule}
+	for _, l := range shown {
+		out = append(out, " "+l)
+	}
+	for len(out) < height-1 {
+		out = append(out, "")
+	}
+	out = append(out, st.Dim.Render(cut(" "+hint, width)))
+	return fit(strings.Join(out, "\n"), width, height), from
 }

@@ -3,32 +3,31 @@ package views
 import (
 	"strings"
 	"testing"
+
+	"github.com/crashtui/crashtui/sessions"
 )
 
-// TestMatrixReasonsByName: each reason the tracer reports (tracer/access Reason*) names its
-// rule exactly, the same rule its keywords found before; a reason outside that set is still
-// matched by keyword, and one matching nothing is reported as it is.
+// TestMatrixReasonsByName: each reason the tracer reports (sessions.Reason*) names its rule
+// and where the kernel applies it; a reason outside that set (a recording from another build
+// or tool) is reported as it is, sanitised, and matched to no rule.
 func TestMatrixReasonsByName(t *testing.T) {
-	byKeyword := func(reason string) string {
-		for _, rr := range reasonRules {
-			for _, k := range rr.keys {
-				if strings.Contains(reason, k) {
-					return rr.kernel
-				}
-			}
+	for _, reason := range []sessions.Reason{sessions.ReasonSeccomp, sessions.ReasonUID, sessions.ReasonDumpable, sessions.ReasonCapabilities,
+		sessions.ReasonPidNS, sessions.ReasonUserNS, sessions.ReasonYama, sessions.ReasonENOSYS, sessions.ReasonExited} {
+		rr, ok := reasonRules[reason]
+		if !ok || rr.rule == "" || rr.kernel == "" {
+			t.Errorf("reason %q: no rule (%+v)", reason, rr)
+			continue
 		}
-		return ""
-	}
-	for _, reason := range []string{"seccomp", "uid", "dumpable", "capabilities", "pidns", "userns", "yama", "enosys", "exited"} {
-		rr, ok := reasonOf(reason)
-		if !ok || rr.reason != reason || rr.kernel != byKeyword(reason) {
-			t.Errorf("reason %q: rule %q (%v) for %q; by keyword %q", reason, rr.kernel, ok, rr.reason, byKeyword(reason))
+		r := reason
+		if ex := ExplainCell(&sessions.Cell{From: 1, To: 2, Reason: &r}); ex.Rule != rr.rule || ex.Kernel != rr.kernel {
+			t.Errorf("reason %q: rule %q kernel %q", reason, ex.Rule, ex.Kernel)
 		}
 	}
-	if rr, ok := reasonOf("SELinux denial"); !ok || rr.kernel != "security_ptrace_access_check" {
-		t.Errorf("a reason outside the set: %q %v, want the LSM rule by keyword", rr.kernel, ok)
-	}
-	if _, ok := reasonOf("moon phase"); ok {
-		t.Error("a reason matching no rule found one")
+	for _, odd := range []sessions.Reason{"SELinux denial", "moon phase\x1b[2J"} {
+		r := odd
+		ex := ExplainCell(&sessions.Cell{From: 1, To: 2, Reason: &r})
+		if !strings.HasPrefix(ex.Rule, "Reason reported by the tracer: ") || strings.ContainsRune(ex.Rule, 0x1b) || ex.Fix != "" {
+			t.Errorf("reason %q: rule %q fix %q", odd, ex.Rule, ex.Fix)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func FuzzRenderEvents(f *testing.F) {
 				Crashes(st, s, CrashOptions{Width: w, Height: h}),
 				Crashes(st, s, CrashOptions{Width: w, Height: h, Detail: true, Scroll: 2}),
 				Threads(st, s, ThreadOptions{Width: w, Height: h, Cursor: 1}),
-				Log(st, s, LogOptions{Width: w, Height: h, Filter: "a", Back: 1}),
+				Log(st, s, LogOptions{Width: w, Height: h, Filter: "a", Cursor: 1}),
 			}
 			for _, g := range s.Groups {
 				outs = append(outs, RenderExplanation(st, ExplainGroup(g), w, h))

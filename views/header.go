@@ -90,13 +90,17 @@ func Header(st *Styles, s *sessions.State, h sessions.Header, status Status, wid
 	return cut(line1, width) + "\n" + cut(line2, width)
 }
 
-// joinLR puts right at the right edge when there is room, else after left.
+// joinLR puts right at the right edge; when both do not fit, left is cut: the right side
+// (live, the replay's position, job finished) is what changes and must stay in view.
 func joinLR(left, right string, width int) string {
-	gap := width - lipglossWidth(left) - lipglossWidth(right)
-	if gap < 2 {
-		return left + "  " + right
+	rw := lipglossWidth(right)
+	if rw+2 >= width {
+		return cut(right, width)
 	}
-	return left + strings.Repeat(" ", gap) + right
+	if lipglossWidth(left)+2+rw > width {
+		left = cut(left, width-rw-2)
+	}
+	return left + strings.Repeat(" ", width-lipglossWidth(left)-rw) + right
 }
 
 func clock(d time.Duration) string {
@@ -104,23 +108,25 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// Tab names, in the order of the number keys.
-var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Stacks", "Log"}
+// Tab names, in the order of the number keys; Output (the ranks' output) is there only in a
+// session that started the ranks (run).
+var TabNames = []string{"Processes", "Matrix", "Crashes", "Threads", "Stacks", "Log", "Output"}
 
-var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Stack", "Log"}
+var tabShort = []string{"Proc", "Matrix", "Crash", "Thr", "Stack", "Log", "Out"}
 
 // TabSpan is the columns a tab occupies in the tab bar, for mouse clicks.
 type TabSpan struct{ From, To int }
 
-// Tabs is the tab bar; badges are appended to names (crash count, thread count). The full
-// names are used when they fit, else short ones, else short ones without badges.
-func Tabs(st *Styles, s *sessions.State, active, width int) (string, []TabSpan) {
+// Tabs is the tab bar of the first n tabs; badges are appended to names (crash count, thread
+// count). The full names are used when they fit, else short ones, else short ones without
+// badges.
+func Tabs(st *Styles, s *sessions.State, active, n, width int) (string, []TabSpan) {
 	var bar string
 	var spans []TabSpan
 	for _, try := range []struct {
 		names  []string
 		badges bool
-	}{{TabNames, true}, {tabShort, true}, {tabShort, false}} {
+	}{{TabNames[:n], true}, {tabShort[:n], true}, {tabShort[:n], false}} {
 		bar, spans = tabBar(st, s, active, try.names, try.badges)
 		if spans[len(spans)-1].To <= width {
 			break

@@ -2,6 +2,8 @@ package views
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/crashtui/crashtui/sessions"
@@ -11,7 +13,48 @@ import (
 type LogOptions struct {
 	Width, Height int
 	Filter        string
-	Back          int // lines scrolled back from the newest; 0 follows new events
+	// Rows are the lines listed, in order (LogRows); nil lists every event of the State.
+	Rows []LogRow
+	// Cursor is the selected row (-1: none, following the newest); Offset the first row
+	// shown, kept by the caller (Window).
+	Cursor, Offset int
+	Sort           string // one of LogSorts, for the title
+	Reverse        bool
+	Following      bool // the cursor follows the newest event
+}
+
+// LogSorts are the orders of the Log (s cycles, r reverses): time is the events' own order.
+var LogSorts = []string{"time", "kind"}
+
+// LogRow is one event of the Log as listed.
+type LogRow struct {
+	Entry *sessions.LogEntry
+	Line  string // EventLine
+}
+
+// LogRows are the events whose line, as a row width cells wide shows it, contains filter (a
+// match that the cut hides does not count), in the order by, reversed when reverse is set.
+// line formats entry i of s.Log (the tui keeps them: formatting 20000 events per frame is
+// the slow part); nil formats them here.
+func LogRows(s *sessions.State, filter string, width int, by string, reverse bool, line func(i int) string) []LogRow {
+	if line == nil {
+		line = func(i int) string { return EventLine(s.Log[i].Event) }
+	}
+	out := make([]LogRow, 0, len(s.Log))
+	for i := range s.Log {
+		l := line(i)
+		if filter != "" && !visibleMatch(l, filter, width-1) { // the row's first cell is the cursor's
+			continue
+		}
+		out = append(out, LogRow{Entry: &s.Log[i], Line: l})
+	}
+	if by == "kind" {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Entry.Event.Kind() < out[j].Entry.Event.Kind() })
+	}
+	if reverse {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // EventLine is one event as a line of text (sanitised).
@@ -23,7 +66,7 @@ func EventLine(e sessions.Event) string {
 	var what string
 	switch b := e.Body.(type) {
 	case sessions.Session:
-		what = fmt.Sprintf("session %s job %s on %s %s", b.Mode, b.Job, b.Arch, b.Kernel)
+		what = fmt.Sprintf("%s · job %s · %s %s", b.Mode, b.Job, b.Arch, b.Kernel)
 	case sessions.Process:
 		what = fmt.Sprintf("pid %d joined (ppid %d, rank %s, uid %d, %s) %s %s", b.PID, b.PPID, b.Rank, b.UID, Count(b.Threads, "thread", "threads"), b.Comm, strings.Join(b.Argv, " "))
 	case sessions.Task:
@@ -73,7 +116,7 @@ func EventLine(e sessions.Event) string {
 	case sessions.Thread:
 		what = fmt.Sprintf("%d/%d %s %s on resume %s", b.PID, b.TID, b.Syscall, b.Code, b.OnResume)
 		if b.Applied != "" {
-			what += " applied " + b.Applied
+			what += " applied " + sessions.Sanitize(string(b.Applied))
 		}
 		if o := ThreadOutcome(&b); o != "" {
 			what += " → " + o
@@ -92,48 +135,66 @@ func EventLine(e sessions.Event) string {
 	default:
 		what = string(e.Kind())
 	}
-	return sessions.Sanitize(fmt.Sprintf("%s %-7s %s%s", hms(e.Time), e.Kind(), host, what))
+	kind := string(e.Kind())
+	if e.Kind() == sessions.KindCrashLines {
+		kind = "lines" // the column is 7 wide: "crash_lines" pushed its row out of line
+	}
+	return sessions.Sanitize(fmt.Sprintf("%s %-7s %s%s", hms(e.Time), kind, host, what))
 }
 
-// Log renders the event timeline, newest at the bottom.
+// Log renders the event timeline, newest at the bottom (in the time order), the cursor's row
+// marked.
 func Log(st *Styles, s *sessions.State, o LogOptions) string {
+	rows := o.Rows
+	if rows == nil {
+		rows = LogRows(s, o.Filter, o.Width, o.Sort, o.Reverse, nil)
+	}
 	h := o.Height - 1
-	var lines []*sessions.LogEntry
-	f := strings.ToLower(o.Filter)
-	// Walk back from the newest: only the visible window is formatted when there is no filter.
-	need := h + o.Back
-	matched := 0
-	for i := len(s.Log) - 1; i >= 0 && matched < need; i-- {
-		if f != "" && !strings.Contains(strings.ToLower(EventLine(s.Log[i].Event)), f) {
-			continue
+	cur := min(o.Cursor, len(rows)-1)
+	off := window(cur, o.Offset, h, len(rows))
+	if cur < 0 { // no cursor: the newest page
+		off = 0
+		if !o.Reverse {
+			off = max(0, len(rows)-h)
 		}
-		lines = append(lines, &s.Log[i])
-		matched++
 	}
-	// lines is newest first; drop the Back newest and show the rest oldest first. Scrolled
-	// back past the oldest event, the oldest full page is shown (never a blank one).
-	if o.Back > len(lines)-h {
-		o.Back = max(0, len(lines)-h)
-	}
-	lines = lines[o.Back:]
 	var b strings.Builder
-	title := fmt.Sprintf("%d events", s.Seq)
+	title := Count(len(s.Log), "event", "events")
 	if o.Filter != "" {
-		title += " · filter: " + sessions.Sanitize(o.Filter)
+		title = fmt.Sprintf("%d of %s match · filter: %s", len(rows), Count(len(s.Log), "event", "events"), sessions.Sanitize(o.Filter))
 	}
-	if o.Back > 0 {
-		title += fmt.Sprintf(" · scrolled back %d (G follows)", o.Back)
+	if s.SampleEvents > 0 {
+		title += " · " + Count(s.SampleEvents, "stack sample", "stack samples") + " not listed (Stacks)"
 	}
-	b.WriteString(st.Dim.Render(title))
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := EventLine(lines[i].Event)
-		switch lines[i].Event.Kind() {
+	if o.Sort == "kind" {
+		title += " · by kind"
+	}
+	if o.Reverse {
+		title += " · newest first"
+	}
+	if !o.Following && len(rows) > 0 {
+		title += " · G follows the newest"
+	}
+	pos := ""
+	if cur >= 0 {
+		pos = Position(cur, len(rows), h)
+	}
+	b.WriteString(st.Dim.Render(leftRight(title, pos, o.Width)))
+	for i := off; i < len(rows) && i < off+h; i++ {
+		base, styled := st.R.NewStyle(), true
+		switch rows[i].Entry.Event.Kind() {
 		case sessions.KindCrash, sessions.KindError:
-			l = st.Bad.Render(cut(l, o.Width))
+			base = st.Bad
 		case sessions.KindHandled, sessions.KindThread:
-			l = st.Warn.Render(cut(l, o.Width))
+			base = st.Warn
+		default:
+			styled = false
 		}
-		b.WriteString("\n" + l)
+		line := " " + rows[i].Line // the cursor's marker takes the first cell
+		if i == cur || o.Filter != "" || styled {
+			line = st.listRow(line, o.Filter, base, i == cur, o.Width)
+		}
+		b.WriteString("\n" + cut(line, o.Width))
 	}
 	return fit(b.String(), o.Width, o.Height)
 }

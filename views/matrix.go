@@ -44,7 +44,7 @@ func cellCode(c *sessions.Cell) uint8 {
 	vm, d1 := checkVerdict(c.VMReadv)
 	kc, d2 := checkVerdict(c.Kcmp)
 	code := uint8(vm)*3 + uint8(kc)
-	if d1 || d2 || c.Disagree != "" {
+	if d1 || d2 || c.Disagrees() {
 		code += 9
 	}
 	return code
@@ -293,6 +293,15 @@ func Units(ix *MatrixIndex, o MatrixOptions) []Unit {
 	return us
 }
 
+// UnitPID is the unit's first process: what the cursor follows when the matrix is measured
+// again and its classes change.
+func (ix *MatrixIndex) UnitPID(u Unit) int {
+	if ms := ix.members(u); len(ms) > 0 {
+		return ix.PIDs[ms[0]]
+	}
+	return -1
+}
+
 func (ix *MatrixIndex) members(u Unit) []int {
 	if u.Member >= 0 {
 		return []int{u.Member}
@@ -446,7 +455,7 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 	}
 	grouped := ""
 	if Grouped(ix, o) {
-		grouped = fmt.Sprintf(" · %d classes", len(ix.Classes))
+		grouped = " · " + Count(len(ix.Classes), "class", "classes")
 	}
 	if ix.Host != "" || len(s.Matrix) > 1 {
 		h := ix.Host
@@ -460,7 +469,7 @@ func Matrix(st *Styles, s *sessions.State, ix *MatrixIndex, o MatrixOptions) str
 		omitted = fmt.Sprintf(" (the first of %d: %d left out, more than %d per host)", len(ix.PIDs)+ix.Omitted, ix.Omitted, MaxMatrixPIDs)
 	}
 	// The legend as long as the width allows (the detail pane and e say the rest).
-	title := fmt.Sprintf("%d processes%s%s · %s", len(ix.PIDs), omitted, grouped, what)
+	title := fmt.Sprintf("%s%s%s · %s", Count(len(ix.PIDs), "process", "processes"), omitted, grouped, what)
 	for _, legend := range []string{
 		" · row may read column · cell = vm_readv,kcmp: + allowed x denied ! disagreement · < cursor",
 		" · row reads column · vm_readv,kcmp: + ok x denied ! disagree",
@@ -579,7 +588,11 @@ func matrixDetailText(st *Styles, s *sessions.State, ix *MatrixIndex, units []Un
 	out = append(out, st.Dim.Render(strings.Repeat("─", max(0, width))))
 	names := func(u Unit) string {
 		if u.Member >= 0 {
-			return "pid " + ix.unitLabel(s, u)
+			pid := ix.PIDs[u.Member]
+			if p := s.Procs[sessions.ProcKey{Host: ix.Host, PID: pid}]; p != nil && p.Rank >= 0 {
+				return fmt.Sprintf("rank %d (pid %d)", p.Rank, pid)
+			}
+			return fmt.Sprintf("pid %d", pid)
 		}
 		c := ix.Classes[u.Class]
 		var ps []string
@@ -590,7 +603,7 @@ func matrixDetailText(st *Styles, s *sessions.State, ix *MatrixIndex, units []Un
 			}
 			ps = append(ps, fmt.Sprint(ix.PIDs[m]))
 		}
-		return fmt.Sprintf("class C%d (%d processes: %s; enter expands)", c.ID, len(c.Members), strings.Join(ps, " "))
+		return fmt.Sprintf("class C%d (%s: %s; enter expands)", c.ID, Count(len(c.Members), "process", "processes"), strings.Join(ps, " "))
 	}
 	cell := ix.PairCell(a, b)
 	if cell == nil {
@@ -605,22 +618,24 @@ func matrixDetailText(st *Styles, s *sessions.State, ix *MatrixIndex, units []Un
 	out = append(out, "process_vm_readv: "+checkText(cell.VMReadv)+" · kcmp: "+checkText(cell.Kcmp))
 	reason := "none"
 	if cell.Reason != nil && *cell.Reason != "" {
-		reason = sessions.Sanitize(*cell.Reason)
+		reason = sessions.Sanitize(string(*cell.Reason))
 	}
 	omp := "no"
 	if cell.OpenMPI {
 		omp = "yes"
 	}
 	out = append(out, "reason: "+reason+" · Open MPI would use CMA: "+omp)
-	ex := ExplainCell(cell)
-	line := ex.What
-	if ex.Fix != "" {
-		line += " Fix: " + ex.Fix
+	line := CellWhy(cell)
+	if line == "" {
+		line = cellWhat(cell)
 	}
-	if cell.Disagree != "" {
-		line = st.Warn.Render("disagreement: "+sessions.Sanitize(cell.Disagree)) + " " + line
+	if d := CellDisagree(cell); d != "" {
+		line = st.Warn.Render("disagreement: "+d) + " " + line
 	}
 	out = append(out, line+st.Dim.Render(" (e explains)"))
+	if nr := CellNotRun(*cell); len(nr) > 0 {
+		out = append(out, st.Warn.Render("not run: "+strings.Join(nr, " ")))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -646,4 +661,14 @@ func MatrixHit(ix *MatrixIndex, units []Unit, o MatrixOptions, x, y int) (row, c
 		return -1, -1
 	}
 	return row, col
+}
+
+// CellText is a cell in one line, for the clipboard: who reads whom, both checks and the
+// reason.
+func CellText(c *sessions.Cell) string {
+	s := fmt.Sprintf("pid %d → pid %d: process_vm_readv %s; kcmp %s", c.From, c.To, checkText(c.VMReadv), checkText(c.Kcmp))
+	if c.Reason != nil && *c.Reason != "" {
+		s += "; reason " + sessions.Sanitize(string(*c.Reason))
+	}
+	return s
 }

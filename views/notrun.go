@@ -75,6 +75,8 @@ func RefusedSentence(pid int, r sessions.Refused) string {
 		who += " (" + sessions.Sanitize(r.Comm) + ")"
 	}
 	switch {
+	case r.TracerPID != 0 && r.TracerComm == "crashtui":
+		return fmt.Sprintf("%s was not attached: another crashtui (pid %d) traces it. A job that one crashtui traces whole is answered by it: name only its processes (its pgid:N), or quit that crashtui.", who, r.TracerPID)
 	case r.TracerPID != 0:
 		by := fmt.Sprintf("pid %d", r.TracerPID)
 		if r.TracerComm != "" {

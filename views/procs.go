@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,9 +13,12 @@ import (
 	"github.com/crashtui/crashtui/sessions"
 )
 
-// ProcSorts are the orders of the process list (s cycles through them); "tree" nests children
-// under their parent inside the job.
-var ProcSorts = []string{"tree", "rank", "pid", "comm", "state", "crashes"}
+// ProcSorts are the orders of the process list (s cycles through them, r reverses); "tree"
+// nests children under their parent inside the job, the others sort by a column.
+var ProcSorts = []string{"tree", "rank", "pid", "user", "state", "threads", "faults", "command"}
+
+// procSortColumn is the column of procTable each sort is marked on.
+var procSortColumn = map[string]int{"rank": 0, "pid": 2, "user": 3, "state": 4, "threads": 5, "faults": 6, "command": 7}
 
 // ProcRow is one line of the process list.
 type ProcRow struct {
@@ -36,8 +40,9 @@ func (r ProcRow) Key() sessions.ProcKey { return sessions.ProcKey{Host: r.Proc.H
 
 // ProcQuery says which processes the list shows and in which order.
 type ProcQuery struct {
-	Order  string // one of ProcSorts; "" is tree
-	Filter string // case-insensitive; "uid:N" and "user:NAME" match exactly
+	Order   string // one of ProcSorts; "" is tree
+	Reverse bool   // the sort descending (the tree keeps its order)
+	Filter  string // case-insensitive; "uid:N" and "user:NAME" match exactly
 	// Collapsed are the subtrees folded in the tree order. While a filter is on every match
 	// shows, folded or not.
 	Collapsed map[sessions.ProcKey]bool
@@ -50,9 +55,13 @@ type ProcOptions struct {
 	Width, Height  int
 	Cursor, Offset int
 	Sort           string
+	Reverse        bool
 	Filter         string
 	Users          map[int]string // user names by uid (USER shows the uid without one)
 	Live           bool           // a tracer runs: S can sample (the title says so)
+	// Waiting is what the session is waiting for before it has processes (the guest's boot
+	// progress), shown under "no processes yet".
+	Waiting string
 }
 
 // ProcState is a process's state in a word or two: alive, stopped, exit N, killed SIGX (core),
@@ -84,7 +93,7 @@ func ProcState(p *sessions.Proc) string {
 //
 // The letter comes from the process's latest stack Sample event (State.Samples), not from an
 // event of its own: the tracer already reads every thread's /proc/TID/stat letter and
-// /proc/TID/syscall when it samples (tracer/stacks.go readTaskStat, readTaskSyscall), which is
+// /proc/TID/syscall when it samples (tracer/stacks: procfs.ReadTaskStat and the syscall file), which is
 // ps's answer, and a separate periodic "procstate" event would read the same files again and
 // write them into every recording. The cost is age: the column is as old as the last sample
 // (the title says when; the TUI samples every 5 s by default, S samples now).
@@ -158,6 +167,11 @@ func procMatcher(s *sessions.State, filter string, users map[int]string) func(p 
 	}
 }
 
+// procCmdKey is what the command sort compares: the name, then the arguments.
+func procCmdKey(p *sessions.Proc) string {
+	return strings.ToLower(p.Comm + " " + strings.Join(p.Argv, " "))
+}
+
 // procNode is one process in the job's tree.
 type procNode struct {
 	p           *sessions.Proc
@@ -179,15 +193,25 @@ func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
 			}
 		}
 		state := func(p *sessions.Proc) string { st, _ := ProcStat(s, p); return stateOrder(st) }
+		user := func(p *sessions.Proc) string { u, _ := procUser(p, q.Users); return u }
 		less := map[string]func(a, b *sessions.Proc) bool{
 			"rank":    func(a, b *sessions.Proc) bool { return false }, // SortedProcs is by rank
 			"pid":     func(a, b *sessions.Proc) bool { return a.PID < b.PID },
-			"comm":    func(a, b *sessions.Proc) bool { return a.Comm < b.Comm },
+			"user":    func(a, b *sessions.Proc) bool { return user(a) < user(b) },
 			"state":   func(a, b *sessions.Proc) bool { return state(a) < state(b) },
-			"crashes": func(a, b *sessions.Proc) bool { return a.Crashes > b.Crashes },
+			"threads": func(a, b *sessions.Proc) bool { return a.Threads > b.Threads },
+			"faults":  func(a, b *sessions.Proc) bool { return a.Crashes*1000+a.Handled > b.Crashes*1000+b.Handled },
+			"command": func(a, b *sessions.Proc) bool { return procCmdKey(a) < procCmdKey(b) },
 		}[q.Order]
 		if less != nil {
 			sort.SliceStable(rows, func(i, j int) bool { return less(rows[i].Proc, rows[j].Proc) })
+		}
+		switch {
+		case q.Reverse && q.Order == "rank":
+			slices.Reverse(rows)
+		case q.Reverse && less != nil:
+			// Reversed, ties keep rank order: sorted again, stably, with the order flipped.
+			sort.SliceStable(rows, func(i, j int) bool { return less(rows[j].Proc, rows[i].Proc) })
 		}
 		return rows
 	}
@@ -343,7 +367,11 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 	if folded > 0 {
 		title += fmt.Sprintf(" (%d folded)", folded)
 	}
-	title += " · sort: " + sortName + " (s)"
+	title += " · sort: " + sortName
+	if o.Reverse && sortName != "tree" {
+		title += " reversed"
+	}
+	title += " (s, r)"
 	if o.Filter != "" {
 		title += " · filter: " + sessions.Sanitize(o.Filter)
 	}
@@ -354,37 +382,65 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		}
 	}
 	b.WriteString(st.Dim.Render(leftRight(title, Position(o.Cursor, len(rows), h), o.Width)) + "\n")
-	hostW := 0
-	for _, r := range rows {
-		if r.Proc.Host != "" && len(r.Proc.Host)+1 > hostW {
-			hostW = min(len(r.Proc.Host)+1, 12)
-		}
-	}
-	// Under 64 columns USER, THR and FAULTS give their room to the command (e explains a row).
-	compact := o.Width < 64
-	stateW := 17 // "S clock_nanosleep", "killed SIGSEGV"
-	head := fmt.Sprintf(" %-4s %*s%7s %-8s %-*s %3s %-6s %s", "RANK", hostW, "", "PID", "USER", stateW, "STATE", "THR", "FAULTS", "COMMAND")
-	if compact {
-		stateW = 10
-		head = fmt.Sprintf(" %-4s %*s%7s %-*s %s", "RANK", hostW, "", "PID", stateW, "STATE", "COMMAND")
-	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
 	if len(rows) == 0 {
+		b.WriteString(st.Head.Render(cut(" RANK  PID STATE   COMMAND", o.Width)) + "\n")
 		if o.Filter != "" {
 			b.WriteString(st.Dim.Render(" no process matches the filter (uid:N and user:NAME match exactly)"))
 		} else {
 			b.WriteString(st.Dim.Render(" no processes yet"))
+			if o.Waiting != "" {
+				b.WriteString("\n" + st.Info.Render(cut(" "+sessions.Sanitize(o.Waiting), o.Width)))
+			}
 		}
 		return fit(b.String(), o.Width, o.Height)
 	}
+	cols, cells := procTable(s, rows, o.Users)
+	if c, ok := procSortColumn[sortName]; ok {
+		cols[c].head += SortMark(sortName, o.Reverse)
+	}
+	ws := layout(cols, o.Width)
+	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
+	cmdW := ws[len(ws)-1]
 	off := window(o.Cursor, o.Offset, h, len(rows))
 	for i := off; i < len(rows) && i < off+h; i++ {
 		r := rows[i]
 		p := r.Proc
-		host := ""
-		if hostW > 0 {
-			host = pad(sessions.Sanitize(p.Host)+":", hostW)
+		c := cells[i]
+		c[len(c)-1] = procCommand(st, r, cmdW)
+		line := cut(row(cols, ws, c), o.Width)
+		base, styled := st.R.NewStyle(), true
+		switch {
+		case r.Context || !p.Alive:
+			base = st.Dim
+		case p.Crashes > 0 || (p.Exit != nil && p.Exit.Signal != ""):
+			base = st.Bad
+		default:
+			styled = false
 		}
+		if o.Filter != "" && !r.Context {
+			// The matches highlighted (the arguments' dimming gives way to them).
+			line = st.listRow(ansi.Strip(line), o.Filter, base, i == o.Cursor, o.Width)
+		} else if i == o.Cursor {
+			line = st.Cursor(stripForSelect(line), o.Width)
+		} else if styled {
+			line = base.Render(stripForSelect(line))
+		}
+		b.WriteString(line + "\n")
+	}
+	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
+}
+
+// procTable is the process list's columns, each as wide as its content, and every row's
+// cells (the command's is the plain text; procCommand draws it for the room it gets). USER,
+// THR and FAULTS give their room to the command first when the terminal is narrow (e
+// explains a row).
+func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]column, [][]string) {
+	cols := []column{{head: "RANK"}, {head: "HOST", cap: 16, drop: 4}, {head: "PID", right: true}, {head: "USER", cap: 12, drop: 2},
+		{head: "STATE", cap: 24}, {head: "THR", right: true, drop: 1}, {head: "FAULTS", drop: 3}, {head: "COMMAND", min: 16}}
+	hosts, named := false, false
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		p := r.Proc
 		faults := ""
 		if p.Crashes > 0 {
 			faults += fmt.Sprintf("✗%d ", p.Crashes)
@@ -392,38 +448,69 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		if p.Handled > 0 {
 			faults += fmt.Sprintf("h%d", p.Handled)
 		}
-		user := o.Users[p.UID]
-		if user == "" {
-			user = strconv.Itoa(p.UID)
-		}
-		name := sessions.Sanitize(p.Comm)
-		if name == "" {
-			name = sessions.Sanitize(p.Exe)
-		}
-		if r.Collapsed {
-			name = "▸ " + name + fmt.Sprintf(" (+%d)", r.Children)
-		}
-		if len(p.Argv) > 1 {
-			name += " " + st.Dim.Render(sessions.Sanitize(strings.Join(p.Argv[1:], " ")))
-		}
 		state, _ := ProcStat(s, p)
-		line := fmt.Sprintf(" %-4s %s%7d %s %s %3d %s %s%s", p.Rank, host, p.PID, pad(sessions.Sanitize(user), 8),
-			pad(state, stateW), p.Threads, pad(faults, 6), r.Prefix, name)
-		if compact {
-			line = fmt.Sprintf(" %-4s %s%7d %s %s%s", p.Rank, host, p.PID, pad(state, stateW), r.Prefix, name)
+		user, ok := procUser(p, users)
+		named = named || ok
+		c := []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), user, state,
+			strconv.Itoa(p.Threads), strings.TrimSpace(faults), procCommandText(r, false)}
+		hosts = hosts || p.Host != ""
+		for j, v := range c {
+			cols[j].want = max(cols[j].want, ansi.StringWidth(v))
 		}
-		line = cut(line, o.Width)
-		switch {
-		case i == o.Cursor:
-			line = st.Cursor(stripForSelect(line), o.Width)
-		case r.Context || !p.Alive:
-			line = st.Dim.Render(stripForSelect(line))
-		case p.Crashes > 0 || (p.Exit != nil && p.Exit.Signal != ""):
-			line = st.Bad.Render(stripForSelect(line))
-		}
-		b.WriteString(line + "\n")
+		cells[i] = c
 	}
-	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
+	if !hosts {
+		cols[1].want, cols[1].head = 0, "" // one machine: no HOST column at all
+	}
+	if !named {
+		// A recording (or another host's processes) names no user: its uids are the
+		// recorded machine's, whose /etc/passwd is not this one's. The column says so.
+		cols[3].head = "UID"
+	}
+	return cols, cells
+}
+
+// procUser is the USER cell: the name when the front end resolved it (for this machine's
+// processes only: a uid from another host is that host's), else the uid.
+func procUser(p *sessions.Proc, users map[int]string) (string, bool) {
+	if u := users[p.UID]; u != "" && p.Host == "" {
+		return sessions.Sanitize(u), true
+	}
+	return strconv.Itoa(p.UID), false
+}
+
+// procCommandText is the COMMAND cell as plain text: the tree's glyphs, then the whole
+// command line (full: argv[0] as it was run, a path) or the name and the arguments.
+func procCommandText(r ProcRow, full bool) string {
+	p := r.Proc
+	name := sessions.Sanitize(p.Comm)
+	if name == "" {
+		name = sessions.Sanitize(p.Exe)
+	}
+	if full && len(p.Argv) > 0 {
+		name = sessions.Sanitize(p.Argv[0])
+	}
+	if r.Collapsed {
+		name = "▸ " + name + fmt.Sprintf(" (+%d)", r.Children)
+	}
+	if len(p.Argv) > 1 {
+		name += " " + sessions.Sanitize(strings.Join(p.Argv[1:], " "))
+	}
+	return r.Prefix + name
+}
+
+// procCommand draws the COMMAND cell for w cells: the whole command line when it fits (ps's
+// COMMAND), else the name and as much of the arguments as fit; the arguments dim.
+func procCommand(st *Styles, r ProcRow, w int) string {
+	full := len(r.Proc.Argv) > 0 && ansi.StringWidth(procCommandText(r, true)) <= w
+	text := procCommandText(r, full)
+	if len(r.Proc.Argv) > 1 {
+		args := sessions.Sanitize(strings.Join(r.Proc.Argv[1:], " "))
+		if head, ok := strings.CutSuffix(text, " "+args); ok {
+			return head + " " + st.Dim.Render(args)
+		}
+	}
+	return text
 }
 
 // Signals are the signals K offers, in the order its dialog lists them.

@@ -2,8 +2,12 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -20,19 +24,31 @@ type StacksOptions struct {
 	Status string
 	// Live says S can take a sample.
 	Live bool
+	// Filter, Sort and Reverse choose and order the tree's lines (StackLinesOf).
+	Filter  string
+	Sort    string
+	Reverse bool
 }
 
-// progressStyle colours a progress word; the word itself carries the meaning (NO_COLOR).
-func (st *Styles) progress(p string, text string) string {
+func (o StacksOptions) query() StackQuery {
+	return StackQuery{Collapsed: o.Collapsed, Filter: o.Filter, Sort: o.Sort, Reverse: o.Reverse}
+}
+
+// progress colours a progress word; the word itself carries the meaning (NO_COLOR).
+func (st *Styles) progress(p string, text string) string { return st.progressStyle(p).Render(text) }
+
+func (st *Styles) progressStyle(p string) lipgloss.Style {
 	switch p {
 	case sessions.Stuck:
-		return st.Bad.Render(text)
+		return st.Bad
+	case sessions.Spinning:
+		return st.Warn
 	case sessions.Moving:
-		return st.Good.Render(text)
+		return st.Good
 	case sessions.Mixed:
-		return st.Warn.Render(text)
+		return st.Warn
 	}
-	return st.Dim.Render(text)
+	return st.Dim
 }
 
 var sparkGlyphs = []rune("▁▂▃▄▅▆▇█")
@@ -57,12 +73,17 @@ func Sparkline(counts []int) string {
 	return b.String()
 }
 
-// StackNodeClass is the class a node is coloured and explained by: its biggest.
+// StackNodeClass is the class a node is coloured and explained by: its first (the classes
+// are in order: the ranks' main threads, the biggest, first), of threads or goroutines.
 func StackNodeClass(st sessions.Stacks, n *sessions.StackNode) *sessions.StackClass {
-	for i := range st.Classes { // biggest first
-		for _, c := range n.Classes {
-			if st.Classes[i].Class == c {
-				return &st.Classes[i]
+	lists := [][]sessions.StackClass{st.Classes}
+	if st.Goroutines != nil {
+		lists = append(lists, st.Goroutines.Classes)
+	}
+	for _, l := range lists {
+		for i := range l {
+			if slices.Contains(n.Classes, l[i].Class) {
+				return &l[i]
 			}
 		}
 	}
@@ -81,7 +102,8 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		}
 		return fit(st.Dim.Render(msg), o.Width, o.Height)
 	}
-	lines := StackLines(merged.Tree, o.Collapsed)
+	lines := StackLinesOf(merged, o.query())
+	idx := indexOf(merged)
 	cur := clampI(o.Cursor, len(lines))
 	listH := stacksListH(o.Height, o.Detail != nil)
 	paneH := o.Height - listH
@@ -90,40 +112,117 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		nthreads += c.Count
 	}
 	var b strings.Builder
-	status := fmt.Sprintf("%s · %s · %s · %s", Count(len(merged.Ranks), "process", "processes"),
-		threads(nthreads), Count(merged.Samples, "sample", "samples"), Count(len(merged.Classes), "class", "classes"))
+	status := fmt.Sprintf("%s · %s", procsWord(merged), threads(nthreads))
+	if g := merged.Goroutines; g != nil {
+		status += " · " + Count(g.Count, "goroutine", "goroutines")
+	}
+	status += fmt.Sprintf(" · %s · %s", Count(merged.Samples, "sample", "samples"), Count(len(idx), "class", "classes"))
+	if o.Filter != "" {
+		n := 0
+		for _, l := range lines {
+			if !l.Context {
+				n++
+			}
+		}
+		status = fmt.Sprintf("%s · filter: %s · %s", Count(n, "frame matches", "frames match"), sessions.Sanitize(o.Filter), status)
+	}
 	if o.Status != "" {
 		status += " · " + o.Status
 	}
 	b.WriteString(st.Dim.Render(cut(status, o.Width)) + "\n")
-	rankW := 12
-	labelW := max(12, o.Width-rankW-23)
+	// The ranks and the pids without a rank in columns of their own, each as wide as its
+	// widest set (its heading at least), up to a quarter of the screen.
+	rankW, pidW := stackColumns(lines, max(o.Width/4, 10))
+	if rankW > 0 {
+		rankW = max(rankW, 6)
+	}
+	if pidW > 0 {
+		pidW = max(pidW, 5)
+	}
+	// CLASS takes 8 columns, and room for a goroutine's wait ("#12 sync.Mutex.Lock").
+	classW := 8
+	for _, l := range lines {
+		if l.Goroutines && l.Kind == FrameLine && len(l.Node.Children) == 0 {
+			classW = max(classW, min(16, 5+ansi.StringWidth(idx.wait(l.Node))))
+		}
+	}
+	fixed := 1 + 1 + 5 + 2 + 8 + 1 + 4 + 2 + classW // the row's other columns
+	if rankW > 0 {
+		fixed += rankW + 2
+	}
+	if pidW > 0 {
+		fixed += pidW + 2
+	}
+	// The frames as wide as the widest (with its tree glyphs), the rest of the row after it.
+	labelW := 20
+	for _, l := range lines {
+		labelW = max(labelW, ansi.StringWidth(lineLabel(merged, idx, l, true))+2)
+	}
+	labelW = max(12, min(labelW, o.Width-fixed))
 	// Every row starts with a space: the NO_COLOR cursor marker takes its place.
-	head := fmt.Sprintf(" %s %5s  %s %-7s %s", pad("FRAME (by "+merged.Frames+")", labelW), "THR", pad("RANKS", rankW), "STATE", "CLASS")
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
+	row := func(label, count, ranks, pids, state, cpu, class string) string {
+		line := " " + pad(label, labelW) + " " + fmt.Sprintf("%5s", count)
+		if rankW > 0 {
+			line += "  " + pad(ranks, rankW)
+		}
+		if pidW > 0 {
+			line += "  " + pad(pids, pidW)
+		}
+		return line + "  " + pad(state, 8) + " " + fmt.Sprintf("%4s", cpu) + "  " + class
+	}
+	hs := []string{"FRAME (by " + merged.Frames + ")", "THR", "RANKS", "PIDS", "STATE"}
+	mark := map[string]int{"frame": 0, "threads": 1, "ranks": 2, "state": 4}
+	if rankW == 0 {
+		mark["ranks"] = 3
+	}
+	if c, ok := mark[o.Sort]; ok {
+		hs[c] += SortMark(o.Sort, o.Reverse)
+	}
+	b.WriteString(st.Head.Render(cut(row(hs[0], hs[1], hs[2], hs[3], hs[4], "CPU", "CLASS"), o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(lines))
+	q := o.query()
 	for i := off; i < len(lines) && i < off+h; i++ {
 		l := lines[i]
 		n := l.Node
-		mark := ""
-		if len(n.Children) > 0 && o.Collapsed[l.Path] {
-			mark = "▸ "
+		open := !q.folded(l.Path, l.Kind)
+		label := lineLabel(merged, idx, l, open)
+		if l.Kind == FrameLine && len(n.Children) > 0 && o.Collapsed[l.Path] {
+			label = l.Prefix + "▸ " + sessions.Sanitize(n.Label)
 		}
 		class := ""
-		if len(n.Classes) == 1 {
+		switch {
+		case l.Kind == AsideLine && open:
+			class = "← folds"
+		case l.Kind == AsideLine:
+			class = "→ opens"
+		case l.Kind == GoroutinesLine:
+		case len(n.Classes) == 1:
 			class = "#" + strconv.Itoa(n.Classes[0])
-		} else {
+		default:
 			class = strconv.Itoa(len(n.Classes)) + " cls"
 		}
-		label := l.Prefix + mark + sessions.Sanitize(n.Label)
-		line := fmt.Sprintf(" %s %5d  %s %s %s", pad(label, labelW), n.Count, pad(sessions.Sanitize(n.Ranks), rankW),
-			pad(ProgressText(n.Progress), 7), class)
-		line = cut(line, o.Width)
-		if i == cur {
-			line = st.Cursor(line, o.Width)
-		} else {
-			line = st.progress(n.Progress, line)
+		if l.Goroutines && l.Kind == FrameLine && (len(n.Children) == 0 || o.Collapsed[l.Path]) {
+			if w := idx.wait(n); w != "" {
+				class += " " + w
+			}
+		}
+		line := row(label, strconv.Itoa(n.Count), sessions.Sanitize(n.Ranks), sessions.Sanitize(n.Unranked),
+			ProgressText(n.Progress), cpuCell(n.CPUShare, n.Progress, l.Goroutines), class)
+		base := st.progressStyle(n.Progress)
+		switch l.Kind {
+		case AsideLine:
+			base = st.Dim
+		case GoroutinesLine:
+			base = st.Bold
+		}
+		switch {
+		case o.Filter != "" && l.Context:
+			line = st.listRow(line, "", st.Dim, i == cur, o.Width)
+		case o.Filter != "" || i == cur:
+			line = st.listRow(line, o.Filter, base, i == cur, o.Width)
+		default:
+			line = base.Render(cut(line, o.Width))
 		}
 		b.WriteString(line + "\n")
 	}
@@ -137,37 +236,86 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	if o.Detail != nil {
 		pane = append(pane, o.Detail...)
 	} else {
-		for _, c := range merged.Classes {
-			spark := Sparkline(c.Spark)
-			line := fmt.Sprintf("#%-3d %-11s %s %s %s  %s", c.Class, threads(c.Count), pad("["+sessions.Sanitize(c.Ranks)+"]", 10),
-				st.progress(c.Progress, pad(ProgressText(c.Progress), 7)), spark, ClassPath(c, merged.Frames))
-			if c.Syscall != "" {
-				line += " · in " + sessions.Sanitize(c.Syscall)
+		var all []sessions.StackClass
+		all = append(all, merged.Classes...)
+		if g := merged.Goroutines; g != nil {
+			all = append(all, g.Classes...)
+		}
+		setW := 4
+		for _, c := range all {
+			setW = max(setW, ansi.StringWidth(whoWord(c.Ranks, c.Unranked)))
+		}
+		setW = min(setW, max(o.Width/4, 10))
+		classRow := func(c sessions.StackClass) string {
+			what := threads(c.Count)
+			if c.Goroutine() {
+				what = Count(c.Count, "goroutine", "goroutines")
 			}
-			pane = append(pane, cut(line, o.Width))
+			head := fmt.Sprintf("#%-3d %-13s %s %s ", c.Class, what, pad(whoWord(c.Ranks, c.Unranked), setW),
+				st.progress(c.Progress, pad(ProgressText(c.Progress), 8)))
+			if c.Goroutine() {
+				// The wait before the path: at a glance, what they wait for.
+				return head + fmt.Sprintf("%4s %s  ", "-", Sparkline(c.Spark)) + waitCell(c.Status, c.WaitReason) + " · " + ClassPath(c, merged.Frames)
+			}
+			tail := ""
+			if c.Syscall != "" {
+				tail = " · in " + sessions.Sanitize(c.Syscall)
+			}
+			return head + fmt.Sprintf("%4s %s  %s%s", cpuCell(c.CPUShare, c.Progress, false), Sparkline(c.Spark), ClassPath(c, merged.Frames), tail)
+		}
+		// The program's own classes, threads then goroutines, the sentences, then the
+		// classes put aside.
+		for _, c := range all {
+			if c.Role == "" {
+				pane = append(pane, cut(classRow(c), o.Width))
+			}
 		}
 		for _, s := range StacksSummary(merged) {
 			pane = append(pane, st.Info.Render(cut(s, o.Width)))
+		}
+		for _, c := range all {
+			if c.Role != "" {
+				pane = append(pane, st.Dim.Render(cut(classRow(c), o.Width)))
+			}
 		}
 	}
 	return list + "\n" + fit(strings.Join(pane, "\n"), o.Width, paneH)
 }
 
-// StackNodeDetail is the detail of one node without its source and code (the tui adds
-// those): the frame, its threads and ranks, its classes.
+// StackNodeDetail is the detail of one line without its source and code (the tui adds
+// those): the frame, its threads (or goroutines) and ranks, its classes.
 func StackNodeDetail(st *Styles, merged sessions.Stacks, n *sessions.StackNode, width int) []string {
-	f := n.Frame
-	where := sessions.ModuleBase(f.Module) + "+" + f.Offset.String()
-	if f.File != "" {
-		where += " · " + f.File + ":" + strconv.Itoa(f.Line)
+	idx := indexOf(merged)
+	unit := threads
+	if len(n.Classes) > 0 && idx[n.Classes[0]] != nil && idx[n.Classes[0]].Goroutine() {
+		unit = func(k int) string { return Count(k, "goroutine", "goroutines") }
 	}
-	out := []string{st.Bold.Render(cut(sessions.Sanitize(orUnknown(f.Function)+"  "+where), width))}
+	f := n.Frame
+	var out []string
+	if n.Label == "" && f == (sessions.StackFrame{}) {
+		// The folded line or the goroutines' heading: what is under it.
+		what := "the goroutines of the job's Go processes"
+		if n.Role != "" {
+			what = "put aside: helpers run no code of the program's own, the launcher waits for the ranks (→ unfolds, ← folds)"
+		}
+		out = append(out, st.Bold.Render(cut(unit(n.Count)+" · "+what, width)))
+	} else {
+		where := sessions.ModuleBase(f.Module) + "+" + f.Offset.String()
+		if f.File != "" {
+			where += " · " + f.File + ":" + strconv.Itoa(f.Line)
+		}
+		out = append(out, st.Bold.Render(cut(sessions.Sanitize(orUnknown(f.Function)+"  "+where), width)))
+	}
 	pids := make([]string, 0, len(n.PIDs))
 	for _, p := range n.PIDs {
 		pids = append(pids, strconv.Itoa(p))
 	}
-	out = append(out, strings.Split(wrap(fmt.Sprintf("%s of %s (pids %s), %s", threads(n.Count), ranksWord(n.Ranks),
-		strings.Join(pids, ","), ProgressText(n.Progress)), width), "\n")...)
+	state := ProgressText(n.Progress)
+	if c := cpuCell(n.CPUShare, n.Progress, unit(2) != threads(2)); c != "-" {
+		state += ", " + c + " of a CPU each"
+	}
+	out = append(out, strings.Split(wrap(fmt.Sprintf("%s of %s (pids %s), %s", unit(n.Count), whoWord(n.Ranks, n.Unranked),
+		strings.Join(pids, ","), state), width), "\n")...)
 	var cs []string
 	for _, c := range n.Classes {
 		cs = append(cs, "#"+strconv.Itoa(c))

@@ -142,18 +142,6 @@ func window(cursor, offset, h, n int) int {
 // Window is window for the tui (mouse clicks map screen rows back to items).
 func Window(cursor, offset, h, n int) int { return window(cursor, offset, h, n) }
 
-// wrap word-wraps plain text to w cells.
-func wrap(s string, w int) string {
-	if w < 10 {
-		w = 10
-	}
-	lines := strings.Split(lipgloss.NewStyle().Width(w).Render(s), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
-}
-
 // indent prefixes every line of s.
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)

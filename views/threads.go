@@ -2,8 +2,11 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -17,6 +20,75 @@ type ThreadOptions struct {
 	// Detail shows the selected thread's detail on the whole body, from line Scroll.
 	Detail bool
 	Scroll int
+	// Filter, Sort (one of ThreadSorts) and Reverse choose and order the rows (ThreadRows).
+	Filter  string
+	Sort    string
+	Reverse bool
+}
+
+// ThreadSorts are the orders of the Threads list (s cycles, r reverses); pid is by host, pid
+// and tid.
+var ThreadSorts = []string{"pid", "tid", "syscall", "code", "on resume", "applied", "outcome"}
+
+// threadSortColumn is the column each sort is marked on.
+var threadSortColumn = map[string]int{"pid": 0, "tid": 1, "syscall": 2, "code": 4, "on resume": 5, "applied": 6, "outcome": 7}
+
+// threadCells are a thread's cells in the list: pid, tid, syscall, insn, code, on resume,
+// applied, outcome.
+func threadCells(s *sessions.State, t ThreadRef) []string {
+	sc := "-"
+	if t.InSyscall {
+		sc = sessions.Sanitize(t.Syscall)
+		if sc == "" {
+			sc = fmt.Sprint(t.Nr)
+		}
+	}
+	code := sessions.Sanitize(t.Code)
+	if code == "" && t.InSyscall {
+		code = fmt.Sprint(t.Ret)
+	}
+	outcome := ThreadOutcomeIn(s, t)
+	if !ThreadLive(s, t) {
+		outcome = "(ended) " + outcome // its state is history, not the thread's now
+	}
+	return []string{fmt.Sprint(t.PID), fmt.Sprint(t.TID), sc, sessions.Sanitize(t.Insn), code,
+		sessions.Sanitize(t.OnResume), sessions.Sanitize(string(t.Applied)), outcome}
+}
+
+// ThreadRows are the threads of o's checkpoint whose row contains o.Filter, in o's order.
+func ThreadRows(s *sessions.State, o ThreadOptions) []ThreadRef {
+	all := ThreadListOf(s, o.Checkpoint)
+	out := all[:0:0]
+	cells := map[int]string{} // by tid: the column sorted on
+	col, sorted := threadSortColumn[o.Sort]
+	for _, t := range all {
+		c := threadCells(s, t)
+		if o.Filter != "" && !Matches(strings.Join(c, " "), o.Filter) {
+			continue
+		}
+		out = append(out, t)
+		if sorted && col > 1 {
+			cells[t.TID] = c[col]
+		}
+	}
+	var less func(a, b ThreadRef) bool
+	switch {
+	case o.Sort == "tid":
+		less = func(a, b ThreadRef) bool { return a.TID < b.TID }
+	case sorted && col > 1:
+		less = func(a, b ThreadRef) bool { return cells[a.TID] < cells[b.TID] }
+	}
+	if less != nil {
+		sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
+	}
+	if o.Reverse {
+		if less == nil {
+			slices.Reverse(out)
+		} else {
+			sort.SliceStable(out, func(i, j int) bool { return less(out[j], out[i]) })
+		}
+	}
+	return out
 }
 
 // ThreadRef is a thread with the host it lives on.
@@ -84,69 +156,79 @@ func threadWhere(t *sessions.Thread) string {
 
 // Threads renders the restart state of every thread and the selected thread's registers.
 func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
-	ts := ThreadListOf(s, o.Checkpoint)
-	if len(ts) == 0 {
+	if len(ThreadListOf(s, o.Checkpoint)) == 0 {
 		return fit(st.Dim.Render("no thread states yet — c runs a simulated checkpoint (live sessions)"), o.Width, o.Height)
 	}
+	ts := ThreadRows(s, o)
 	cur := clampI(o.Cursor, len(ts))
-	if o.Detail {
-		lines := wrapLines(threadDetail(st, ts[cur].Thread, o.Width), o.Width)
+	if o.Detail && cur >= 0 {
+		lines := wrapLines(threadDetail(st, s, ts[cur], o.Width), o.Width)
 		off := max(0, min(o.Scroll, len(lines)-o.Height))
 		return fit(strings.Join(lines[off:], "\n"), o.Width, o.Height)
 	}
 	listH := threadsListH(o.Height)
 	detailH := o.Height - listH
 	var b strings.Builder
-	b.WriteString(st.Dim.Render(cut(CheckpointTitle(s, o.Checkpoint, len(ts)), o.Width)) + "\n")
-	// Below 110 columns the instruction goes to the detail pane, so that APPLIED still fits at
-	// 80 and the outcome (a sentence) is read there too.
-	wide := o.Width >= 110
-	head := fmt.Sprintf("%7s %7s %-12s %-21s %-15s %-7s", "PID", "TID", "SYSCALL", "CODE", "ON RESUME", "APPLIED")
-	if wide {
-		head = fmt.Sprintf("%7s %7s %-12s %-7s %-21s %-15s %-8s %s", "PID", "TID", "SYSCALL", "INSN", "CODE", "ON RESUME", "APPLIED", "OUTCOME")
+	title := CheckpointTitle(s, o.Checkpoint, len(ThreadListOf(s, o.Checkpoint)))
+	if o.Filter != "" {
+		title = fmt.Sprintf("%s · filter: %s · %s", Count(len(ts), "thread matches", "threads match"), sessions.Sanitize(o.Filter), title)
 	}
-	b.WriteString(st.Head.Render(cut(head, o.Width)) + "\n")
+	b.WriteString(st.Dim.Render(cut(title, o.Width)) + "\n")
+	// Columns as wide as their content; below the room they need the instruction goes to the
+	// detail pane first, and the outcome (a sentence, read there too) shrinks to "ended".
+	type cells struct {
+		t     ThreadRef
+		c     []string
+		ended bool
+	}
+	rows := make([]cells, len(ts))
+	cols := []column{{head: "PID", right: true}, {head: "TID", right: true}, {head: "SYSCALL", cap: 24},
+		{head: "INSN", drop: 1}, {head: "CODE", cap: 24}, {head: "ON RESUME", cap: 18}, {head: "APPLIED", cap: 10},
+		{head: "OUTCOME", min: 24}}
+	for i, t := range ts {
+		r := cells{t: t, c: threadCells(s, t), ended: !ThreadLive(s, t)}
+		for j, c := range r.c {
+			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+		}
+		rows[i] = r
+	}
+	if c, ok := threadSortColumn[o.Sort]; ok {
+		cols[c].head += SortMark(o.Sort, o.Reverse)
+	}
+	ws := layout(cols, o.Width)
+	short := ws[len(ws)-1] < 24 // no room for the sentence: only whether the thread ended
+	if short && !strings.HasSuffix(cols[len(cols)-1].head, "▲") && !strings.HasSuffix(cols[len(cols)-1].head, "▼") {
+		cols[len(cols)-1].head = ""
+	}
+	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
 	h := listH - 2
 	off := window(cur, 0, h, len(ts))
+	if len(ts) == 0 {
+		b.WriteString(st.Dim.Render(" no thread matches the filter (esc clears it)"))
+	}
 	for i := off; i < len(ts) && i < off+h; i++ {
-		t := ts[i]
-		sc := "-"
-		if t.InSyscall {
-			sc = sessions.Sanitize(t.Syscall)
-			if sc == "" {
-				sc = fmt.Sprint(t.Nr)
+		r := rows[i]
+		c := append([]string(nil), r.c...)
+		if short {
+			c[len(c)-1] = ""
+			if r.ended {
+				c[len(c)-1] = "ended"
 			}
 		}
-		code := sessions.Sanitize(t.Code)
-		if code == "" && t.InSyscall {
-			code = fmt.Sprint(t.Ret)
-		}
-		outcome := ThreadOutcome(t.Thread)
-		ended := !ThreadLive(s, t)
-		if ended {
-			outcome = "(ended) " + outcome // its state is history, not the thread's now
-		}
-		line := fmt.Sprintf("%7d %7d %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(code, 21),
-			pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 7))
-		if wide {
-			line = fmt.Sprintf("%7d %7d %s %s %s %s %s %s", t.PID, t.TID, pad(sc, 12), pad(sessions.Sanitize(t.Insn), 7),
-				pad(code, 21), pad(sessions.Sanitize(t.OnResume), 15), pad(sessions.Sanitize(t.Applied), 8), outcome)
-		} else if ended {
-			line += " ended" // 80 columns exactly
-		}
-		line = cut(line, o.Width)
+		base := st.R.NewStyle()
 		switch {
-		case i == cur:
-			line = st.Cursor(line, o.Width)
-		case ended:
-			line = st.Dim.Render(line)
-		case OutcomeBad(t.Thread):
-			line = st.Bad.Render(line)
+		case r.ended:
+			base = st.Dim
+		case OutcomeBad(r.t.Thread):
+			base = st.Bad
 		}
-		b.WriteString(line + "\n")
+		b.WriteString(st.listRow(row(cols, ws, c), o.Filter, base, i == cur, o.Width) + "\n")
 	}
 	list := fit(strings.TrimSuffix(b.String(), "\n"), o.Width, listH)
-	return list + "\n" + fit(strings.Join(threadDetail(st, ts[cur].Thread, o.Width), "\n"), o.Width, detailH)
+	if cur < 0 {
+		return list + "\n" + fit("", o.Width, detailH)
+	}
+	return list + "\n" + fit(strings.Join(threadDetail(st, s, ts[cur], o.Width), "\n"), o.Width, detailH)
 }
 
 // keyRegisters are the registers a syscall restart is about, on every architecture: the pc,
@@ -163,7 +245,7 @@ func CheckpointTitle(s *sessions.State, i, n int) string {
 		title += fmt.Sprintf(" #%d", ck.ID)
 	}
 	if ck.Policy != "" {
-		title += " (" + sessions.Sanitize(ck.Policy) + ")"
+		title += " (" + sessions.Sanitize(string(ck.Policy)) + ")"
 	}
 	title += " at " + hms(ck.Time) + " · " + Count(n, "thread", "threads")
 	if len(s.Checkpoints) > 1 {
@@ -187,14 +269,40 @@ func wrapLines(lines []string, width int) []string {
 
 // ThreadDetailLen is how many lines the detail of the selected thread has (for scrolling).
 func ThreadDetailLen(st *Styles, s *sessions.State, o ThreadOptions) int {
-	ts := ThreadListOf(s, o.Checkpoint)
+	ts := ThreadRows(s, o)
 	if len(ts) == 0 {
 		return 0
 	}
-	return len(wrapLines(threadDetail(st, ts[clampI(o.Cursor, len(ts))].Thread, o.Width), o.Width))
+	return len(wrapLines(threadDetail(st, s, ts[clampI(o.Cursor, len(ts))], o.Width), o.Width))
 }
 
-func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
+// ThreadOutcomeIn is the thread's outcome (ThreadOutcome) or, when the tracer reported none
+// after the restore, what the session knows of what followed: its process crashed or ended
+// (the outcome was never followed), or it is still in its syscall.
+func ThreadOutcomeIn(s *sessions.State, r ThreadRef) string {
+	if o := ThreadOutcome(r.Thread); o != "" || r.Applied == "" {
+		return o
+	}
+	p := s.Procs[sessions.ProcKey{Host: r.Host, PID: r.PID}]
+	switch {
+	case p == nil:
+		return ""
+	case p.Exit != nil && p.Exit.Signal != "" && p.Crashes > 0:
+		return "not followed: the process crashed with " + sessions.Sanitize(p.Exit.Signal) + " after the restore (3: Crashes)"
+	case p.Exit != nil && p.Exit.Signal != "":
+		return "not followed: the process was killed by " + sessions.Sanitize(p.Exit.Signal) + " after the restore"
+	case p.Exit != nil && p.Exit.Code != nil:
+		return fmt.Sprintf("not followed: the process exited with status %d after the restore", *p.Exit.Code)
+	case p.Exit != nil:
+		return "not followed: the process ended after the restore"
+	case !ThreadLive(s, r):
+		return "not followed: the thread ended after the restore"
+	}
+	return "not known yet: the thread has not left its syscall since the restore"
+}
+
+func threadDetail(st *Styles, s *sessions.State, r ThreadRef, width int) []string {
+	t := r.Thread
 	var out []string
 	out = append(out, st.Dim.Render(strings.Repeat("─", max(0, width))))
 	head := fmt.Sprintf("tid %d (%s): %s · pc %s", t.TID, sessions.Sanitize(t.Arch), threadWhere(t), t.PC)
@@ -210,9 +318,9 @@ func threadDetail(st *Styles, t *sessions.Thread, width int) []string {
 		out = append(out, fmt.Sprintf("args (%s) · return %d %s · on resume: %s · restore: %s",
 			strings.Join(args, ", "), t.Ret, sessions.Sanitize(t.Code), sessions.Sanitize(t.OnResume), sessions.Sanitize(t.Restore)))
 	}
-	outcome := ThreadOutcome(t)
+	outcome := ThreadOutcomeIn(s, r)
 	if t.Applied != "" || outcome != "" {
-		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(t.Applied), outcome))
+		out = append(out, fmt.Sprintf("policy applied: %s · outcome: %s", sessions.Sanitize(string(t.Applied)), outcome))
 	}
 	if what := ThreadExplain(t); what != "" {
 		out = append(out, st.Info.Render(what))

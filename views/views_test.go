@@ -60,8 +60,8 @@ func TestGoldenViews(t *testing.T) {
 			return Header(st, s, hdr, Status{Mode: "replay", Replay: &ReplayStatus{Pos: 61 * time.Second, Len: 125 * time.Second, Speed: 2, Paused: true, Index: 7, Total: 30}}, w)
 		}},
 		{"header-finished-narrow", 40, func(w int) string { return Header(st, s, hdr, Status{Mode: "run", Finished: true}, w) }},
-		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, w); return r }},
-		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, w); return r }},
+		{"tabs", 80, func(w int) string { r, _ := Tabs(st, s, 2, 6, w); return r }},
+		{"tabs-narrow", 40, func(w int) string { r, _ := Tabs(st, s, 0, 6, w); return r }},
 		{"procs-tree", 100, func(w int) string {
 			return Processes(st, s, ProcRows(s, "tree", ""), ProcOptions{Width: w, Height: 12, Cursor: 2, Sort: "tree"})
 		}},
@@ -77,8 +77,10 @@ func TestGoldenViews(t *testing.T) {
 		{"crash-detail-segv", 100, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 50, Detail: true}) }},
 		{"crash-detail-abort", 80, func(w int) string { return Crashes(st, s, CrashOptions{Width: w, Height: 30, Cursor: 1, Detail: true}) }},
 		{"threads", 100, func(w int) string { return Threads(st, s, ThreadOptions{Width: w, Height: 20}) }},
-		{"log", 100, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 12}) }},
-		{"log-filter", 80, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 6, Filter: "crash"}) }},
+		{"log", 100, func(w int) string { return Log(st, s, LogOptions{Width: w, Height: 12, Cursor: -1, Following: true}) }},
+		{"log-filter", 80, func(w int) string {
+			return Log(st, s, LogOptions{Width: w, Height: 6, Filter: "crash", Cursor: -1, Following: true})
+		}},
 		{"explain-cell-dumpable", 80, func(w int) string {
 			return RenderExplanation(st, ExplainCell(ix.PairCell(Unit{Member: 5}, Unit{Member: 1})), w, 22)
 		}},
@@ -104,9 +106,15 @@ func TestSanitizedRendering(t *testing.T) {
 	s.Apply(sessions.Event{Time: viewtest.T0, Body: sessions.Crash{PID: 7, TID: 7, Signal: "SIGABRT" + evil, Code: evil,
 		Module: evil, Function: evil, File: evil, AbortMessage: evil, Core: &evil,
 		Stack: []sessions.Frame{{Module: evil, Function: evil, File: evil}}, Regs: map[string]sessions.Hex{evil: 1}}})
-	reason := evil
-	s.Apply(sessions.Event{Body: sessions.Matrix{PIDs: []int{7, 8}, Cells: []sessions.Cell{{From: 7, To: 8, Reason: &reason, Explain: evil, Disagree: evil, VMReadv: sessions.Check{Errno: &evil}}}}})
-	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: evil, Insn: evil, Arch: evil,
+	reason := sessions.Reason(evil)
+	s.Apply(sessions.Event{Body: sessions.Matrix{PIDs: []int{7, 8}, Cells: []sessions.Cell{{From: 7, To: 8, Reason: &reason, Explain: evil, Disagree: evil,
+		Rule: sessions.Rule{Row: sessions.Row(evil), Call: evil, Action: evil}, VMReadv: sessions.Check{Errno: &evil}},
+		// Facts only (a recording of format version 3): views word them with the untrusted
+		// strings they carry.
+		{From: 8, To: 7, Reason: &reason, Rule: sessions.Rule{Row: sessions.RowSeccompFilter, Call: evil, Action: evil},
+			Disagreements: []sessions.Disagreement{{Kind: sessions.DisagreeKind(evil)}, {Kind: sessions.DisagreeCMAFails, Errno: evil, Reason: sessions.Reason(evil)}},
+			VMReadv:       sessions.Check{NotRun: &sessions.NotRun{Why: sessions.NotRunSeccomp, Action: evil}}, Kcmp: sessions.Check{NotRun: &sessions.NotRun{Why: sessions.NotRunWhy(evil)}}}}}})
+	s.Apply(sessions.Event{Body: sessions.Thread{PID: 7, TID: 7, Syscall: evil, InSyscall: true, Code: evil, OnResume: evil, Explain: evil, Outcome: evil, Applied: sessions.Policy(evil), Policy: sessions.Policy(evil), Insn: evil, Arch: evil,
 		Before: []sessions.RegVal{{Name: evil}}}})
 	s.Apply(sessions.Event{Body: sessions.Error{Op: evil, Message: evil}})
 	s.Apply(sessions.Event{Body: sessions.Session{Job: evil, Arch: evil, Kernel: evil}})
@@ -120,9 +128,12 @@ func TestSanitizedRendering(t *testing.T) {
 		"detail":         Crashes(st, s, CrashOptions{Width: 200, Height: 60, Detail: true}),
 		"matrix":         Matrix(st, s, ix, MatrixOptions{Width: 200, Height: 20, Row: 0, Col: 1}),
 		"threads":        Threads(st, s, ThreadOptions{Width: 200, Height: 20}),
-		"log":            Log(st, s, LogOptions{Width: 400, Height: 20}),
+		"log":            Log(st, s, LogOptions{Width: 400, Height: 20, Cursor: -1, Following: true}),
 		"explain-group":  RenderExplanation(st, ExplainGroup(s.Groups[0]), 200, 40),
 		"explain-cell":   RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[0]), 200, 40),
+		"explain-facts":  RenderExplanation(st, ExplainCell(&s.Matrix[""].Cells[1]), 200, 60),
+		"matrix-facts":   Matrix(st, s, ix, MatrixOptions{Width: 400, Height: 20, Row: 1, Col: 0}),
+		"cell-why":       CellWhy(&s.Matrix[""].Cells[1]) + CellDisagree(&s.Matrix[""].Cells[1]),
 		"explain-thread": RenderExplanation(st, ExplainThread(ThreadList(s)[0].Thread), 200, 40),
 		"explain-proc":   RenderExplanation(st, ExplainProc(s.Procs[sessions.ProcKey{PID: 7}]), 200, 40),
 	}

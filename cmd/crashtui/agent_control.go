@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,11 +14,15 @@ import (
 
 // requester is what serveRequests asks: the TUI's controller (tui.go).
 type requester interface {
-	Checkpoint(policy string) error
+	Checkpoint(policy sessions.Policy) error
 	Measure() error
 	Sample() error
 	AutoSample(on bool)
 }
+
+// emitter is where serveRequests says what failed: the agent's session, or the answer to an
+// asker on the control socket (ctlsock.go).
+type emitter interface{ emit(sessions.Event) }
 
 // serveRequests is agent --control: it reads request lines from r and makes, on the
 // agent's tracer, the same calls the TUI's controller makes for its keys; their results
@@ -41,7 +46,7 @@ type requester interface {
 //
 // naive and sc-only are the broken restorers, asked for by name: an agent has no one to ask
 // "are you sure" (the view that sends them does, when it asks).
-func serveRequests(r io.Reader, c requester, s *session, host string, detach func()) {
+func serveRequests(r io.Reader, c requester, s emitter, host string, detach func()) {
 	fail := func(req string, err error) {
 		s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sessions.Error{Op: "request",
 			Message: fmt.Sprintf("%s: %v", req, err)}})
@@ -71,7 +76,10 @@ func serveRequests(r io.Reader, c requester, s *session, host string, detach fun
 		}
 		switch {
 		case f[0] == "checkpoint" && len(f) == 2:
-			err = c.Checkpoint(f[1])
+			var p sessions.Policy
+			if p, err = sessions.ParsePolicy(f[1]); err == nil {
+				err = c.Checkpoint(p)
+			}
 		case f[0] == "measure" && len(f) == 1:
 			err = c.Measure()
 		case f[0] == "sample" && len(f) == 1:
@@ -81,7 +89,11 @@ func serveRequests(r io.Reader, c requester, s *session, host string, detach fun
 		case f[0] == "signal" && len(f) == 3:
 			err = signalRequest(c, f[1], f[2])
 		case f[0] == "detail" && len(f) == 2:
-			err = detailRequest(s, host, f[1])
+			if sess, ok := s.(*session); ok {
+				err = detailRequest(sess, host, f[1])
+			} else {
+				err = errors.New("detail is answered by an agent, not on the control socket")
+			}
 		case f[0] == "detach" && len(f) == 1:
 			detach()
 			return
@@ -114,6 +126,7 @@ func detailRequest(s *session, host, pidText string) error {
 	if err != nil || pid <= 0 {
 		return fmt.Errorf("bad pid %q", pidText)
 	}
+	s.settle() // what the tracer said before the request is in the State
 	s.mu.Lock()
 	d := s.state.DetailOf(host, pid)
 	s.mu.Unlock()
@@ -132,7 +145,7 @@ type orphanReader struct {
 // means the view that sent them died (a SIGKILL leaves slurmstepd holding the agent's stdin
 // open, and the step running: no EOF ever comes), and the agent detaches (detach), its
 // tasks running on untraced. It returns what to call for each line heard.
-func orphanWatch(r io.Reader, s *session, host string, detach func()) (heard func()) {
+func orphanWatch(r io.Reader, s emitter, host string, detach func()) (heard func()) {
 	or, ok := r.(*orphanReader)
 	if !ok || or.after <= 0 {
 		return func() {}

@@ -14,7 +14,7 @@ import (
 	"github.com/crashtui/crashtui/views"
 )
 
-const checkpointSynopsis = "checkpoint [--restore=correct|naive|sc-only|none [--yes]] [--image FILE] [--json] JOB"
+var checkpointSynopsis = "checkpoint [--restore=" + sessions.PolicyList() + " [--yes]] [--image FILE] [--json] JOB"
 
 // cmdCheckpoint is the simulated checkpoint (issue 5, seed 002): attach, freeze every thread,
 // show its restart state, write back what the chosen restorer would write, resume, detach.
@@ -24,21 +24,21 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	var restore, imagePath *string
 	var yes *bool
 	c, spec, err := parseJobCommand("checkpoint", checkpointSynopsis, args, stderr, func(fs *flag.FlagSet) {
-		restore = fs.String("restore", "none", "`correct|naive|sc-only|none`: what to write back before resuming: correct (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, CRIU's ppc64le scv bug, checkpoint-restore/criu#2261), sc-only (CRIU before that fix: correct for sc, naive for scv; correct on amd64 and arm64) or none (untouched: the kernel restarts as usual)")
+		restore = fs.String("restore", string(sessions.PolicyNone), "`"+sessions.PolicyList()+"`: what to write back before resuming: correct (CRIU's fix-up: rewind, or EINTR for a restart block), naive (the saved registers as they are: the program sees ERESTART* codes, CRIU's ppc64le scv bug, checkpoint-restore/criu#2261), sc-only (CRIU before that fix: correct for sc, naive for scv; correct on amd64 and arm64) or none (untouched: the kernel restarts as usual)")
 		imagePath = fs.String("image", "", "write the checkpoint image (JSON: per-thread registers, syscall, decision) to `FILE`")
 		yes = fs.Bool("yes", false, "with --restore=naive: do it, knowing it breaks the job (see the error without it)")
 	})
 	if err != nil {
 		return err
 	}
-	if !oneOf(*restore, views.Policies...) {
-		return usageErr("--restore=%s: want correct, naive, sc-only or none", *restore)
+	policy, err := sessions.ParsePolicy(*restore)
+	if err != nil {
+		return usageErr("--restore=%s: want %s", *restore, strings.ReplaceAll(sessions.PolicyList(), "|", ", "))
 	}
-	policy := arch.Policy(strings.ToLower(*restore))
-	if policy == arch.PolicySCOnly && arch.Host() == arch.PPC64LE && !*yes {
+	if policy == sessions.PolicySCOnly && arch.Host() == arch.PPC64LE && !*yes {
 		return usageErr("--restore=sc-only writes back threads interrupted in scv as captured, as CRIU did before checkpoint-restore/criu#2261: on POWER9 and POWER10, where glibc enters with scv, the program sees errno 512. Pass --yes to do that to this job")
 	}
-	if policy == arch.PolicyNaive && !*yes {
+	if policy == sessions.PolicyNaive && !*yes {
 		return usageErr("--restore=naive breaks the job by design: every thread interrupted in a syscall is resumed the way a restorer without CRIU's fix-up would, so its program sees ERESTART* codes it was never meant to see (glibc's sem_wait aborts). Pass --yes to do that to this job, or try it on the demo job: crashtui demo, then c")
 	}
 	job, err := c.parseJob(spec)
@@ -48,6 +48,13 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	var image io.Writer
 	var imageFile *outfile.File
 	if *imagePath != "" {
+		// An image is written by the tracer that checkpoints: not over a control socket.
+		if h, _, err := findHolder(job); err != nil || h != nil {
+			if err == nil {
+				err = (&asker{h: h, job: job}).noImage()
+			}
+			return err
+		}
 		imageFile, err = outfile.Create(*imagePath)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("image: %w", err)}
@@ -59,7 +66,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 	// thread written back and resumed).
 	var threads []sessions.Thread
 	err = attachOnce(ctx, c, stdout, "checkpoint", job,
-		func(t *tracing) (err error) { threads, err = t.checkpoints.Run(policy, image); return err },
+		func(t jobOps) (err error) { threads, err = t.Checkpoint(policy, image); return err },
 		func(st *sessions.State) {
 			printCheckpoint(stdout, threads, policy, st)
 			if *imagePath != "" {
@@ -75,7 +82,7 @@ func cmdCheckpoint(args []string, stdout, stderr io.Writer) error {
 }
 
 // printCheckpoint writes one table row per thread, then each thread's explanation.
-func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy, st *sessions.State) {
+func printCheckpoint(w io.Writer, threads []sessions.Thread, policy sessions.Policy, st *sessions.State) {
 	if len(threads) == 0 {
 		fmt.Fprintln(w, "no thread could be captured")
 		return
@@ -105,7 +112,7 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", th.PID, th.TID, truncRunes(sessions.Sanitize(comm), 16),
 			sessions.Sanitize(call), sessions.Sanitize(insn), sessions.Sanitize(ret), sessions.Sanitize(th.OnResume),
-			sessions.Sanitize(th.Restore), sessions.Sanitize(orDash(th.Applied)))
+			sessions.Sanitize(th.Restore), sessions.Sanitize(orDash(string(th.Applied))))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -140,11 +147,11 @@ func printCheckpoint(w io.Writer, threads []sessions.Thread, policy arch.Policy,
 	}
 	fmt.Fprintf(w, "\n%d threads, %d inside a syscall; restore %q applied and every thread resumed.\n", len(threads), inSyscall, string(policy))
 	switch policy {
-	case arch.PolicyNaive:
+	case sessions.PolicyNaive:
 		fmt.Fprintln(w, "naive: the kernel's restart was cancelled and the return registers left as saved, so the interrupted calls now return the ERESTART* codes above to the program, as a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261).")
-	case arch.PolicyCorrect:
+	case sessions.PolicyCorrect:
 		fmt.Fprintln(w, "correct: interrupted calls were rewound to run again; restart blocks (ERESTART_RESTARTBLOCK) return EINTR, as after a real restore.")
-	case arch.PolicySCOnly:
+	case sessions.PolicySCOnly:
 		scv := 0
 		for _, th := range threads {
 			if th.Insn == "scv" && th.InSyscall {

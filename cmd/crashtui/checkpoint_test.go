@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo/restart/restarttest"
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // End-to-end tests of `crashtui checkpoint` (issue 5): the real binary on demo/restart.
@@ -227,8 +228,8 @@ func TestCheckpointRecordedFactsReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if h := withoutTime(lines[0]); h["format"] != "crashtui-session" || h["version"] != float64(2) {
-		t.Fatalf("recording header %v, want crashtui-session version 2", h)
+	if h := withoutTime(lines[0]); h["format"] != "crashtui-session" || h["version"] != float64(sessions.FormatVersion) {
+		t.Fatalf("recording header %v, want crashtui-session version %d", h, sessions.FormatVersion)
 	}
 	threads, outcomes := 0, 0
 	for _, l := range lines[1:] {

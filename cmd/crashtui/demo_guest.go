@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/crashtui/crashtui/sessions/outfile"
 	"github.com/crashtui/crashtui/tracer/qemu"
 	"github.com/crashtui/crashtui/tui"
-	"github.com/crashtui/crashtui/views"
 )
 
 // demo --guest: the restart-state story on a real kernel of another architecture, on any
@@ -37,7 +37,10 @@ const guestHost = "guest"
 // first, so that the requests are not echoed into the event stream. sigpending reads its
 // stdin in its main thread, so it gets a pipe (from a sleep that never ends), not the
 // console; its protocol lines go to a file, and the agent attaches once all four calls are
-// about to block.
+// about to block. The job is one process: its matrix has no pair to measure, so the agent
+// only predicts it (an agent measures by default, and measuring a one-process job still
+// stops it and sets up an injection for nothing, which fails on the static sigpending: "no
+// unused executable bytes within reach").
 func guestCommand(sampleEvery string) string {
 	return strings.Join([]string{
 		"stty -echo",
@@ -45,7 +48,7 @@ func guestCommand(sampleEvery string) string {
 		"sleep 1000000 </dev/null 2>/dev/null | sigpending -s 1000000 futex nanosleep poll >/tmp/sigpending.out 2>&1 &",
 		`i=0; while [ "$(grep -c ^ready /tmp/sigpending.out 2>/dev/null)" != 4 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`,
 		"echo", // the agent's first line starts a line of its own on the console
-		"exec crashtui agent --control --host " + guestHost + " --sample-every " + sampleEvery + " pid:$(pidof sigpending)",
+		"exec crashtui agent --control --matrix predict --host " + guestHost + " --sample-every " + sampleEvery + " pid:$(pidof sigpending)",
 	}, "\n")
 }
 
@@ -98,17 +101,20 @@ func demoGuest(c *common, archName, cpu string, stdout, stderr io.Writer) error 
 	}
 
 	// The guest's progress (build, boot) goes to stderr with --json, else to a log file: the
-	// screen is the TUI's.
+	// screen is the TUI's, whose Output tab reads the file and whose Processes tab shows its
+	// newest line until the guest's processes come.
 	var log io.Writer = stderr
+	logPath := ""
 	if !c.json {
 		f, err := outfile.CreateTemp("", "crashtui-guest-*.log")
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		log = f
+		log, logPath = f, f.Name()
 		fmt.Fprintf(stderr, "crashtui: the guest's build and boot log goes to %s\n", f.Name())
 	}
+	fmt.Fprintf(log, "demo --guest: building crashtui and the guest's programs for %s, then booting QEMU %s\n", a.GOARCH, cpu)
 	sampleEvery := "5s"
 	if c.sampleEvery >= 0 {
 		sampleEvery = c.sampleEvery.String()
@@ -161,7 +167,7 @@ func demoGuest(c *common, archName, cpu string, stdout, stderr io.Writer) error 
 		}()
 		every, _ := time.ParseDuration(sampleEvery)
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header,
-			Mode: "demo", Control: g, Recording: c.record, SampleEvery: every})
+			Mode: "demo", Control: g, Recording: c.record, SampleEvery: every, GuestLog: logPath})
 	}
 	// A guest that ended before it was asked to (a failed build, a boot that did not come
 	// up, the agent's failure) is this command's failure.
@@ -208,10 +214,17 @@ func startGuest(a *qemu.Arch, cpu, command string, log io.Writer, duration time.
 	if duration > 0 {
 		timeout = duration + 2*time.Minute
 	}
+	// The guest's programs are kept built between demos (in the cache, next to the kernel):
+	// a warm start then links nothing anew.
+	buildDir := ""
+	if cache, err := a.DefaultCacheDir(); err == nil {
+		buildDir = filepath.Join(cache, "demo-build")
+	}
 	go func() {
 		defer close(g.done)
 		status, err := qemu.RunGuest(ctx, qemu.GuestOptions{
 			Arch: a, CPU: cpu, Command: command, Stdin: inR, Stdout: outW, WholeLines: true, Log: log, Timeout: timeout,
+			BuildDir: buildDir,
 		})
 		if err == nil && status != 0 {
 			err = fmt.Errorf("the guest's agent exited with status %d", status)
@@ -242,7 +255,7 @@ func (g *guest) stream(s *session, start time.Time, log io.Writer) {
 		}
 		if first && e.Kind() == sessions.KindProcess {
 			first = false
-			fmt.Fprintf(log, "demo --guest: first process event %.1fs after start\n", time.Since(start).Seconds())
+			fmt.Fprintf(log, "demo --guest: the guest's agent is attached: first process event %.1fs after start\n", time.Since(start).Seconds())
 		}
 		if e.Host == "" {
 			e.Host = guestHost
@@ -308,11 +321,11 @@ func (g *guest) stop() {
 func (g *guest) Measure() error { return g.send("measure") }
 func (g *guest) Sample() error  { return g.send("sample") }
 
-func (g *guest) Checkpoint(policy string) error {
-	if !oneOf(policy, views.Policies...) {
-		return fmt.Errorf("checkpoint: unknown policy %q", policy)
+func (g *guest) Checkpoint(policy sessions.Policy) error {
+	if !policy.Valid() {
+		return fmt.Errorf("checkpoint: unknown restore policy %q (want %s)", policy, sessions.PolicyList())
 	}
-	return g.send("checkpoint " + strings.ToLower(policy))
+	return g.send("checkpoint " + string(policy))
 }
 
 func (g *guest) AutoSample(on bool) {
@@ -335,6 +348,10 @@ func (g *guest) Release(pid int) error {
 }
 
 func (g *guest) Reacquire(pid int) error { return nil }
+
+func (g *guest) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	return sessions.ProcDetail{}, fmt.Errorf("process %d runs in the QEMU guest: its /proc is not this machine's", pid)
+}
 
 // Detach asks the agent to detach (it leaves sigpending running and ends with its summary;
 // the guest then powers off), and ends the guest if it has not within 5 seconds.

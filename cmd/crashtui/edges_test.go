@@ -42,31 +42,11 @@ func startSeccompJob(t *testing.T, mode string) *seccompJob {
 // startSeccompWorker starts seccompworker MODE in process group pgid (0: its own).
 func startSeccompWorker(t *testing.T, mode string, pgid int) *seccompJob {
 	t.Helper()
-	bin := buildC(t, "seccompworker")
-	cmd := exec.Command(bin, mode)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pid, lines := startReporter(t, pgid, buildC(t, "seccompworker"), mode)
 	if pgid == 0 {
-		pgid = cmd.Process.Pid
+		pgid = pid
 	}
-	j := &seccompJob{pgid: pgid, pid: cmd.Process.Pid, lines: make(chan string, 256)}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			j.lines <- sc.Text()
-		}
-		close(j.lines)
-	}()
+	j := &seccompJob{pgid: pgid, pid: pid, lines: lines}
 	deadline := patience.After(20 * time.Second)
 	for ready := false; !ready; {
 		select {
@@ -87,6 +67,34 @@ func startSeccompWorker(t *testing.T, mode string, pgid int) *seccompJob {
 	// before crashtui looks.
 	waitSyscall(t, j.pid, j.pid, "epoll_")
 	return j
+}
+
+// startReporter starts bin ARGS in process group pgid (0: its own), reaped at cleanup, and
+// returns its pid and its stdout's lines as they come (the victims here report on stdout).
+func startReporter(t *testing.T, pgid int, bin string, args ...string) (int, chan string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := make(chan string, 4096)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd.Process.Pid, lines
 }
 
 // waitSyscall waits until thread tid of pid is blocked in a syscall whose name starts with
@@ -305,32 +313,14 @@ type eintrJob struct {
 
 func startEINTRJob(t *testing.T) *eintrJob {
 	t.Helper()
-	bin := buildC(t, "eintr")
-	cmd := exec.Command(bin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	j := &eintrJob{pid: cmd.Process.Pid, tids: map[string]int{}, lines: make(chan string, 4096)}
 	semid := -1
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+	t.Cleanup(func() { // cleanups run last first: this one after the process is gone
 		if semid >= 0 {
 			unix.Syscall(unix.SYS_SEMCTL, uintptr(semid), 0, 0 /* IPC_RMID */)
 		}
 	})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			j.lines <- sc.Text()
-		}
-		close(j.lines)
-	}()
+	pid, lines := startReporter(t, 0, buildC(t, "eintr"))
+	j := &eintrJob{pid: pid, tids: map[string]int{}, lines: lines}
 	deadline := patience.After(20 * time.Second)
 	for ready := false; !ready; {
 		select {
@@ -492,7 +482,7 @@ func TestUnattachedNamedInText(t *testing.T) {
 	holder := startCrashtui(t, "attach", "--json", "pid:"+strconv.Itoa(b.Process.Pid))
 	holder.waitFor(t, "the other crashtui to attach", 30*time.Second, func(evs []event) bool { return count(evs, "process") >= 1 })
 	job := "pgid:" + strconv.Itoa(a.Process.Pid)
-	want := fmt.Sprintf("pid %d (sleep) was not attached: it is already traced by pid %d (crashtui)", b.Process.Pid, holder.cmd.Process.Pid)
+	want := fmt.Sprintf("pid %d (sleep) was not attached: another crashtui (pid %d) traces it", b.Process.Pid, holder.cmd.Process.Pid)
 	for _, args := range [][]string{{"matrix", job}, {"checkpoint", job}, {"stacks", "--samples", "1", job}} {
 		out, err := exec.Command(crashtuiBin, args...).Output()
 		if err != nil {
@@ -516,5 +506,20 @@ func TestUnattachedNamedInText(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("--json has no error event with the refusal of %d:\n%s", b.Process.Pid, out)
+	}
+}
+
+// TestMatrixOfOneProcess: the text of a one-process matrix says there is no pair, and
+// claims nothing about who may read whom.
+func TestMatrixOfOneProcess(t *testing.T) {
+	needRoot(t)
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	out, code := runMatrix(t, "pid:"+strconv.Itoa(cmd.Process.Pid))
+	if code != 0 || !strings.Contains(string(out), "no pair to check") || strings.Contains(string(out), "every process may read") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/sessions/outfile"
 )
 
 // version is set by the Makefile (-ldflags "-X main.version=...").
@@ -67,7 +69,31 @@ func usageErr(format string, a ...any) error {
 func init() { catchSignals() }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	stop := startProfile()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the whole run to $CRASHTUI_CPUPROFILE when set (for
+// make bench and whoever measures crashtui's cost: go tool pprof crashtui FILE). The file is
+// created as every file crashtui writes (sessions/outfile).
+func startProfile() (stop func()) {
+	path := os.Getenv("CRASHTUI_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := outfile.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtui: CRASHTUI_CPUPROFILE:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtui: CRASHTUI_CPUPROFILE:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -74,14 +74,14 @@ type crashtuiProc struct {
 	done   chan struct{}
 }
 
-func startCrashtui(t *testing.T, args ...string) *crashtuiProc {
+func startCrashtui(t testing.TB, args ...string) *crashtuiProc {
 	t.Helper()
 	return startCrashtuiCmd(t, exec.Command(crashtuiBin, args...), syscall.SIGINT)
 }
 
 // startCrashtuiCmd is startCrashtui for a command the caller prepared (a stdin pipe, say);
 // stop is the signal that ends it at cleanup.
-func startCrashtuiCmd(t *testing.T, cmd *exec.Cmd, stop syscall.Signal) *crashtuiProc {
+func startCrashtuiCmd(t testing.TB, cmd *exec.Cmd, stop syscall.Signal) *crashtuiProc {
 	t.Helper()
 	c := &crashtuiProc{cmd: cmd, more: make(chan struct{}, 1), done: make(chan struct{})}
 	c.cmd.Stderr = &syncWriter{w: &c.stderr, mu: &c.mu}
@@ -140,7 +140,7 @@ func (c *crashtuiProc) snapshot() []event {
 }
 
 // waitFor waits until cond holds on the events so far, or fails the test.
-func (c *crashtuiProc) waitFor(t *testing.T, what string, timeout time.Duration, cond func([]event) bool) []event {
+func (c *crashtuiProc) waitFor(t testing.TB, what string, timeout time.Duration, cond func([]event) bool) []event {
 	t.Helper()
 	deadline := patience.After(timeout)
 	for {
@@ -310,7 +310,7 @@ func (j *job) waitLines(t *testing.T, prefix string, n int) []string {
 	return got
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (ptrace of other users' processes, prlimit, uid switches)")
 	}

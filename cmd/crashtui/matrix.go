@@ -31,13 +31,17 @@ func cmdMatrix(args []string, stdout, stderr io.Writer) error {
 	// A signal (or a closed --json reader) during the attach skips the measurement.
 	var m sessions.Matrix
 	return attachOnce(ctx, c, stdout, "matrix", job,
-		func(t *tracing) (err error) { m, _, err = t.access.Matrix(*measure); return err },
+		func(t jobOps) (err error) { m, err = t.Matrix(*measure); return err },
 		func(st *sessions.State) { printMatrix(stdout, m, st) }, nil)
 }
 
 // printMatrix writes the matrix as a grid (one row per reader A, one column per target B)
 // followed by every refused pair with its reason and fix.
 func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
+	if len(m.PIDs) < 2 {
+		fmt.Fprintf(w, "the job has %d process(es) (%v): no pair to check; the matrix is about who may read whose memory.\n", len(m.PIDs), m.PIDs)
+		return
+	}
 	cells := map[[2]int]sessions.Cell{}
 	for _, c := range m.Cells {
 		cells[[2]int{c.From, c.To}] = c
@@ -79,7 +83,7 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	for _, c := range m.Cells {
 		// A call that was not run in a measured matrix is named too: its "allowed" is only
 		// a prediction, and the user asked for a measurement.
-		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagree != "" || len(views.CellNotRun(c)) > 0 {
+		if !ok(c.VMReadv) || !ok(c.Kcmp) || c.Disagrees() || len(views.CellNotRun(c)) > 0 {
 			bad = append(bad, c)
 		}
 	}
@@ -109,14 +113,15 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 	for _, c := range bad {
 		reason := "-"
 		if c.Reason != nil {
-			reason = sessions.Sanitize(*c.Reason)
+			reason = sessions.Sanitize(string(*c.Reason))
 		}
 		head := fmt.Sprintf("vm_readv %s  kcmp %s  openmpi %s  reason %s", verdict(c.VMReadv), verdict(c.Kcmp), yesNo(c.OpenMPI), reason)
 		notRun := views.CellNotRun(c)
-		key := head + "\x00" + c.Explain + "\x00" + c.Disagree + "\x00" + strings.Join(notRun, "\x00")
+		explain, disagree := views.CellWhy(&c), views.CellDisagree(&c)
+		key := head + "\x00" + explain + "\x00" + disagree + "\x00" + strings.Join(notRun, "\x00")
 		g := byKey[key]
 		if g == nil {
-			g = &group{head: head, explain: c.Explain, disagree: c.Disagree, notRun: notRun}
+			g = &group{head: head, explain: explain, disagree: disagree, notRun: notRun}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
@@ -130,10 +135,10 @@ func printMatrix(w io.Writer, m sessions.Matrix, st *sessions.State) {
 		fmt.Fprintf(w, "\n%s: %s\n", n, g.head)
 		fmt.Fprintf(w, "    %s\n", wrap(strings.Join(g.pairs, " "), 96, "    "))
 		if g.explain != "" {
-			fmt.Fprintf(w, "    %s\n", wrap(sessions.Sanitize(g.explain), 96, "    "))
+			fmt.Fprintf(w, "    %s\n", wrap(g.explain, 96, "    "))
 		}
 		if g.disagree != "" {
-			fmt.Fprintf(w, "    ! %s\n", wrap(sessions.Sanitize(g.disagree), 94, "      "))
+			fmt.Fprintf(w, "    ! %s\n", wrap(g.disagree, 94, "      "))
 		}
 		for _, n := range g.notRun {
 			fmt.Fprintf(w, "    not run: %s\n", wrap(n, 87, "      "))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -269,7 +271,7 @@ func TestMatrixTableNonASCIIAndReason(t *testing.T) {
 	}
 
 	// The reason comes from the event stream: a replayed or merged one is untrusted.
-	evil := "uid\x1b]52;c;aGk=\x07"
+	evil := sessions.Reason("uid\x1b]52;c;aGk=\x07")
 	st := sessions.NewState()
 	st.Apply(sessions.Event{Body: sessions.Process{PID: 1, Rank: sessions.NoRank, Comm: "ñandú-ñandú-ñandú"}})
 	var b strings.Builder
@@ -279,6 +281,72 @@ func TestMatrixTableNonASCIIAndReason(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "1 ñandú-ñandú- ") || !strings.Contains(b.String(), "reason uid") {
 		t.Errorf("label not cut at 12 runes, or reason lost:\n%s", b.String())
+	}
+}
+
+// TestMatrixRecordedFactsReplay: a matrix's recording holds the tracer's facts (each cell's
+// rule and disagreements) and no sentence (format version 3), and replays to the same --json
+// lines, every cell's explain included, as the live run printed.
+func TestMatrixRecordedFactsReplay(t *testing.T) {
+	pgid, pids := matrixPeers(t)
+	rec := filepath.Join(t.TempDir(), "matrix.jsonl")
+	live, stderr, code := runJSON(t, "matrix", "--json", "--record", rec, "pgid:"+strconv.Itoa(pgid))
+	if code != 0 {
+		t.Fatalf("crashtui matrix: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if h := withoutTime(lines[0]); h["version"] != float64(sessions.FormatVersion) {
+		t.Fatalf("recording header %v, want version %d", h, sessions.FormatVersion)
+	}
+	matrices := 0
+	for _, l := range lines[1:] {
+		var e struct {
+			Event string          `json:"event"`
+			Cells []sessions.Cell `json:"cells"`
+		}
+		if json.Unmarshal([]byte(l), &e) != nil || e.Event != "matrix" {
+			continue
+		}
+		matrices++
+		if strings.Contains(l, `"explain"`) || strings.Contains(l, `"disagree"`) {
+			t.Errorf("the recorded matrix has sentences: %s", l)
+		}
+		for _, c := range e.Cells {
+			if c.Rule.Row == "" {
+				t.Errorf("recorded cell %d->%d has no rule: %+v", c.From, c.To, c)
+			}
+			if c.From == pids["nobody"] && c.To == pids["root"] && (c.Rule.Row != sessions.RowIDs || c.Rule.AUID != 65534 || c.Rule.BUID != [3]uint32{}) {
+				t.Errorf("nobody -> root: rule %+v, want the ids row with uid 65534 against 0", c.Rule)
+			}
+		}
+	}
+	if matrices != 1 {
+		t.Fatalf("%d matrix events recorded, want 1", matrices)
+	}
+	replayed, stderr, code := runJSON(t, "replay", "--json", rec)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	var got [2]string
+	for i, ls := range [][]string{live, replayed} {
+		for _, l := range ls {
+			if e := withoutTime(l); e["event"] == "matrix" {
+				j, _ := json.Marshal(e)
+				got[i] = string(j)
+			}
+		}
+	}
+	if got[0] == "" || got[0] != got[1] {
+		t.Errorf("live and replayed matrix lines differ:\n%s\n---\n%s", got[0], got[1])
+	}
+	for k, c := range matrixCells(t, jsonEvents(t, []byte(strings.Join(replayed, "\n"))), true) {
+		if why, _ := c["explain"].(string); why == "" || (c["reason"] != nil && !strings.Contains(why, "Fix:")) {
+			t.Errorf("replayed cell %v: explain %q (reason %v)", k, why, c["reason"])
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,8 @@ type common struct {
 	tour        bool // demo, replay: the guided tour (--tour)
 	// control, when not nil, carries request lines to the tracer (agent --control: stdin).
 	control io.Reader
+	// ranksLog is the file run's ranks write their output to (the TUI's Output tab reads it).
+	ranksLog string
 	// filter, when not nil, keeps a share of the job's processes (agent --share).
 	filter func(pid int) bool
 }
@@ -164,20 +167,24 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos, tail []string, err error) 
 }
 
 // session joins the tracer's event stream to its consumers: the State reducer, --json
-// output, the recorder and the TUI. The tracer's goroutine only applies an event to the State
-// and queues it: --json and the recording are written by writeLoop from an unbounded queue,
-// so a consumer that does not read (a pager, "| sleep 15") never stalls the tracer and so the
+// output, the recorder and the TUI. The tracer's goroutine only queues an event (emit): it
+// never takes the lock the TUI holds while it draws, so a slow frame never keeps a tracee
+// at its stop. applyLoop applies queued events to the State in batches, under mu, and hands
+// them on: --json and the recording are written by writeLoop from an unbounded queue, so a
+// consumer that does not read (a pager, "| sleep 15") never stalls the tracer and so the
 // job it holds.
 type session struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // the State's, held by the TUI while it reads it
 	state   *sessions.State
 	json    bool
 	out     *bufio.Writer // --json
 	enc     *json.Encoder
 	rec     *sessions.Recorder
 	recF    *outfile.File
-	queue   *eventQueue      // to the TUI
-	writes  *fifo[writeItem] // to writeLoop (--json, recording)
+	in      batchQueue[sessions.Event] // emitted, to applyLoop
+	queue   *eventQueue                // to the TUI
+	writes  batchQueue[writeItem]      // applied, to writeLoop (--json, recording)
+	applied chan struct{}
 	written chan struct{}
 	// reduced: --json carries a reducer's events (view --reduce, emitUp), not the events
 	// applied (which are still recorded), but for those passUp lets through (it must be
@@ -195,7 +202,9 @@ type session struct {
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
-		stdoutGone: make(chan struct{}), written: make(chan struct{})}
+		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
+	s.in.init()
+	s.writes.init()
 	if !c.json {
 		s.queue = newEventQueue()
 	}
@@ -217,7 +226,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		}
 		s.rec, s.recF = rec, f
 	}
-	s.writes = newFIFO[writeItem]()
+	go s.applyLoop()
 	go s.writeLoop()
 	if c.json {
 		go s.watchReader(stdout)
@@ -232,43 +241,131 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 // stdoutGone, and keeps recording.
 func (s *session) writeLoop() {
 	defer close(s.written)
-	for it := range s.writes.out {
-		e := it.e
-		if s.enc != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
-			err := s.enc.Encode(withSentences(e))
-			if err == nil && len(s.writes.out) == 0 {
-				err = s.out.Flush() // flush when caught up: a reader sees each event promptly
+	for {
+		batch, ok := s.writes.take()
+		if !ok {
+			break
+		}
+		for _, it := range batch {
+			e := it.e
+			if s.enc != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
+				if err := s.enc.Encode(withSentences(e)); err != nil {
+					s.fail(err)
+				}
 			}
-			if err != nil {
-				s.stdoutErr = err
-				s.goneOnce.Do(func() { close(s.stdoutGone) })
+			if it.record {
+				s.rec.Record(e)
+			}
+			s.progress.Add(1)
+		}
+		// Flushed when caught up, once a batch: a reader sees each event promptly, and a
+		// storm of events costs one write per batch, not one per event.
+		if s.enc != nil && s.stdoutErr == nil {
+			if err := s.out.Flush(); err != nil {
+				s.fail(err)
 			}
 		}
-		if it.record {
-			s.rec.Record(e)
-		}
-		s.progress.Add(1)
-	}
-	if s.enc != nil && s.stdoutErr == nil {
-		s.out.Flush()
 	}
 }
 
+// fail records the first failed --json write (the consumer went away).
+func (s *session) fail(err error) {
+	s.stdoutErr = err
+	s.goneOnce.Do(func() { close(s.stdoutGone) })
+}
+
+// applyLoop applies each batch of emitted events to the State, in order, and hands it to
+// the writer and the TUI.
+func (s *session) applyLoop() {
+	defer close(s.applied)
+	for {
+		batch, ok := s.in.take()
+		if !ok {
+			s.writes.close()
+			return
+		}
+		s.mu.Lock()
+		for _, e := range batch {
+			s.state.Apply(e)
+		}
+		// Handed to the writer under mu, so what a reducer says of the State (emitUp, under
+		// mu too) comes after the events it has seen.
+		s.writes.pushAll(s.toWrite(batch))
+		s.mu.Unlock()
+		if s.queue != nil {
+			for _, e := range batch {
+				s.queue.push(e)
+			}
+		}
+		s.in.done(len(batch))
+		// What comes meanwhile waits for the next batch: an emit then wakes no one (a
+		// Broadcast without a waiter is an atomic load), so the tracer's loop makes no
+		// futex call for an event, and a storm costs one wake here per applyEvery.
+		time.Sleep(applyEvery)
+	}
+}
+
+// toWrite is what writeLoop does with each of batch. A reducing view writes its inputs'
+// events only to its recording (and those passUp lets through): at a million tasks,
+// queueing each for nothing would cost.
+func (s *session) toWrite(batch []sessions.Event) []writeItem {
+	var items []writeItem
+	for _, e := range batch {
+		it := writeItem{e: e, json: s.enc != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
+		if it.json || it.record {
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+// writeItem is an event for writeLoop, for --json, for the recording or both.
+type writeItem struct {
+	e            sessions.Event
+	json, record bool
+}
+
+// emitUp writes a reducer's events on --json (view --reduce): they say what the State
+// applied, so they are neither applied nor recorded. Call it with mu held, after reading
+// the State for them.
+func (s *session) emitUp(es []sessions.Event) {
+	items := make([]writeItem, len(es))
+	for i, e := range es {
+		items[i] = writeItem{e: e, json: true}
+	}
+	s.writes.pushAll(items)
+}
+
+// applyEvery is how often, at most, applyLoop takes a batch: the State, --json and the TUI
+// lag the tracer by up to this much.
+const applyEvery = time.Millisecond
+
+// settle waits until every event emitted so far is in the State.
+func (s *session) settle() { s.in.settle() }
+
 // withSentences is e as --json writes it. The tracer emits facts and recordings keep them
-// alone; people and scripts reading --json also get a thread's explanation and outcome in the
-// words the TUI shows (explain and outcome, as recordings of format version 1 had them).
+// alone; people and scripts reading --json also get a thread's explanation and outcome, and
+// each matrix cell's explanation and disagreement, in the words the TUI shows (explain,
+// outcome and disagree, as recordings of older format versions had them).
 func withSentences(e sessions.Event) sessions.Event {
-	th, ok := e.Body.(sessions.Thread)
-	if !ok {
-		return e
+	switch b := e.Body.(type) {
+	case sessions.Thread:
+		if b.Explain == "" {
+			b.Explain = views.ThreadExplain(&b)
+		}
+		if b.Outcome == "" {
+			b.Outcome = views.ThreadOutcome(&b)
+		}
+		e.Body = b
+	case sessions.Matrix:
+		// A copy: the State holds the event's cells.
+		b.Cells = slices.Clone(b.Cells)
+		for i := range b.Cells {
+			c := &b.Cells[i]
+			c.Explain, c.Disagree = views.CellWhy(c), views.CellDisagree(c)
+		}
+		e.Body = b
 	}
-	if th.Explain == "" {
-		th.Explain = views.ThreadExplain(&th)
-	}
-	if th.Outcome == "" {
-		th.Outcome = views.ThreadOutcome(&th)
-	}
-	e.Body = th
 	return e
 }
 
@@ -324,49 +421,24 @@ func header(job, host string) sessions.Header {
 		Start: time.Now().UTC(), Job: job, Host: host}
 }
 
-// emit is the tracer's Emit callback: it must not block for long, so it only applies the
-// event and queues it.
-func (s *session) emit(e sessions.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.state.Apply(e)
-	// A reducing view writes its inputs' events only to its recording (and those passUp
-	// lets through): at a million tasks, queueing each for nothing would cost.
-	it := writeItem{e: e, json: s.enc != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
-	if it.json || it.record {
-		s.writes.push(it)
-	}
-	if s.queue != nil {
-		s.queue.push(e)
-	}
-}
-
-// writeItem is an event for writeLoop, for --json, for the recording or both.
-type writeItem struct {
-	e            sessions.Event
-	json, record bool
-}
-
-// emitUp writes a reducer's event on --json (view --reduce): it says what the State
-// applied, so it is neither applied nor recorded.
-func (s *session) emitUp(e sessions.Event) {
-	s.writes.push(writeItem{e: e, json: true})
-}
+// emit is the tracer's Emit callback: it must not block, so it only queues the event
+// (applyLoop applies it).
+func (s *session) emit(e sessions.Event) { s.in.push(e) }
 
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
 // it may wait on a slow --json reader.
 func (s *session) finish(host string) sessions.Summary {
+	s.settle()
 	s.mu.Lock()
 	sum := s.state.Summary()
 	s.mu.Unlock()
 	s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sum})
-	s.mu.Lock()
+	s.in.close()
+	<-s.applied
 	if s.queue != nil {
 		s.queue.close()
 	}
-	s.writes.close()
-	s.mu.Unlock()
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
 	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
 	// that keeps reading gets everything, the summary last.
@@ -398,28 +470,88 @@ func (s *session) finish(host string) sessions.Summary {
 	return sum
 }
 
-// eventQueue is an unbounded FIFO between the tracer (which must never block on a slow
-// screen) and the TUI.
-type eventQueue = fifo[sessions.Event]
-
-func newEventQueue() *eventQueue { return newFIFO[sessions.Event]() }
-
-// fifo is an unbounded queue whose items come out of a channel, in order.
-type fifo[T any] struct {
-	mu     sync.Mutex
-	items  []T
-	closed bool
-	wake   chan struct{}
-	out    chan T
+// batchQueue is an unbounded FIFO of events taken in batches: whatever came while its
+// reader was busy is taken at once, so a storm of events costs one wake of the reader per
+// batch. It counts what it was given and what its reader is done with (settle).
+type batchQueue[T any] struct {
+	mu          sync.Mutex
+	cond        *sync.Cond // signalled when items come, when closed, and when done
+	items       []T
+	closed      bool
+	pushed, got int64
 }
 
-func newFIFO[T any]() *fifo[T] {
-	q := &fifo[T]{wake: make(chan struct{}, 1), out: make(chan T, 64)}
+func (q *batchQueue[T]) init() { q.cond = sync.NewCond(&q.mu) }
+
+func (q *batchQueue[T]) push(e T) {
+	q.mu.Lock()
+	q.items = append(q.items, e)
+	q.pushed++
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+func (q *batchQueue[T]) pushAll(es []T) {
+	q.mu.Lock()
+	q.items = append(q.items, es...)
+	q.pushed += int64(len(es))
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// take waits for items and returns them all; ok is false once the queue is closed and
+// empty.
+func (q *batchQueue[T]) take() (batch []T, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	batch, q.items = q.items, nil
+	return batch, len(batch) > 0 || !q.closed
+}
+
+// done says the reader has handled n more items.
+func (q *batchQueue[T]) done(n int) {
+	q.mu.Lock()
+	q.got += int64(n)
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// settle waits until the reader is done with every item pushed before the call.
+func (q *batchQueue[T]) settle() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for want := q.pushed; q.got < want; {
+		q.cond.Wait()
+	}
+}
+
+func (q *batchQueue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// eventQueue is an unbounded FIFO between the tracer (which must never block on a slow
+// screen) and the TUI.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []sessions.Event
+	closed bool
+	wake   chan struct{}
+	out    chan sessions.Event
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{wake: make(chan struct{}, 1), out: make(chan sessions.Event, 64)}
 	go q.run()
 	return q
 }
 
-func (q *fifo[T]) push(e T) {
+func (q *eventQueue) push(e sessions.Event) {
 	q.mu.Lock()
 	q.items = append(q.items, e)
 	q.mu.Unlock()
@@ -429,7 +561,7 @@ func (q *fifo[T]) push(e T) {
 	}
 }
 
-func (q *fifo[T]) close() {
+func (q *eventQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
@@ -439,7 +571,7 @@ func (q *fifo[T]) close() {
 	}
 }
 
-func (q *fifo[T]) run() {
+func (q *eventQueue) run() {
 	for {
 		q.mu.Lock()
 		items, closed := q.items, q.closed

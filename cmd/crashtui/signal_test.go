@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo/patience"
+	"github.com/crashtui/crashtui/sessions"
 	"golang.org/x/sys/unix"
 )
 
@@ -480,4 +482,36 @@ func cpuTime(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of proc(5), after "(comm)"
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// TestEmitNeverWaitsForTheScreen: the tracer's Emit (session.emit) returns while the State's
+// lock is held, as the TUI holds it for a whole frame: a slow screen never keeps the tracer,
+// and so a tracee at its stop, waiting. The events are applied once the lock is let go.
+func TestEmitNeverWaitsForTheScreen(t *testing.T) {
+	s, err := newSession(&common{json: true}, io.Discard, "test", "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock() // a frame being drawn
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 1000; i++ {
+			s.emit(sessions.Event{Time: time.Now(), Body: sessions.Error{Op: "test", Message: "x"}})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-patience.After(30 * time.Second):
+		t.Fatal("emit waited for the State's lock")
+	}
+	s.mu.Unlock()
+	s.settle()
+	s.mu.Lock()
+	n := len(s.state.Errors)
+	s.mu.Unlock()
+	if n != 1000 {
+		t.Errorf("%d of 1000 events applied", n)
+	}
+	s.finish("")
 }

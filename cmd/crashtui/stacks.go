@@ -91,7 +91,7 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 	opts := sf.options()
 	var merged sessions.Stacks
 	err = attachOnce(ctx, c, stdout, "stacks", job,
-		func(t *tracing) error {
+		func(t jobOps) error {
 			for k := 1; k <= *samples; k++ {
 				if k > 1 {
 					select {
@@ -100,7 +100,7 @@ func cmdStacks(args []string, stdout, stderr io.Writer) error {
 					case <-time.After(*interval):
 					}
 				}
-				if _, _, err := t.stacks.Sample(stacks.Options{Seq: k}); err != nil {
+				if err := t.Sample(k); err != nil {
 					return err
 				}
 			}

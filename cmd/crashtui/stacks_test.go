@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/tracer/procfs"
 	"github.com/crashtui/crashtui/tui/tuitest"
+	"github.com/crashtui/crashtui/views"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,6 +215,9 @@ func TestStacksHungJob(t *testing.T) {
 		{"0", sessions.Stuck, []string{"main", "recv_message"}},
 		{"5", sessions.Moving, []string{"main", "compute"}},
 	}
+	// A computing rank moves (its recursion's depth changes), or stays on one path while it
+	// uses CPU (spinning): never stuck.
+	busy := func(p string) bool { return p == sessions.Moving || p == sessions.Spinning }
 	for i, w := range want {
 		c := classWith(st, w.ranks)
 		if c == nil {
@@ -221,7 +227,7 @@ func TestStacksHungJob(t *testing.T) {
 		if c.Class != i+1 {
 			t.Errorf("class of %s is #%d, want #%d (biggest first)", w.ranks, c.Class, i+1)
 		}
-		if c.Progress != w.progress {
+		if c.Progress != w.progress && !(w.progress == sessions.Moving && busy(c.Progress)) {
 			t.Errorf("class %s: %s, want %s", w.ranks, c.Progress, w.progress)
 		}
 		if !hasFunction(c.Frames, w.path...) {
@@ -241,10 +247,14 @@ func TestStacksHungJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, s := range []string{"[1-4]", "barrier", "recv_message", "compute", "rank 0 is the only one", "classic deadlock culprit"} {
+	for _, s := range []string{"barrier", "recv_message", "compute", "rank 0 is the only one", "classic deadlock culprit"} {
 		if !strings.Contains(string(out), s) {
 			t.Errorf("text output lacks %q:\n%s", s, out)
 		}
+	}
+	// Columns: threads, the rank set, the state, the CPU.
+	if !regexp.MustCompile(`barrier +4  1-4 +stuck +0%`).Match(out) {
+		t.Errorf("text output lacks barrier's row (4 threads of ranks 1-4, stuck, 0%% CPU):\n%s", out)
 	}
 	// --dot writes STAT's shape.
 	dot := filepath.Join(t.TempDir(), "tree.dot")
@@ -299,8 +309,22 @@ func TestStacksThreadsStrippedStopped(t *testing.T) {
 	if exeFrames == 0 || named != 0 {
 		t.Errorf("stripped binary: %d frames in it, %d named (want some, none named): %+v", exeFrames, named, st.Classes)
 	}
-	if c := classWith(st, "0-2"); c == nil || c.Count != 6 || c.Progress != sessions.Stuck {
-		t.Errorf("want one stuck class of the 6 helper threads of ranks 0-2: %+v", st.Classes)
+	// Their class is mixed: the blocked ranks' helpers are stuck, the stopped rank's are
+	// stopped, and so is that rank (job control, not a hang).
+	if c := classWith(st, "0-2"); c == nil || c.Count != 6 || c.Progress != sessions.Mixed {
+		t.Errorf("want one mixed class of the 6 helper threads of ranks 0-2: %+v", st.Classes)
+	}
+	for _, r := range st.Ranks {
+		want := sessions.Stuck
+		if r.PID == j.pids[1] {
+			want = sessions.Stopped
+		}
+		if r.Progress != want {
+			t.Errorf("rank %d (pid %d): %s, want %s", r.Rank, r.PID, r.Progress, want)
+		}
+	}
+	if text := strings.Join(views.StacksSummary(st), " "); !strings.Contains(text, "1 rank is stopped by job control") || strings.Contains(text, "No rank moved") {
+		t.Errorf("the verdict: %s", text)
 	}
 	// --hide-unsymbolized drops the stripped binary's frames.
 	_, hidden := stacksJSON(t, "--samples", "1", "--hide-unsymbolized", "pgid:"+strconv.Itoa(j.pgid))
@@ -399,13 +423,25 @@ func TestStacksOpenMPI(t *testing.T) {
 		{"3", sessions.Moving, []string{"main", "solve"}},
 	}
 	mpi := regexp.MustCompile(sessions.DefaultCut)
+	// Open MPI's MPI_Recv and MPI_Barrier poll their progress engine at full CPU while they
+	// wait (spinning), or sleep in it (stuck), by its settings: either way they are not
+	// moving. The solver computes: moving, or spinning in one long loop.
+	same := func(want, got string) bool {
+		switch want {
+		case sessions.Stuck:
+			return got == sessions.Stuck || got == sessions.Spinning
+		case sessions.Moving:
+			return got == sessions.Moving || got == sessions.Spinning
+		}
+		return got == want
+	}
 	for _, w := range want {
 		c := classWith(st, w.ranks)
 		if c == nil {
 			t.Errorf("no class with ranks %s: %+v", w.ranks, st.Classes)
 			continue
 		}
-		if c.Progress != w.progress || !hasFunction(c.Frames, w.path...) {
+		if !same(w.progress, c.Progress) || !hasFunction(c.Frames, w.path...) {
 			t.Errorf("class %s: %s %+v, want %s through %v", w.ranks, c.Progress, c.Frames, w.progress, w.path)
 		}
 		for i, f := range c.Frames {
@@ -417,6 +453,7 @@ func TestStacksOpenMPI(t *testing.T) {
 	if st.Culprit == nil || st.Culprit.Rank != 0 {
 		t.Errorf("culprit %+v, want rank 0 (lone: %+v)", st.Culprit, st.Lone)
 	}
+	checkReadable(t, st, cmd.Process.Pid)
 	// --cut '' keeps Open MPI's own frames under MPI_Recv.
 	_, full := stacksJSON(t, "--samples", "1", "--cut", "", "pid:"+strconv.Itoa(cmd.Process.Pid))
 	under := false
@@ -429,6 +466,53 @@ func TestStacksOpenMPI(t *testing.T) {
 		t.Errorf("--cut '': no frame below an MPI_ call: %+v", full.Classes)
 	}
 	checkDetached(t, append([]int{cmd.Process.Pid}, ranks...), nil)
+}
+
+// checkReadable is issue 24 item 8 on an Open MPI job launched by mpirun (pid launcher):
+// the ranks' main threads come first, the MPI/PMIx helper threads (library code only) and
+// the launcher's are put aside, with the rank set apart from the launcher's pid; the verdict
+// is about the ranks' own threads; the text report folds the put-aside threads into one line
+// after the main threads' tree, with a state and a CPU column.
+func checkReadable(t *testing.T, st sessions.Stacks, launcher int) {
+	t.Helper()
+	own := true
+	for i, c := range st.Classes {
+		switch {
+		case c.Role == "" && !own:
+			t.Errorf("class %d of the ranks' own threads after classes put aside: %+v", c.Class, st.Classes)
+		case c.Role == "" && i < 3 && c.Main != c.Count:
+			t.Errorf("class %d: %d main threads of %d, want the ranks' main threads first", c.Class, c.Main, c.Count)
+		case c.Role == sessions.RoleHelper && (c.Ranks == "" || c.Unranked != "" || hasFunction(c.Frames, "main")):
+			t.Errorf("helper class %d: ranks %q, unranked %q: %+v", c.Class, c.Ranks, c.Unranked, c.Frames)
+		case c.Role == sessions.RoleLauncher && (c.Ranks != "" || c.Unranked != strconv.Itoa(launcher)):
+			t.Errorf("launcher class %d: ranks %q, unranked %q, want pid %d alone", c.Class, c.Ranks, c.Unranked, launcher)
+		}
+		own = own && c.Role == ""
+	}
+	if a := st.Aside; a == nil || a.Helpers < 4 || a.Launcher < 1 || a.Ranks != "0-3" || a.Unranked != strconv.Itoa(launcher) {
+		t.Errorf("put aside: %+v, want the 4 ranks' helper threads and the launcher's", st.Aside)
+	}
+	for _, r := range st.Ranks {
+		if r.Launcher != (r.PID == launcher) {
+			t.Errorf("process %d (rank %d): launcher %v", r.PID, r.Rank, r.Launcher)
+		}
+	}
+	verdict := strings.Join(views.StacksSummary(st), " ")
+	for _, helperWait := range []string{"epoll_wait", "poll", "select"} {
+		if strings.Contains(verdict, helperWait) {
+			t.Errorf("the verdict names a helper's wait (%s): %s", helperWait, verdict)
+		}
+	}
+	text := views.StacksText(st, 0)
+	lines := strings.Split(text, "\n")
+	if len(lines) < 4 || !strings.HasPrefix(lines[2], "FRAME") || !strings.Contains(lines[2], "RANKS") || !strings.Contains(lines[2], "PIDS") ||
+		!strings.Contains(lines[2], "STATE") || !strings.Contains(lines[2], "CPU") || !strings.HasPrefix(lines[3], "_start") {
+		t.Errorf("the text report does not start with the main threads' tree under its columns:\n%s", text)
+	}
+	if !regexp.MustCompile(`(?m)^▸ \d+ helper threads \+ \d+ launcher threads? +\d+  0-3 +`+strconv.Itoa(launcher)+` +(stuck|spinning|moving|mixed) +\d+%`).MatchString(text) ||
+		strings.Contains(text, "0-3 pid") {
+		t.Errorf("the text report does not fold the helpers and the launcher into one line with ranks and pid apart:\n%s", text)
+	}
 }
 
 const goHangSrc = `package main
@@ -632,8 +716,8 @@ func TestStacksMergedAcrossHosts(t *testing.T) {
 	checkDetached(t, append(a.pids, b.pids...), nil)
 }
 
-// TestStacksDebuggerHandOff: g on a class lets go of its process, runs gdb on it in the
-// terminal (the rest of the job stays traced), and takes the process back when gdb exits.
+// TestStacksDebuggerHandOff: D on a class asks, naming the process, then y lets go of it, runs
+// gdb on it in the terminal (the rest of the job stays traced), and takes it back when gdb exits.
 func TestStacksDebuggerHandOff(t *testing.T) {
 	needRoot(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
@@ -648,7 +732,7 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 	scr.WaitFor(t, 10*time.Second, "recv_message", "barrier")
 	scr.Type("jjjjj") // down to main's first branch
 	// The cursor is only a colour, which the screen's text does not show: wait instead until
-	// the TUI has read the keys, so that g does not arrive in the same read as them.
+	// the TUI has read the keys, so that D does not arrive in the same read as them.
 	for dl := patience.New(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if n, err := unix.IoctlGetInt(int(scr.TTY.Fd()), unix.TIOCINQ); err != nil || n == 0 {
 			break
@@ -657,7 +741,9 @@ func TestStacksDebuggerHandOff(t *testing.T) {
 			t.Fatalf("the TUI did not read the keys typed in %v", dl.Waited())
 		}
 	}
-	scr.Key(t, "g")
+	scr.Key(t, "D")
+	scr.WaitFor(t, 5*time.Second, "to a debugger? y/n")
+	scr.Key(t, "y")
 	txt := scr.WaitFor(t, 20*time.Second, "Attaching to process", "(gdb)")
 	var handed int
 	fmt.Sscanf(txt[strings.Index(txt, "Attaching to process"):], "Attaching to process %d", &handed)
@@ -717,8 +803,10 @@ func TestStacksNeverInterruptsEpollWait(t *testing.T) {
 				continue
 			}
 			seen++
-			if th.Held || !strings.Contains(th.Note, "EINTR") {
-				t.Errorf("the epoll_wait thread was held (%v) or not said why not: %q", th.Held, th.Note)
+			// Read whole without stopping it (CFI from /proc's pc and sp), or else from /proc
+			// with the reason it was not stopped.
+			if th.Held || (!th.Unstopped && !strings.Contains(th.Note, "EINTR")) {
+				t.Errorf("the epoll_wait thread was held (%v), or not read whole and not said why not: %q", th.Held, th.Note)
 			}
 			var names []string
 			for _, f := range th.Frames {
@@ -770,7 +858,7 @@ func TestStacksRecordedAndReplayed(t *testing.T) {
 	}
 }
 
-// TestStacksDlvHandOff: for a Go program, g runs dlv attach (when dlv is installed) and
+// TestStacksDlvHandOff: for a Go program, D, y runs dlv attach (when dlv is installed) and
 // crashtui takes the process back when dlv exits without killing it.
 func TestStacksDlvHandOff(t *testing.T) {
 	needRoot(t)
@@ -784,7 +872,9 @@ func TestStacksDlvHandOff(t *testing.T) {
 	scr.Key(t, "5")
 	scr.Key(t, "S")
 	scr.WaitFor(t, 10*time.Second, "main.blockRead")
-	scr.Key(t, "g")
+	scr.Key(t, "D")
+	scr.WaitFor(t, 5*time.Second, "to a debugger? y/n")
+	scr.Key(t, "y")
 	scr.WaitFor(t, 30*time.Second, "(dlv)")
 	if tp := tracerPID(prog.Process.Pid); tp == 0 {
 		t.Errorf("the Go program is not traced by dlv")
@@ -807,5 +897,185 @@ func quitTUI(t *testing.T, scr *tuitest.Screen, proc *waitedProc) {
 	case <-proc.exited:
 	case <-patience.After(20 * time.Second):
 		t.Fatal("crashtui did not quit after q, y")
+	}
+}
+
+// TestStacksSpinningNeverStuck is issue 24's second item: a thread in a tight loop (no
+// syscalls: state R, its CPU time rising) is spinning or moving, never stuck, in 10 of 10
+// runs of 3 samples, while a rank blocked in read beside it is stuck, and the verdict says
+// which spins and which blocks.
+func TestStacksSpinningNeverStuck(t *testing.T) {
+	needRoot(t)
+	spin := exec.Command(buildC(t, "spin"), "1000000000000")
+	spin.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	blocked := exec.Command("sleep", "1000")
+	blocked.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: spin.Process.Pid}
+	blocked.Stdin, _ = os.Open("/dev/null")
+	if err := blocked.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range []*exec.Cmd{spin, blocked} {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	waitState(t, blocked.Process.Pid, "S")
+	for run := 0; run < 10; run++ {
+		_, st := stacksJSON(t, "--samples", "3", "--interval", "100ms", "pgid:"+strconv.Itoa(spin.Process.Pid))
+		for _, r := range st.Ranks {
+			switch {
+			// Spinning or moving; on a loaded machine its stop may come too late to read it
+			// twice (unknown, which is not a verdict): never stuck.
+			case r.PID == spin.Process.Pid && r.Progress != sessions.Spinning && r.Progress != sessions.Moving && r.Progress != sessions.Unknown:
+				t.Errorf("run %d: the spinning process is %s", run, r.Progress)
+			case r.PID == blocked.Process.Pid && r.Progress != sessions.Stuck:
+				t.Errorf("run %d: the sleeping process is %s, want stuck", run, r.Progress)
+			}
+		}
+		text := strings.Join(views.StacksSummary(st), " ")
+		if strings.Contains(text, "a hang") {
+			t.Errorf("run %d: a busy process makes no hang: %s", run, text)
+		}
+	}
+}
+
+// TestStacksReadsBlockedWithoutStopping is issue 24's third item: every thread of a hung job
+// built -O2 -fomit-frame-pointer (ranks blocked in read and in a barrier, helpers in a
+// condition variable) is blocked in a syscall, and CFI from the pc and sp /proc gives reaches
+// each stack's end: all are read without being stopped (the sample counts none stopped, each
+// thread is "unstopped"), no thread ran at all meanwhile (its schedstat count of times on a
+// CPU is unchanged, so its state never left S), and the frames are gdb's.
+func TestStacksReadsBlockedWithoutStopping(t *testing.T) {
+	needRoot(t)
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		t.Skip("gdb is not installed (make test installs it with apt-get)")
+	}
+	j := startHung(t, buildC(t, "hang", "-O2", "-fomit-frame-pointer"), 3, "THREADS=2")
+	for _, pid := range j.pids {
+		waitState(t, pid, "S")
+	}
+	slices := func() map[string]uint64 {
+		m := map[string]uint64{}
+		for _, pid := range j.pids {
+			for _, tid := range procfs.Tasks(pid) {
+				s, _ := procfs.ReadTaskSchedstat(pid, tid)
+				m[fmt.Sprintf("%d/%d", pid, tid)] = s.Slices
+			}
+		}
+		return m
+	}
+	before := slices()
+	samples, _ := stacksJSON(t, "--samples", "3", "--interval", "100ms", "pgid:"+strconv.Itoa(j.pgid))
+	after := slices()
+	for k, n := range before {
+		if after[k] != n {
+			t.Errorf("thread %s ran while it was sampled (%d times on a CPU before, %d after)", k, n, after[k])
+		}
+	}
+	if len(samples) != 9 {
+		t.Fatalf("%d samples, want 3 processes x 3", len(samples))
+	}
+	for _, s := range samples {
+		if s.Stopped != 0 || s.Unstopped != 2 {
+			t.Errorf("sample %d of %d: %d stopped, %d unstopped; want 0 and 2", s.Seq, s.PID, s.Stopped, s.Unstopped)
+		}
+		for _, th := range s.Threads {
+			if !th.Unstopped || th.Held {
+				t.Errorf("thread %d of %d: unstopped %v held %v (%s)", th.TID, s.PID, th.Unstopped, th.Held, th.Note)
+			}
+		}
+	}
+	// The main threads' frames, named as gdb names them.
+	for _, s := range samples[len(samples)-3:] {
+		out, err := exec.Command(gdb, "-nx", "-batch", "-p", strconv.Itoa(s.PID), "-ex", "bt").CombinedOutput()
+		if err != nil {
+			t.Fatalf("gdb: %v\n%s", err, out)
+		}
+		var want []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[0], "#") {
+				name := f[1]
+				if len(f) > 3 && f[2] == "in" {
+					name = f[3]
+				}
+				want = append(want, name)
+			}
+		}
+		var got []string
+		for _, th := range s.Threads {
+			if th.TID == s.PID {
+				for _, f := range th.Frames {
+					got = append(got, f.Function)
+				}
+			}
+		}
+		if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+			t.Errorf("pid %d: frames %v, gdb's %v", s.PID, got, want)
+		}
+	}
+	checkDetached(t, j.pids, []string{"S", "S", "S"})
+}
+
+// TestStacksShowTheCallNotRestartSyscall is issue 24's fourth item: a measured matrix stops
+// a sleeper in clock_nanosleep to run its calls inside it, so the kernel resumes its sleep as
+// restart_syscall, which /proc shows from then on; crashtui's own samples still name the call
+// the thread is in.
+func TestStacksShowTheCallNotRestartSyscall(t *testing.T) {
+	needRoot(t)
+	var sleeps []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		c := exec.Command("sleep", "1000")
+		pgid := 0
+		if i > 0 {
+			pgid = sleeps[0].Process.Pid
+		}
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sleeps = append(sleeps, c)
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		waitState(t, c.Process.Pid, "S")
+	}
+	a := sleeps[0].Process.Pid
+	c := startCrashtui(t, "attach", "--json", "--matrix", "measure", "--sample-every", "200ms", "pgid:"+strconv.Itoa(a))
+	c.waitFor(t, "a measured matrix", 60*time.Second, func(evs []event) bool {
+		for _, e := range evs {
+			if e.kind() == "matrix" && e["measured"] == true {
+				return true
+			}
+		}
+		return false
+	})
+	proc := procfs.ReadTaskSyscall(a, a)
+	if name := arch.SyscallName(arch.Host(), proc.Nr); name != "restart_syscall" {
+		t.Fatalf("/proc shows %q for the sleeper after the measurement, not restart_syscall: the test proves nothing", name)
+	}
+	evs := c.waitFor(t, "two samples after the matrix", 60*time.Second, func(evs []event) bool {
+		n, after := 0, false
+		for _, e := range evs {
+			after = after || (e.kind() == "matrix" && e["measured"] == true)
+			if after && e.kind() == "sample" && e.int("pid") == a {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	for _, e := range evs {
+		if e.kind() != "sample" || e.int("pid") != a {
+			continue
+		}
+		ths, _ := e["threads"].([]any)
+		for _, x := range ths {
+			th, _ := x.(map[string]any)
+			if sc, _ := th["syscall"].(string); sc != "clock_nanosleep" {
+				t.Errorf("the sleeper's sample says it is in %q, want clock_nanosleep", sc)
+			}
+		}
 	}
 }

@@ -53,7 +53,7 @@ func TestTourLive(t *testing.T) {
 	scr.Key(t, " ")
 	// The step asks for a checkpoint; "thread" alone is in the header from the start. Wait for
 	// the checkpoint's own line: arriving after esc, it would take the place of "tour left".
-	scr.WaitFor(t, 20*time.Second, "Tour 4/5", "checkpoint correct:")
+	scr.WaitFor(t, 20*time.Second, "Tour 4/5", "checkpoint #1 (correct): ")
 	scr.Key(t, " ")
 	scr.WaitFor(t, 20*time.Second, "Tour 5/5", "Class")
 	scr.Key(t, "\x1b")

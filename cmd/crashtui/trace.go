@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,13 +104,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		spec.Stdout, spec.Stderr = os.Stderr, os.Stderr // stdout carries only JSON
 	} else {
-		log, err := outfile.CreateTemp("", "crashtui-ranks-*.log")
+		// One file per rank (rank-N.log), in a directory of crashtui's own (0700, a fresh
+		// name): the Output tab tells the ranks apart by it.
+		dir, err := os.MkdirTemp("", "crashtui-ranks-")
 		if err != nil {
 			return err
 		}
-		defer log.Close()
-		spec.Stdout, spec.Stderr = log, log
-		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s\n", log.Name())
+		if err := outfile.Dir(dir); err != nil {
+			return err
+		}
+		spec.RankOutput = func(rank int) (*os.File, io.Closer, error) {
+			f, err := outfile.Create(filepath.Join(dir, fmt.Sprintf("rank-%d.log", rank)))
+			if err != nil {
+				return nil, nil, err
+			}
+			return f.File, f, nil
+		}
+		c.ranksLog = dir
+		fmt.Fprintf(stderr, "crashtui: ranks' output goes to %s (rank-N.log)\n", dir)
 	}
 	return traceJob(&c, stdout, stderr, "run", "run:"+strconv.Quote(argv[0]), func(t *tracing) error {
 		_, err := t.Launch(spec)
@@ -160,7 +172,8 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()
-	t := newTracing(tracer.Options{Emit: s.emit, Host: c.host}, crashOptions(c))
+	tap := &eventTap{} // what the control socket's requests see of the events (ctlsock.go)
+	t := newTracing(tracer.Options{Emit: tap.wrap(s.emit), Host: c.host}, crashOptions(c))
 	defer func() {
 		// Detach on every way out, panics included: never leave the job stopped.
 		if r := recover(); r != nil {
@@ -181,6 +194,12 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 	go liveMatrix(ctx, t, c.matrixMode())
 	sp := newSampler(t, c.sampleInterval(mode))
 	go sp.run(ctx)
+	// Other crashtui commands on this job ask this one over its control socket.
+	ctl, cerr := serveControl(t, s, tap, controller{t, mode, sp, c.grace}, c.host)
+	if cerr != nil {
+		s.emit(sessions.Event{Time: time.Now(), Host: c.host, Body: sessions.Error{Op: "control", Message: cerr.Error()}})
+	}
+	defer ctl.stop()
 	if c.json {
 		if c.control != nil {
 			var detach func()
@@ -191,8 +210,9 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		err = waitJob(ctx, t)
 	} else {
 		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
-			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour})
+			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour, RanksLog: c.ranksLog})
 	}
+	ctl.stop() // no new asker while crashtui lets go of the job
 	if ownsJob(mode) {
 		endRanks(t, c.grace, stderr)
 	}

@@ -8,11 +8,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/elfinfo"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/sessions/outfile"
+	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/stacks"
 	"github.com/crashtui/crashtui/tui"
-	"github.com/crashtui/crashtui/views"
 )
 
 // controller carries the TUI's requests down to the tracer.
@@ -42,6 +43,25 @@ func (c controller) Signal(pid int, sig string) error {
 	return c.t.SignalProcess(pid, n)
 }
 
+// ProcDetail reads what /proc says about one process of the job now (files only: no stop).
+func (c controller) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	d, err := tracer.ReadProcDetail(pid)
+	// A thread crashtui interrupted in nanosleep or poll goes on as restart_syscall: shown as
+	// the call it is in, not as crashtui's artifact.
+	var names map[int]string
+	for i := range d.Threads {
+		if d.Threads[i].Syscall == "restart_syscall" {
+			if names == nil {
+				names = c.t.CallNames(pid)
+			}
+			if n := names[d.Threads[i].TID]; n != "" {
+				d.Threads[i].Syscall = n
+			}
+		}
+	}
+	return d, err
+}
+
 // AutoSample turns the periodic sampling on or off.
 func (c controller) AutoSample(on bool) { c.sp.set(on) }
 
@@ -50,11 +70,9 @@ func (c controller) Measure() error {
 	return err
 }
 
-func (c controller) Checkpoint(policy string) error {
-	if !oneOf(policy, views.Policies...) {
-		return fmt.Errorf("checkpoint: unknown policy %q", policy)
-	}
-	_, err := c.t.checkpoints.Run(arch.Policy(policy), nil)
+// Checkpoint runs a simulated checkpoint (checkpoint.Run refuses a policy it does not know).
+func (c controller) Checkpoint(policy sessions.Policy) error {
+	_, err := c.t.checkpoints.Run(policy, nil)
 	return err
 }
 
@@ -90,6 +108,9 @@ func runTUI(ctx context.Context, c *common, o tui.Options) error {
 	if c.castF != nil {
 		defer c.castF.Close()
 		o.Cast = c.castF
+	}
+	if o.Source == nil {
+		o.Source = elfinfo.ReadFrameSource // the Stacks tab's detail: files only, live or replayed
 	}
 	_, err := tui.Run(ctx, o)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

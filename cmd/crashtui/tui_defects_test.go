@@ -35,11 +35,11 @@ func TestTUIDefectsOnAPty(t *testing.T) {
 	scr.WaitFor(t, 5*time.Second, "members")
 	scr.Key(t, "k") // one line back: no dead zone to climb out of first
 	scr.WaitFor(t, 5*time.Second, "lines 36-52/53")
-	scr.Key(t, "\x1b[H") // home: the top (g is gdb on the core in Crashes)
+	scr.Key(t, "g") // the top (D is gdb on the core)
 	scr.WaitFor(t, 5*time.Second, "group 1", "siginfo")
 	scr.Key(t, "\x1b[D") // ← back to the list
 	scr.Type("j")
-	scr.WaitFor(t, 5*time.Second, ">  2 ")
+	scr.WaitFor(t, 5*time.Second, "> 2     1 SIGABRT")
 	scr.Key(t, "\r")
 	scr.WaitFor(t, 5*time.Second, "group 2", "SIGABRT")
 	scr.Key(t, "?")

@@ -242,14 +242,13 @@ func viewSession(c *common, o viewOptions, stdout io.Writer, open func(*session)
 	down.detach() // a launched tree lets go of the job (no-op for files)
 	switch {
 	case o.reduce:
+		s.settle() // every source's last events are in the State
 		s.mu.Lock()
-		evs := reducer.Changes(time.Now(), true)
+		s.emitUp(reducer.Changes(time.Now(), true))
 		s.mu.Unlock()
-		for _, e := range evs {
-			s.emitUp(e)
-		}
 	case c.json:
 		// The agents' stack samples merged across hosts: one tree, rank sets over every host.
+		s.settle()
 		s.mu.Lock()
 		st := s.state.Stacks(sessions.StackOptions{Cut: sessions.DefaultCutRE})
 		has := s.state.SampleEvents > 0 || len(st.Classes) > 0
@@ -279,11 +278,8 @@ func reduceLoop(ctx context.Context, s *session, r *sessions.Reducer, done <-cha
 			return
 		case now := <-tick.C:
 			s.mu.Lock()
-			evs := r.Changes(now, n%4 == 0)
+			s.emitUp(r.Changes(now, n%4 == 0))
 			s.mu.Unlock()
-			for _, e := range evs {
-				s.emitUp(e)
-			}
 		}
 	}
 }
@@ -329,6 +325,9 @@ func attachJob(c *common, stdout, stderr io.Writer, mode, spec string) error {
 		return err
 	}
 	job.Filter = c.filter
+	if _, job.Skip, err = crashtuisIn(job); err != nil {
+		return err // crashtui never traces a crashtui (ctlask.go)
+	}
 	return traceJob(c, stdout, stderr, mode, job.Spec, func(t *tracing) error {
 		_, err := t.Attach(job)
 		if errors.Is(err, tracer.ErrNoJob) {

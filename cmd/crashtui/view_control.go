@@ -152,7 +152,9 @@ func (c treeController) AutoSample(on bool) {
 		c.d.send("autosample off")
 	}
 }
-func (c treeController) Checkpoint(policy string) error { return c.d.send("checkpoint " + policy) }
+func (c treeController) Checkpoint(p sessions.Policy) error {
+	return c.d.send("checkpoint " + string(p))
+}
 
 func (c treeController) Detach() error {
 	c.d.detach()
@@ -160,6 +162,12 @@ func (c treeController) Detach() error {
 }
 
 var errNotDown = errors.New("not through a tree of views: run crashtui attach pid:PID on the process's node to hand it to a debugger")
+
+// ProcDetail: /proc is on the process's node; what its agent knows comes up as a detail
+// event when asked (detail PID, Processes' enter on a host's row).
+func (c treeController) ProcDetail(pid int) (sessions.ProcDetail, error) {
+	return sessions.ProcDetail{}, errNotDown
+}
 
 func (c treeController) Release(pid int) error   { return errNotDown }
 func (c treeController) Reacquire(pid int) error { return errNotDown }

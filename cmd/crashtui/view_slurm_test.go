@@ -116,8 +116,13 @@ func TestRequestsDown(t *testing.T) {
 
 	var got []string
 	c := &fakeRequester{did: &got}
-	s := &session{state: sessions.NewState(), writes: newFIFO[writeItem]()}
+	s, err := newSession(&common{json: true}, io.Discard, "test", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.finish("n1") })
 	serveRequests(strings.NewReader("to n3 sample\nto n[1-2] measure\nsample\nto n[ bad\n"), c, s, "n1", func() {})
+	s.settle()
 	if !slices.Equal(got, []string{"measure", "sample"}) {
 		t.Errorf("agent n1 did %v, want measure and sample (not n3's sample)", got)
 	}
@@ -128,8 +133,8 @@ func TestRequestsDown(t *testing.T) {
 
 type fakeRequester struct{ did *[]string }
 
-func (f *fakeRequester) Checkpoint(p string) error {
-	*f.did = append(*f.did, "checkpoint "+p)
+func (f *fakeRequester) Checkpoint(p sessions.Policy) error {
+	*f.did = append(*f.did, "checkpoint "+string(p))
 	return nil
 }
 func (f *fakeRequester) Measure() error     { *f.did = append(*f.did, "measure"); return nil }

@@ -6,9 +6,14 @@
 // PTRACE_SECCOMP_GET_FILTER) for the syscalls an injected measurement would run, so that a
 // measurement never kills A.
 //
-// Everything here is either a read of /proc and /sys, a self-probe of crashtui's own process
-// (ReadSystem), or a pure function (Predict, PredictAll, EvalSeccomp). This package must not
-// call ptrace, write to other processes, or touch the job in any way: measurement by
-// injection (kernel.md §A.5) belongs to package tracer, which hands filters in and reads
-// verdicts out.
+// The prediction is a read of /proc and /sys, a self-probe of crashtui's own process
+// (ReadSystem), and pure functions (Predict, PredictAll, SeccompFor). The measurement
+// (kernel.md §A.5, Access.Matrix) runs kcmp and process_vm_readv inside each A through the
+// engine: it holds one thread (tracer.Loop.Hold) and injects the calls (Thread.Inject), whose
+// gate refuses any call A's own seccomp filters would not let through; this package never
+// calls ptrace itself (tracer/doc.go).
+//
+// It reports facts, never sentences: each cell's first failing rule (sessions.Reason), the row
+// of §A.3 that decided it with what its sentence names (sessions.Rule) and its disagreements
+// (sessions.Disagreement); views word them (views.CellWhy).
 package access

@@ -22,6 +22,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
 	"github.com/crashtui/crashtui/tracer/tracertest"
+	"github.com/crashtui/crashtui/views"
 )
 
 // Real-process tests of the measured access matrix (kernel.md §A.5, issue 4's acceptance):
@@ -146,7 +147,7 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 	// without Yama (its rows are applied below where /proc/sys/kernel/yama exists):
 	// nobody and nodump are uid 65534 like userns's mapped root, but userns is another user
 	// namespace whose owner (root) they are not; root owns it, so root may read it.
-	want := map[string]map[string]string{
+	want := map[string]map[string]sessions.Reason{
 		"root":    {"pidns": "", "nobody": "", "seccomp": "", "nodump": "", "userns": ""},
 		"nobody":  {"pidns": "uid", "root": "uid", "seccomp": "uid", "nodump": "dumpable", "userns": "userns"},
 		"seccomp": {"pidns": "seccomp", "root": "seccomp", "nobody": "seccomp", "nodump": "seccomp", "userns": "seccomp"},
@@ -215,12 +216,12 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 			// from another; only root holds CAP_SYS_PTRACE), never the READ-mode kcmp.
 			reason, vmWant = ReasonYama, "EPERM"
 		}
-		gotReason := ""
+		gotReason := sessions.Reason("")
 		if c.Reason != nil {
 			gotReason = *c.Reason
 		}
 		if gotReason != reason {
-			t.Errorf("%s: reason %q, want %q (%s)", name, gotReason, reason, c.Explain)
+			t.Errorf("%s: reason %q, want %q (%s)", name, gotReason, reason, views.CellWhy(&c))
 		}
 		for _, ch := range []struct {
 			call, want string
@@ -243,11 +244,11 @@ func TestMatrixMeasuredMatchesKernel(t *testing.T) {
 				t.Errorf("%s: %s measured %s, want %s", name, ch.call, got, ch.want)
 			}
 		}
-		if strings.Contains(c.Disagree, "unexplained") {
-			t.Errorf("%s: prediction and measurement disagree: %s", name, c.Disagree)
+		if d := disagreeOf(c); strings.Contains(d, "unexplained") {
+			t.Errorf("%s: prediction and measurement disagree: %s", name, d)
 		}
-		if reason != "" && !strings.Contains(c.Explain, "Fix:") {
-			t.Errorf("%s: explanation without a fix: %s", name, c.Explain)
+		if why := views.CellWhy(&c); reason != "" && !strings.Contains(why, "Fix:") {
+			t.Errorf("%s: explanation without a fix: %s", name, why)
 		}
 		// A.4: Open MPI uses CMA when the user namespaces match and kcmp passes (and, in
 		// this prediction, the pid it would name is B).
@@ -653,7 +654,7 @@ func TestMatrixOpenMPI(t *testing.T) {
 					t.Fatalf("no cell for rank %d (pid %d) -> rank %d (pid %d); pids %v", pair[0], a, pair[1], b, m.PIDs)
 				}
 				name := fmt.Sprintf("rank %d -> rank %d", pair[0], pair[1])
-				reason := ""
+				reason := sessions.Reason("")
 				if c.Reason != nil {
 					reason = *c.Reason
 				}
@@ -670,7 +671,7 @@ func TestMatrixOpenMPI(t *testing.T) {
 					}
 				}
 				if got != want {
-					t.Errorf("%s: %s\n\twant %s\n\texplain: %s", name, got, want, c.Explain)
+					t.Errorf("%s: %s\n\twant %s\n\texplain: %s", name, got, want, views.CellWhy(&c))
 				}
 			}
 
@@ -709,5 +710,29 @@ func TestMatrixOpenMPI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMatrixOneProcess: a job of one process has no pair: Matrix(true) holds and injects
+// nothing there (a static binary with no room for a guard near its pc made it fail for
+// nothing) and reports no error.
+func TestMatrixOneProcess(t *testing.T) {
+	measureNeedKernel(t)
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	log := &tracertest.EventLog{}
+	tr, _ := measureAttach(t, "pid:"+strconv.Itoa(cmd.Process.Pid), log)
+	m, st, err := New(tr).Matrix(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Injections != 0 || st.LongestStop != 0 || len(m.Cells) != 0 || len(m.PIDs) != 1 {
+		t.Errorf("one process: %d injections, held %v, %d cells, pids %v", st.Injections, st.LongestStop, len(m.Cells), m.PIDs)
+	}
+	if errs := tracertest.Of[sessions.Error](log); len(errs) > 0 {
+		t.Errorf("errors for a one-process matrix: %+v", errs)
 	}
 }

@@ -1,28 +1,27 @@
 package access
 
 import (
-	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
 
-// Reasons, the first failing rule of kernel.md A.3 in the words of sessions.Cell.Reason.
+// Reasons, the first failing rule of kernel.md A.3 (sessions.Cell.Reason).
 const (
-	ReasonSeccomp      = "seccomp"
-	ReasonUID          = "uid"
-	ReasonDumpable     = "dumpable"
-	ReasonCapabilities = "capabilities"
-	ReasonPidNS        = "pidns"
-	ReasonUserNS       = "userns"
-	ReasonYama         = "yama"
-	ReasonENOSYS       = "enosys"
-	ReasonExited       = "exited"
+	ReasonSeccomp      = sessions.ReasonSeccomp
+	ReasonUID          = sessions.ReasonUID
+	ReasonDumpable     = sessions.ReasonDumpable
+	ReasonCapabilities = sessions.ReasonCapabilities
+	ReasonPidNS        = sessions.ReasonPidNS
+	ReasonUserNS       = sessions.ReasonUserNS
+	ReasonYama         = sessions.ReasonYama
+	ReasonENOSYS       = sessions.ReasonENOSYS
+	ReasonExited       = sessions.ReasonExited
 )
 
-// Verdict is the prediction for the ordered pair (A reads B).
+// Verdict is the prediction for the ordered pair (A reads B), as facts: views word them.
 type Verdict struct {
 	VMReadv, Kcmp bool
 	// OpenMPI says whether Open MPI's smsc/cma in A would use CMA towards B (A.4: same
@@ -33,16 +32,53 @@ type Verdict struct {
 	VMErrno, KcmpErrno string
 	// Reason is the first failing rule over both calls (lowest A.3 row; process_vm_readv on a
 	// tie), "" when both are allowed. VMReason and KcmpReason are per call.
-	Reason, VMReason, KcmpReason string
-	// Explain is one sentence naming the rule (kernel function) and the fix a user can apply.
-	Explain string
-	// Disagree names a dangerous difference between what Open MPI decides and what
+	Reason, VMReason, KcmpReason sessions.Reason
+	// Rule is the row that decided the call Reason is about (process_vm_readv when both are
+	// allowed), with what its sentence names (views.CellWhy words it with the fix).
+	Rule sessions.Rule
+	// Disagree are the dangerous differences between what Open MPI decides and what
 	// process_vm_readv does: CMA used but failing, or CMA refused although it would work.
-	Disagree string
-	// Uncertain says what /proc could not show that might change the answer (seccomp filter
-	// contents, B's dumpability, PR_SET_PTRACER, an LSM policy); "" when the rules are complete.
-	Uncertain string
+	Disagree []sessions.Disagreement
+	// Uncertain is what /proc could not show that might change the answer (seccomp filter
+	// contents, B's dumpability, PR_SET_PTRACER, an LSM policy); nil when the rules are
+	// complete.
+	Uncertain []Uncertainty
 }
+
+// Uncertainty is one thing /proc could not show that might change a prediction.
+type Uncertainty struct {
+	Kind UncertainKind
+	Call string // the call it is about (UncertainFilters, UncertainUserNotif, UncertainDumpable)
+	// Filters is how many seccomp filters A runs (UncertainFilters); EUID B's euid, the root of
+	// its namespace (UncertainDumpable); LSM the LSM's name (UncertainLSM).
+	Filters int
+	EUID    uint32
+	LSM     string
+}
+
+// UncertainKind is what an Uncertainty is about.
+type UncertainKind int
+
+const (
+	// UncertainFilters: A's seccomp filters were not read (PTRACE_SECCOMP_GET_FILTER needs
+	// CAP_SYS_ADMIN); they are assumed to refuse Call with EPERM, as Docker/runc profiles do
+	// without CAP_SYS_PTRACE.
+	UncertainFilters UncertainKind = iota + 1
+	// UncertainUserNotif: A's filter hands Call to a user-space supervisor, which decides.
+	UncertainUserNotif
+	// UncertainDumpable: B's dumpability cannot be read from /proc (its euid is the root of its
+	// namespace); if B is non-dumpable, Call is refused with EPERM.
+	UncertainDumpable
+	// UncertainPtracer: PR_SET_PTRACER is invisible in /proc: B may have named A (Open MPI's
+	// smsc/cma sets PR_SET_PTRACER_ANY), which would allow it past Yama.
+	UncertainPtracer
+	// UncertainNestedNS: crashtui runs in a child user namespace, so /proc shows ids mapped
+	// into it (unmapped ids read as 65534) and equal-looking ids may differ.
+	UncertainNestedNS
+	// UncertainLSM: the LSM's policy may refuse further (A.3 row 11: process:ptrace for
+	// process_vm_readv, file:read for kcmp).
+	UncertainLSM
+)
 
 type call int
 
@@ -62,10 +98,10 @@ func (c call) String() string {
 type outcome struct {
 	ok        bool
 	errno     string
-	reason    string
+	reason    sessions.Reason
 	row       int
-	explain   lazy // rendered only for the call whose outcome is reported
-	uncertain string
+	rule      sessions.Rule
+	uncertain []Uncertainty
 }
 
 // Predict applies kernel.md A.3 to (A, B) for both calls. It is pure: everything it needs
@@ -80,29 +116,26 @@ func Predict(sys System, a, b Proc) Verdict {
 	}
 	switch {
 	case !vm.ok && (kc.ok || vm.row <= kc.row):
-		v.Reason, v.Explain = vm.reason, vm.explain.String()
+		v.Reason, v.Rule = vm.reason, vm.rule
 	case !kc.ok:
-		v.Reason, v.Explain = kc.reason, kc.explain.String()
+		v.Reason, v.Rule = kc.reason, kc.rule
 	default:
-		v.Explain = vm.explain.String()
+		v.Rule = vm.rule
 	}
-	v.Uncertain = joinNonEmpty(vm.uncertain, kc.uncertain)
+	v.Uncertain = append(vm.uncertain, kc.uncertain...)
 	if sys.ObserverNestedNS {
-		v.Uncertain = joinNonEmpty(v.Uncertain, "crashtui runs in a child user namespace, so /proc shows ids mapped into it (unmapped ids read as 65534) and equal-looking ids may differ")
+		v.Uncertain = append(v.Uncertain, Uncertainty{Kind: UncertainNestedNS})
 	}
 	if len(sys.LSMs) > 0 {
 		for _, l := range []string{"selinux", "apparmor", "smack"} {
 			if sys.hasLSM(l) {
-				v.Uncertain = joinNonEmpty(v.Uncertain, "the "+l+" policy may refuse further (A.3 row 11: process:ptrace for process_vm_readv, file:read for kcmp)")
+				v.Uncertain = append(v.Uncertain, Uncertainty{Kind: UncertainLSM, LSM: l})
 			}
 		}
 	}
 	openMPI(&v, a, b)
 	return v
 }
-
-// cmaTrap starts the Disagree of a pair where Open MPI's kcmp pre-check passes and CMA fails.
-const cmaTrap = "Open MPI would use CMA (kcmp passes) but process_vm_readv fails"
 
 // openMPI fills OpenMPI and Disagree from smsc_cma_module.c mca_smsc_cma_get_endpoint:
 // different user-namespace inodes refuse CMA; otherwise kcmp(getpid(), peer_pid, KCMP_VM)
@@ -111,16 +144,20 @@ func openMPI(v *Verdict, a, b Proc) {
 	sameUser := sameUserNS(a, b)
 	samePid := samePidNS(a, b)
 	v.OpenMPI = sameUser && samePid && v.Kcmp
+	var d sessions.Disagreement
 	switch {
 	case v.OpenMPI && !v.VMReadv:
-		v.Disagree = fmt.Sprintf("%s with %s (%s): single-copy transfers would fail at run time", cmaTrap, v.VMErrno, v.VMReason)
+		d = sessions.Disagreement{Kind: sessions.DisagreeCMAFails, Errno: v.VMErrno, Reason: v.VMReason}
 	case !v.OpenMPI && v.VMReadv && !sameUser:
-		v.Disagree = "Open MPI refuses CMA that would work: A and B are in different user namespaces (smsc_cma_module.c get_endpoint compares the inodes)"
+		d = sessions.Disagreement{Kind: sessions.DisagreeCMARefusedUserNS}
 	case !v.OpenMPI && v.VMReadv && !samePid:
-		v.Disagree = fmt.Sprintf("Open MPI in A would run kcmp on pid %d (B's own getpid()), which in A's PID namespace names another process or none; if that kcmp succeeds, Open MPI copies to or from the wrong process", ownPID(b))
+		d = sessions.Disagreement{Kind: sessions.DisagreeCMAWrongPID, PID: ownPID(b)}
 	case !v.OpenMPI && v.VMReadv:
-		v.Disagree = fmt.Sprintf("Open MPI refuses CMA that would work: kcmp fails with %s (%s) although process_vm_readv succeeds", v.KcmpErrno, v.KcmpReason)
+		d = sessions.Disagreement{Kind: sessions.DisagreeCMARefusedKcmp, Errno: v.KcmpErrno, Reason: v.KcmpReason}
+	default:
+		return
 	}
+	v.Disagree = []sessions.Disagreement{d}
 }
 
 // PredictAll predicts every ordered pair A != B of procs, in the order given.
@@ -147,7 +184,11 @@ func Cell(a, b Proc, v Verdict) sessions.Cell {
 		From: a.PID, To: b.PID,
 		VMReadv: sessions.Check{Predicted: v.VMReadv, Errno: strPtr(v.VMErrno)},
 		Kcmp:    sessions.Check{Predicted: v.Kcmp, Errno: strPtr(v.KcmpErrno)},
-		OpenMPI: v.OpenMPI, Reason: strPtr(v.Reason), Explain: v.Explain, Disagree: v.Disagree,
+		OpenMPI: v.OpenMPI, Rule: v.Rule, Disagreements: v.Disagree,
+	}
+	if v.Reason != "" {
+		r := v.Reason
+		c.Reason = &r
 	}
 	return c
 }
@@ -161,13 +202,12 @@ func strPtr(s string) *string {
 
 func decide(sys System, a, b Proc, c call) outcome {
 	// Row 0: the syscall is not built (sys_ni_syscall).
-	if built := sys.CMABuilt; c == callKcmp {
+	built := sys.CMABuilt
+	if c == callKcmp {
 		built = sys.KcmpBuilt
-		if built != nil && !*built {
-			return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: lazy{f: "kcmp is not built into this kernel (CONFIG_KCMP off, so sys_ni_syscall returns ENOSYS), and Open MPI's smsc/cma then refuses CMA while blaming CAP_SYS_PTRACE. Fix: use a kernel with CONFIG_KCMP=y (CONFIG_CHECKPOINT_RESTORE before 5.12), or ignore the message since process_vm_readv is checked separately."}}
-		}
-	} else if built != nil && !*built {
-		return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, explain: lazy{f: "process_vm_readv is not built into this kernel (CONFIG_CROSS_MEMORY_ATTACH off, so sys_ni_syscall returns ENOSYS). Fix: use a kernel with CONFIG_CROSS_MEMORY_ATTACH=y, or run Open MPI with --mca smsc ^cma."}}
+	}
+	if built != nil && !*built {
+		return outcome{errno: "ENOSYS", reason: ReasonENOSYS, row: 0, rule: sessions.Rule{Row: sessions.RowNotBuilt, Call: c.String()}}
 	}
 
 	// Row 1: A's seccomp filter (B's is irrelevant).
@@ -177,29 +217,24 @@ func decide(sys System, a, b Proc, c call) outcome {
 
 	// Row 2: B must be nameable in A's PID namespace (find_get_task_by_vpid / find_task_by_vpid).
 	if _, ok := PIDIn(a, b); !ok {
-		return outcome{errno: "ESRCH", reason: ReasonPidNS, row: 2, explain: lz(
-			"B (pid %d) cannot be named in A's PID namespace (pid:[%d]; %s looks B up with find_task_by_vpid and gets ESRCH). Fix: run the ranks in one PID namespace (docker run --pid=host, or --pid=container:<first rank>); note that Open MPI never compares PID namespaces.",
-			b.PID, first(a.PidNS), c)}
+		return outcome{errno: "ESRCH", reason: ReasonPidNS, row: 2,
+			rule: sessions.Rule{Row: sessions.RowPidNS, Call: c.String(), PidNS: first(a.PidNS)}}
 	}
 
 	// Row 3: B has no mm. process_vm_readv's mm_access fails with ESRCH; kcmp only compares
 	// pointers and goes on to the credential checks.
-	var uncertain string
+	var uncertain []Uncertainty
 	if !b.HasMM || b.Exited() {
 		if c == callVM {
-			what := "has exited (zombie)"
-			if !b.Exited() {
-				what = "has no address space (a kernel thread)"
-			}
-			return outcome{errno: "ESRCH", reason: ReasonExited, row: 3, explain: lz(
-				"B (pid %d) %s, so mm_access in mm/process_vm_access.c returns ESRCH; nothing to fix on the permission side.", b.PID, what)}
+			return outcome{errno: "ESRCH", reason: ReasonExited, row: 3,
+				rule: sessions.Rule{Row: sessions.RowNoMM, Call: c.String(), Exited: b.Exited()}}
 		}
 	}
 
 	// Row 4: same thread group: __ptrace_may_access allows before any check (and
 	// mm_access skips the check for its own mm).
 	if a.Tgid != 0 && a.Tgid == b.Tgid {
-		return outcome{ok: true, row: 4, explain: lazy{f: "A and B are one thread group: __ptrace_may_access allows it before any credential check."}}
+		return outcome{ok: true, row: 4, rule: sessions.Rule{Row: sessions.RowThreadGroup, Call: c.String()}}
 	}
 
 	// Row 5: credentials with REALCREDS: A's real ids against B's real, effective, saved.
@@ -207,16 +242,14 @@ func decide(sys System, a, b Proc, c call) outcome {
 		a.GID[0] == b.GID[0] && a.GID[0] == b.GID[1] && a.GID[0] == b.GID[2]
 	capB := capIn(a, b.UserNS)
 	if !idsMatch && !capB {
+		r := sessions.Rule{Row: sessions.RowIDs, Call: c.String(), AUID: a.UID[0], AGID: a.GID[0],
+			BUID: [3]uint32(b.UID[:3]), BGID: [3]uint32(b.GID[:3])}
 		reason := ReasonUID
-		why := fmt.Sprintf("A (uid %d gid %d) may not read B (uid %s gid %s): ptrace_may_access requires A's real uid and gid to equal B's real, effective and saved ids, or CAP_SYS_PTRACE in B's user namespace (kernel/ptrace.c __ptrace_may_access)",
-			a.UID[0], a.GID[0], idList(b.UID), idList(b.GID))
-		fix := "Fix: run both ranks as the same user and group, or grant CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)."
 		if a.CapEff&CapSysPtrace != 0 {
 			reason = ReasonUserNS
-			why += fmt.Sprintf("; A has CAP_SYS_PTRACE, but only in user namespace user:[%d], which is neither B's (user:[%d]) nor an ancestor of it", first(userInodes(a.UserNS)), first(userInodes(b.UserNS)))
-			fix = "Fix: run both ranks in one user namespace (one container), or as the same user."
+			r.Row, r.AUserNS, r.BUserNS = sessions.RowIDsCapElsewhere, ownUserNS(a), ownUserNS(b)
 		}
-		return outcome{errno: "EPERM", reason: reason, row: 5, explain: lz("%s. %s", why, fix)}
+		return outcome{errno: "EPERM", reason: reason, row: 5, rule: r}
 	}
 
 	// Row 6: B non-dumpable needs CAP_SYS_PTRACE in B's mm->user_ns.
@@ -225,13 +258,12 @@ func decide(sys System, a, b Proc, c call) outcome {
 		switch b.Dumpable {
 		case DumpableNo:
 			if !capIn(a, mmNS) {
-				return outcome{errno: "EPERM", reason: ReasonDumpable, row: 6, explain: lz(
-					"B (pid %d) is not dumpable (prctl(PR_SET_DUMPABLE, 0), a setuid/setgid or file-capability exec, or an id change with fs.suid_dumpable=%s), and A lacks CAP_SYS_PTRACE in B's mm->user_ns (kernel/ptrace.c __ptrace_may_access: get_dumpable(mm) != SUID_DUMP_USER). Fix: have B call prctl(PR_SET_DUMPABLE, 1) after changing ids, avoid setuid launchers, or grant A CAP_SYS_PTRACE.",
-					b.PID, sysctlVal(sys.SuidDumpable))}
+				return outcome{errno: "EPERM", reason: ReasonDumpable, row: 6,
+					rule: sessions.Rule{Row: sessions.RowDumpable, Call: c.String(), SuidDumpable: sys.SuidDumpable}}
 			}
 		case DumpableUnknown:
 			if !capIn(a, mmNS) {
-				uncertain = fmt.Sprintf("B's dumpability cannot be read from /proc (its euid %d is the root of its namespace); if B is non-dumpable, %s is refused with EPERM", b.UID[1], c)
+				uncertain = []Uncertainty{{Kind: UncertainDumpable, Call: c.String(), EUID: b.UID[1]}}
 			}
 		}
 	}
@@ -241,31 +273,29 @@ func decide(sys System, a, b Proc, c call) outcome {
 	sameNS := sameUserNS(a, b)
 	if !(sameNS && b.CapPrm&^a.CapPrm == 0) && !capB {
 		if sameNS {
-			return outcome{errno: "EPERM", reason: ReasonCapabilities, row: 7, explain: lz(
-				"B (pid %d) holds permitted capabilities %#x that A's permitted set %#x lacks, and A has no CAP_SYS_PTRACE (security/commoncap.c cap_ptrace_access_check). Fix: give both ranks the same capability set (the same --cap-add/--cap-drop), or grant CAP_SYS_PTRACE.",
-				b.PID, b.CapPrm&^a.CapPrm, a.CapPrm)}
+			return outcome{errno: "EPERM", reason: ReasonCapabilities, row: 7,
+				rule: sessions.Rule{Row: sessions.RowCapabilities, Call: c.String(), Missing: sessions.Hex(b.CapPrm &^ a.CapPrm), APermitted: sessions.Hex(a.CapPrm)}}
 		}
-		return outcome{errno: "EPERM", reason: ReasonUserNS, row: 7, explain: lz(
-			"A (user:[%d]) and B (user:[%d]) are in different user namespaces and A lacks CAP_SYS_PTRACE in B's (security/commoncap.c cap_ptrace_access_check trusts equal ids only inside one namespace). Fix: run both ranks in one user namespace (one container), or start A from the owner of B's namespace.",
-			first(userInodes(a.UserNS)), first(userInodes(b.UserNS)))}
+		return outcome{errno: "EPERM", reason: ReasonUserNS, row: 7,
+			rule: sessions.Rule{Row: sessions.RowUserNS, Call: c.String(), AUserNS: ownUserNS(a), BUserNS: ownUserNS(b)}}
 	}
 
 	// Rows 8-10: Yama, only for PTRACE_MODE_ATTACH, i.e. process_vm_readv, never kcmp.
 	if c == callVM {
 		if o, deny := yamaRow(sys, a, b, capB); deny {
-			o.uncertain = joinNonEmpty(uncertain, o.uncertain)
+			o.uncertain = append(uncertain, o.uncertain...)
 			return o
 		}
 	}
 
-	explain := lz("A may use %s on B: A's real uid/gid equal B's real, effective and saved ids, B is dumpable and B's permitted capabilities are within A's (kernel/ptrace.c __ptrace_may_access).", c)
+	rule := sessions.Rule{Row: sessions.RowSameIDs, Call: c.String()}
 	if !idsMatch || !sameNS || b.CapPrm&^a.CapPrm != 0 {
-		explain = lz("A may use %s on B: A has CAP_SYS_PTRACE in B's user namespace, from its effective set or as the euid that created B's namespace (kernel/ptrace.c ptrace_has_cap, security/commoncap.c cap_capable).", c)
+		rule.Row = sessions.RowCapSysPtrace
 	}
 	if !b.HasMM || b.Exited() {
-		explain = lz("kcmp still works on B (pid %d) although it has no mm: kcmp compares pointers after the credential checks.", b.PID)
+		rule.Row = sessions.RowKcmpNoMM
 	}
-	return outcome{ok: true, row: 12, explain: explain, uncertain: uncertain}
+	return outcome{ok: true, row: 12, rule: rule, uncertain: uncertain}
 }
 
 // seccompRow decides A.3 row 1. stop is true when the filter (or strict mode) denies.
@@ -274,17 +304,14 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 	if act.Runs() {
 		return outcome{}, false
 	}
-	o := outcome{reason: ReasonSeccomp, row: 1}
-	fix := "Fix: run A with a seccomp profile that allows kcmp and process_vm_readv (Docker's default profile enables kcmp with --cap-add SYS_PTRACE; or --security-opt seccomp=<profile>)."
+	o := outcome{reason: ReasonSeccomp, row: 1, rule: sessions.Rule{Call: c.String()}}
 	switch {
 	case a.Seccomp == 1:
-		o.errno = "SIGKILL"
-		o.explain = lz("A (pid %d) is in seccomp strict mode, where any syscall but read, write, exit and sigreturn kills it (kernel/seccomp.c __secure_computing_strict). Fix: do not run A under SECCOMP_MODE_STRICT.", a.PID)
+		o.errno, o.rule.Row = "SIGKILL", sessions.RowSeccompStrict
 		return o, true
 	case !known:
-		o.errno = "EPERM"
-		o.uncertain = fmt.Sprintf("A's %d seccomp filter(s) were not read (PTRACE_SECCOMP_GET_FILTER needs CAP_SYS_ADMIN); assumed to deny %s with EPERM as Docker/runc profiles do without CAP_SYS_PTRACE", a.SeccompFilters, c)
-		o.explain = lz("A (pid %d) runs under %d seccomp filter(s), which container profiles use to refuse %s with EPERM (kernel/seccomp.c __seccomp_filter; B's filters are irrelevant). %s", a.PID, a.SeccompFilters, c, fix)
+		o.errno, o.rule.Row, o.rule.Filters = "EPERM", sessions.RowSeccompUnread, a.SeccompFilters
+		o.uncertain = []Uncertainty{{Kind: UncertainFilters, Call: c.String(), Filters: a.SeccompFilters}}
 		return o, true
 	}
 	switch act.Action {
@@ -295,11 +322,11 @@ func seccompRow(sys System, a, b Proc, c call) (outcome, bool) {
 		o.errno = "ENOSYS"
 	case seccomp.ActUserNotif:
 		o.errno = "USER_NOTIF"
-		o.uncertain = "A's seccomp filter hands " + c.String() + " to a user-space supervisor, which decides"
+		o.uncertain = []Uncertainty{{Kind: UncertainUserNotif, Call: c.String()}}
 	default:
 		o.errno = "SIGSYS"
 	}
-	o.explain = lz("A's seccomp filter returns %s for %s (kernel/seccomp.c __seccomp_filter runs before the syscall; B's filters are irrelevant). %s", act, c, fix)
+	o.rule.Row, o.rule.Action = sessions.RowSeccompFilter, act.String()
 	return o, true
 }
 
@@ -345,24 +372,22 @@ func seccompFor(sys System, a, b Proc, c call) (seccomp.Action, bool) {
 
 // yamaRow applies rows 8-10 (security/yama/yama_lsm.c yama_ptrace_access_check).
 func yamaRow(sys System, a, b Proc, capB bool) (outcome, bool) {
-	o := outcome{errno: "EPERM", reason: ReasonYama, row: 9}
+	o := outcome{errno: "EPERM", reason: ReasonYama, row: 9,
+		rule: sessions.Rule{Row: sessions.RowYama, Call: callVM.String(), Yama: sys.Yama}}
 	switch sys.Yama {
 	case 1:
 		if capB || contains(b.Ancestors, a.Tgid) || b.TracerPid == a.Tgid && a.Tgid != 0 ||
 			b.Ptracer == -1 || b.Ptracer != 0 && (b.Ptracer == a.Tgid || contains(a.Ancestors, b.Ptracer)) {
 			return outcome{}, false
 		}
-		o.uncertain = "PR_SET_PTRACER is invisible in /proc: B may have named A (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY), which would allow it"
-		o.explain = lz("Yama ptrace_scope=1 refuses process_vm_readv because B (pid %d) does not descend from A (pid %d) and did not name A with PR_SET_PTRACER (security/yama/yama_lsm.c yama_ptrace_access_check, ATTACH mode only, so kcmp still passes). Fix: sysctl kernel.yama.ptrace_scope=0, have B call prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), or grant CAP_SYS_PTRACE.", b.PID, a.PID)
+		o.uncertain = []Uncertainty{{Kind: UncertainPtracer}}
 	case 2:
 		if capB {
 			return outcome{}, false
 		}
 		o.row = 10
-		o.explain = lazy{f: "Yama ptrace_scope=2 lets only CAP_SYS_PTRACE holders attach, and process_vm_readv is an ATTACH-mode check (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: grant CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) or set kernel.yama.ptrace_scope to 0 or 1."}
 	case 3:
 		o.row = 10
-		o.explain = lazy{f: "Yama ptrace_scope=3 refuses every ATTACH-mode access, process_vm_readv included, and cannot be lowered until reboot (security/yama/yama_lsm.c yama_ptrace_access_check; kcmp is READ mode and still passes). Fix: boot with kernel.yama.ptrace_scope<=1, or run Open MPI with --mca smsc ^cma."}
 	default:
 		return outcome{}, false
 	}
@@ -449,42 +474,19 @@ func contains(s []int, v int) bool {
 	return false
 }
 
+// ownUserNS is p's own user namespace inode, 0 when unreadable.
+func ownUserNS(p Proc) uint64 {
+	if len(p.UserNS) == 0 {
+		return 0
+	}
+	return p.UserNS[0].Inode
+}
+
 func first(s []uint64) uint64 {
 	if len(s) == 0 {
 		return 0
 	}
 	return s[0]
-}
-
-func userInodes(s []UserNS) []uint64 {
-	if len(s) == 0 {
-		return nil
-	}
-	return []uint64{s[0].Inode}
-}
-
-func idList(ids [4]uint32) string {
-	if ids[0] == ids[1] && ids[1] == ids[2] {
-		return fmt.Sprint(ids[0])
-	}
-	return fmt.Sprintf("%d/%d/%d", ids[0], ids[1], ids[2])
-}
-
-func sysctlVal(n int) string {
-	if n < 0 {
-		return "?"
-	}
-	return fmt.Sprint(n)
-}
-
-func joinNonEmpty(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }
 
 // Measurement is what the syscalls injected inside A returned, as raw return values with a
@@ -501,13 +503,14 @@ type Measurement struct {
 
 // ApplyMeasurement records a measurement in a predicted cell. process_vm_readv returning 1
 // or -EFAULT (allowed, bad address) counts as allowed, as does kcmp >= 0 (kernel.md A.5).
-// A measurement that contradicts the prediction is reported in Disagree.
+// A measurement that contradicts the prediction is a Disagreement, before the prediction's.
 func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
-	var notes []string
+	var notes []sessions.Disagreement
 	c.VMReadv.NotRun, c.Kcmp.NotRun = m.VMNotRun, m.KcmpNotRun
 	if m.NotRun != nil {
 		c.VMReadv.NotRun, c.Kcmp.NotRun = m.NotRun, m.NotRun
 	}
+	predicted := c.Disagreements
 	if m.VMRan {
 		ok := m.VMRet >= 0 || m.VMRet == -int64(unix.EFAULT)
 		c.VMReadv.Measured = &ok
@@ -519,12 +522,11 @@ func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
 		case ok == c.VMReadv.Predicted:
 		case ok && c.Reason != nil && *c.Reason == ReasonYama:
 			// Yama's one exception /proc cannot show (the prediction said it was uncertain).
-			notes = append(notes, "process_vm_readv measured allowed although Yama was predicted to refuse it: B has named A, or any process, with prctl(PR_SET_PTRACER), the exception /proc does not show (Open MPI's smsc/cma sets PR_SET_PTRACER_ANY)")
-			if strings.HasPrefix(c.Disagree, cmaTrap) {
-				c.Disagree = "" // CMA works after all
-			}
+			notes = append(notes, sessions.Disagreement{Kind: sessions.DisagreePtracer})
+			// CMA works after all.
+			predicted = slices.DeleteFunc(slices.Clone(predicted), func(d sessions.Disagreement) bool { return d.Kind == sessions.DisagreeCMAFails })
 		default:
-			notes = append(notes, fmt.Sprintf("unexplained: process_vm_readv predicted %s, measured %s (an LSM, PR_SET_PTRACER, or something /proc does not show?)", word(c.VMReadv.Predicted), word(ok)))
+			notes = append(notes, sessions.Disagreement{Kind: sessions.DisagreeUnexplainedVMReadv})
 		}
 	}
 	if m.KcmpRan {
@@ -535,35 +537,13 @@ func ApplyMeasurement(c sessions.Cell, m Measurement) sessions.Cell {
 			c.Kcmp.Errno = strPtr(seccomp.ErrnoName(int(-m.KcmpRet)))
 		}
 		if ok != c.Kcmp.Predicted {
-			notes = append(notes, fmt.Sprintf("unexplained: kcmp predicted %s, measured %s (an LSM or something /proc does not show?)", word(c.Kcmp.Predicted), word(ok)))
+			notes = append(notes, sessions.Disagreement{Kind: sessions.DisagreeUnexplainedKcmp})
 		}
 	}
-	if len(notes) > 0 {
-		c.Disagree = strings.Join(append(notes, c.Disagree), "; ")
-		c.Disagree = strings.TrimSuffix(c.Disagree, "; ")
+	if all := append(notes, predicted...); len(all) > 0 {
+		c.Disagreements = all
+	} else {
+		c.Disagreements = nil
 	}
 	return c
-}
-
-func word(ok bool) string {
-	if ok {
-		return "allowed"
-	}
-	return "denied"
-}
-
-// lazy is an explanation rendered only when it is reported: Predict decides both calls but
-// explains one, and PredictAll does this for every pair of a large job.
-type lazy struct {
-	f string
-	a []any
-}
-
-func lz(format string, args ...any) lazy { return lazy{f: format, a: args} }
-
-func (l lazy) String() string {
-	if len(l.a) == 0 {
-		return l.f
-	}
-	return fmt.Sprintf(l.f, l.a...)
 }

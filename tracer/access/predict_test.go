@@ -4,9 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/seccomp"
 	"golang.org/x/sys/unix"
 )
+
+// cmaTrap starts the words of a pair where Open MPI's kcmp pre-check passes and CMA fails.
+const cmaTrap = "Open MPI would use CMA (kcmp passes) but process_vm_readv fails"
 
 // fixture is a plain dumpable process in the initial namespaces. Fixtures are for the rules
 // this machine cannot show for real (Yama is not built here, kcmp is); the others are
@@ -37,7 +41,7 @@ func TestPredictYama(t *testing.T) {
 		a, b   Proc
 		edit   func(a, b *Proc)
 		vm     bool
-		reason string
+		reason sessions.Reason
 	}{
 		{"scope 0 unrelated", 0, fixture(a0, 1000, launcher, 1), fixture(b0, 1000, launcher, 1), nil, true, ""},
 		{"absent unrelated", -1, fixture(a0, 1000, launcher, 1), fixture(b0, 1000, launcher, 1), nil, true, ""},
@@ -68,20 +72,20 @@ func TestPredictYama(t *testing.T) {
 			}
 			v := Predict(sysYama(tc.scope), a, b)
 			if v.VMReadv != tc.vm || v.Reason != tc.reason {
-				t.Fatalf("vm %v reason %q, want vm %v reason %q (%s)", v.VMReadv, v.Reason, tc.vm, tc.reason, v.Explain)
+				t.Fatalf("vm %v reason %q, want vm %v reason %q (%s)", v.VMReadv, v.Reason, tc.vm, tc.reason, explainOf(a, b, v))
 			}
 			if tc.reason == "yama" {
 				// Yama checks ATTACH mode only: kcmp (READ) passes, Open MPI uses CMA, and the
 				// copies fail — the disagreement crashtui exists to show.
-				if !v.Kcmp || !v.OpenMPI || v.VMErrno != "EPERM" || !strings.Contains(v.Disagree, "Open MPI would use CMA") {
-					t.Errorf("kcmp %v openmpi %v errno %q disagree %q", v.Kcmp, v.OpenMPI, v.VMErrno, v.Disagree)
+				if d := verdictDisagree(a, b, v); !v.Kcmp || !v.OpenMPI || v.VMErrno != "EPERM" || !strings.Contains(d, "Open MPI would use CMA") {
+					t.Errorf("kcmp %v openmpi %v errno %q disagree %q", v.Kcmp, v.OpenMPI, v.VMErrno, d)
 				}
-				if !strings.Contains(v.Explain, "yama_ptrace_access_check") || !strings.Contains(v.Explain, "Fix:") {
-					t.Errorf("explain: %s", v.Explain)
+				if why := explainOf(a, b, v); !strings.Contains(why, "yama_ptrace_access_check") || !strings.Contains(why, "Fix:") {
+					t.Errorf("explain: %s", why)
 				}
 			}
-			if tc.scope == 1 && tc.reason == "yama" && !strings.Contains(v.Uncertain, "PR_SET_PTRACER") {
-				t.Errorf("scope 1 denial must say PR_SET_PTRACER is invisible: %q", v.Uncertain)
+			if tc.scope == 1 && tc.reason == "yama" && !uncertain(v, UncertainPtracer) {
+				t.Errorf("scope 1 denial must say PR_SET_PTRACER is invisible: %+v", v.Uncertain)
 			}
 		})
 	}
@@ -95,12 +99,12 @@ func TestPredictNotBuilt(t *testing.T) {
 	if v.Kcmp || v.KcmpErrno != "ENOSYS" || !v.VMReadv || v.Reason != ReasonENOSYS || v.OpenMPI {
 		t.Fatalf("kcmp not built: %+v", v)
 	}
-	if !strings.Contains(v.Disagree, "refuses CMA that would work") || !strings.Contains(v.Explain, "CONFIG_KCMP") {
-		t.Errorf("disagree %q explain %q", v.Disagree, v.Explain)
+	if d, why := verdictDisagree(a, b, v), explainOf(a, b, v); !strings.Contains(d, "refuses CMA that would work") || !strings.Contains(why, "CONFIG_KCMP") {
+		t.Errorf("disagree %q explain %q", d, why)
 	}
 	sys = sysYama(-1)
 	sys.CMABuilt = no()
-	if v := Predict(sys, a, b); v.VMReadv || v.VMErrno != "ENOSYS" || !v.Kcmp || !v.OpenMPI || v.Disagree == "" {
+	if v := Predict(sys, a, b); v.VMReadv || v.VMErrno != "ENOSYS" || !v.Kcmp || !v.OpenMPI || verdictDisagree(a, b, v) == "" {
 		t.Errorf("CMA not built: %+v", v)
 	}
 	// Unknown (nil) means "assume built".
@@ -152,7 +156,7 @@ func TestPredictSeccompActions(t *testing.T) {
 	a.Seccomp = 2
 	prog, _ := seccomp.DenyFilter(ai, seccomp.ErrnoRet(unix.EPERM), ai.Kcmp)
 	a.Filters = [][]byte{seccomp.FilterBytes(prog)}
-	if v := Predict(sysYama(-1), a, b); v.Kcmp || !v.VMReadv || v.OpenMPI || !strings.Contains(v.Disagree, "refuses CMA that would work") {
+	if v := Predict(sysYama(-1), a, b); v.Kcmp || !v.VMReadv || v.OpenMPI || !strings.Contains(verdictDisagree(a, b, v), "refuses CMA that would work") {
 		t.Errorf("kcmp-only filter: %+v", v)
 	}
 }
@@ -164,7 +168,7 @@ func TestPredictNamespacesOpenMPI(t *testing.T) {
 	b := fixture(30, 0)
 	b.NSpid, b.PidNS = []int{30, 1}, []uint64{201, 200}
 	v := Predict(sysYama(-1), root, b)
-	if !v.VMReadv || !v.Kcmp || v.OpenMPI || !strings.Contains(v.Disagree, "pid 1") {
+	if !v.VMReadv || !v.Kcmp || v.OpenMPI || !strings.Contains(verdictDisagree(root, b, v), "pid 1") {
 		t.Errorf("child pid ns: %+v", v)
 	}
 	if pid, ok := PIDIn(root, b); !ok || pid != 30 {
@@ -177,7 +181,7 @@ func TestPredictNamespacesOpenMPI(t *testing.T) {
 	u := fixture(40, 65534)
 	u.UserNS = []UserNS{{Inode: 101, OwnerUID: 0}, {Inode: 100}}
 	v = Predict(sysYama(-1), root, u)
-	if !v.VMReadv || v.OpenMPI || !strings.Contains(v.Disagree, "different user namespaces") {
+	if !v.VMReadv || v.OpenMPI || !strings.Contains(verdictDisagree(root, u, v), "different user namespaces") {
 		t.Errorf("child user ns: %+v", v)
 	}
 }
@@ -186,11 +190,11 @@ func TestPredictDumpable(t *testing.T) {
 	a, b := fixture(20, 1000), fixture(30, 1000)
 	b.Dumpable, b.DumpOwnerUID = DumpableNo, 0
 	v := Predict(sysYama(-1), a, b)
-	if v.VMReadv || v.Kcmp || v.Reason != ReasonDumpable || !strings.Contains(v.Explain, "suid_dumpable=2") {
+	if v.VMReadv || v.Kcmp || v.Reason != ReasonDumpable || !strings.Contains(explainOf(a, b, v), "suid_dumpable=2") {
 		t.Errorf("%+v", v)
 	}
 	b.Dumpable = DumpableUnknown
-	if v := Predict(sysYama(-1), a, b); !v.VMReadv || !strings.Contains(v.Uncertain, "dumpability") {
+	if v := Predict(sysYama(-1), a, b); !v.VMReadv || !uncertain(v, UncertainDumpable) {
 		t.Errorf("unknown dumpability: %+v", v)
 	}
 	// A zombie has no mm: dumpability does not apply, kcmp still works.
@@ -202,9 +206,10 @@ func TestPredictDumpable(t *testing.T) {
 
 func TestPredictUIDExplain(t *testing.T) {
 	v := Predict(sysYama(-1), fixture(20, 1000), fixture(30, 0))
+	why := explainOf(fixture(20, 1000), fixture(30, 0), v)
 	for _, s := range []string{"A (uid 1000", "B (uid 0", "real, effective and saved", "kernel/ptrace.c __ptrace_may_access", "Fix:", "--cap-add SYS_PTRACE"} {
-		if !strings.Contains(v.Explain, s) {
-			t.Errorf("explain lacks %q: %s", s, v.Explain)
+		if !strings.Contains(why, s) {
+			t.Errorf("explain lacks %q: %s", s, why)
 		}
 	}
 	// Only A's real ids count: a matching euid does not help (REALCREDS).
@@ -250,21 +255,21 @@ func TestApplyMeasurement(t *testing.T) {
 	a, b := fixture(20, 1000), fixture(30, 1000)
 	c := Cell(a, b, Predict(sysYama(-1), a, b))
 	got := ApplyMeasurement(c, Measurement{VMRet: -int64(unix.EFAULT), VMRan: true, KcmpRet: 1, KcmpRan: true})
-	if got.VMReadv.Measured == nil || !*got.VMReadv.Measured || *got.VMReadv.Errno != "EFAULT" || got.Disagree != "" {
+	if got.VMReadv.Measured == nil || !*got.VMReadv.Measured || *got.VMReadv.Errno != "EFAULT" || got.Disagrees() {
 		t.Errorf("EFAULT is allowed with a bad address: %+v", got)
 	}
 	got = ApplyMeasurement(c, Measurement{VMRet: -int64(unix.EPERM), VMRan: true})
-	if *got.VMReadv.Measured || *got.VMReadv.Errno != "EPERM" || got.Kcmp.Measured != nil || !strings.Contains(got.Disagree, "unexplained") {
+	if *got.VMReadv.Measured || *got.VMReadv.Errno != "EPERM" || got.Kcmp.Measured != nil || !strings.Contains(disagreeOf(got), "unexplained") {
 		t.Errorf("EPERM against an allowed prediction: %+v", got)
 	}
 	// Yama scope 1 predicts EPERM (b does not descend from a); a pass means b called
 	// PR_SET_PTRACER: explained, and Open MPI's CMA trap warning no longer holds.
 	c = Cell(a, b, Predict(sysYama(1), a, b))
-	if c.VMReadv.Predicted || !strings.HasPrefix(c.Disagree, cmaTrap) {
+	if c.VMReadv.Predicted || !strings.HasPrefix(disagreeOf(c), cmaTrap) {
 		t.Fatalf("scope 1 prediction: %+v", c)
 	}
 	got = ApplyMeasurement(c, Measurement{VMRet: 1, VMRan: true, KcmpRet: 0, KcmpRan: true})
-	if !*got.VMReadv.Measured || strings.Contains(got.Disagree, "unexplained") || !strings.Contains(got.Disagree, "PR_SET_PTRACER") || strings.Contains(got.Disagree, cmaTrap) {
-		t.Errorf("Yama exception: %q", got.Disagree)
+	if d := disagreeOf(got); !*got.VMReadv.Measured || strings.Contains(d, "unexplained") || !strings.Contains(d, "PR_SET_PTRACER") || strings.Contains(d, cmaTrap) {
+		t.Errorf("Yama exception: %q", d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ func TestParseLSMs(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 	s := System{LSMs: got, KcmpBuilt: yes(), CMABuilt: yes(), Yama: -1}
-	if v := Predict(s, fixture(20, 1000), fixture(30, 1000)); !v.VMReadv || !strings.Contains(v.Uncertain, "apparmor") {
+	if v := Predict(s, fixture(20, 1000), fixture(30, 1000)); !v.VMReadv || !slices.Contains(v.Uncertain, Uncertainty{Kind: UncertainLSM, LSM: "apparmor"}) {
 		t.Errorf("apparmor must make the verdict uncertain: %+v", v)
 	}
 }

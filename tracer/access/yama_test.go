@@ -14,6 +14,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
 	"github.com/crashtui/crashtui/tracer/tracertest"
+	"github.com/crashtui/crashtui/views"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,16 +117,17 @@ func TestYamaMeasured(t *testing.T) {
 				exception := scope == 1 && names[cell.To] == "d"
 				vm := scope == 0 || (scope == 1 && name == "a->c") || exception // 2, 3: never
 				predicted := vm && !exception
-				reason := ""
+				reason := sessions.Reason("")
 				if !predicted {
 					reason = ReasonYama
 				}
-				got := ""
+				got := sessions.Reason("")
 				if cell.Reason != nil {
 					got = *cell.Reason
 				}
+				why, disagree := views.CellWhy(&cell), views.CellDisagree(&cell)
 				if got != reason {
-					t.Errorf("%s: reason %q, want %q (%s)", name, got, reason, cell.Explain)
+					t.Errorf("%s: reason %q, want %q (%s)", name, got, reason, why)
 				}
 				if cell.VMReadv.Predicted != predicted || measureWord(cell.VMReadv) != okOr(vm, "EPERM") {
 					t.Errorf("%s: process_vm_readv predicted %v measured %s, want predicted %v measured %s", name, cell.VMReadv.Predicted, measureWord(cell.VMReadv), predicted, okOr(vm, "EPERM"))
@@ -136,17 +138,17 @@ func TestYamaMeasured(t *testing.T) {
 				// The trap Open MPI falls into: its kcmp pre-check passes, CMA then fails.
 				const trap = "Open MPI would use CMA (kcmp passes) but process_vm_readv fails"
 				switch {
-				case strings.Contains(cell.Disagree, "unexplained"):
-					t.Errorf("%s: unexplained disagreement %q", name, cell.Disagree)
+				case strings.Contains(disagree, "unexplained"):
+					t.Errorf("%s: unexplained disagreement %q", name, disagree)
 				case exception:
-					if !strings.Contains(cell.Disagree, "PR_SET_PTRACER") || strings.Contains(cell.Disagree, trap) {
-						t.Errorf("%s: disagreement %q, want the PR_SET_PTRACER exception and no CMA warning", name, cell.Disagree)
+					if !strings.Contains(disagree, "PR_SET_PTRACER") || strings.Contains(disagree, trap) {
+						t.Errorf("%s: disagreement %q, want the PR_SET_PTRACER exception and no CMA warning", name, disagree)
 					}
-				case vm != (cell.Disagree == "") || (!vm && !strings.Contains(cell.Disagree, trap)):
-					t.Errorf("%s: disagreement %q; want none when allowed, else Open MPI's trap", name, cell.Disagree)
+				case vm != (disagree == "") || (!vm && !strings.Contains(disagree, trap)):
+					t.Errorf("%s: disagreement %q; want none when allowed, else Open MPI's trap", name, disagree)
 				}
-				if !predicted && !(strings.Contains(cell.Explain, fmt.Sprintf("ptrace_scope=%d", scope)) && strings.Contains(cell.Explain, "Fix:")) {
-					t.Errorf("%s: explanation does not name ptrace_scope=%d and a fix: %s", name, scope, cell.Explain)
+				if !predicted && !(strings.Contains(why, fmt.Sprintf("ptrace_scope=%d", scope)) && strings.Contains(why, "Fix:")) {
+					t.Errorf("%s: explanation does not name ptrace_scope=%d and a fix: %s", name, scope, why)
 				}
 			}
 		})

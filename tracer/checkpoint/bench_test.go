@@ -22,7 +22,7 @@ func BenchmarkCheckpointNone(b *testing.B) {
 		var th []sessions.Thread
 		err := tr.Do(func(l *tracer.Loop) error {
 			var err error
-			th, err = c.run(l, "none", &img)
+			th, err = c.run(l, nil, "none", &img)
 			return err
 		})
 		if err != nil || len(th) != len(p.Threads) {

@@ -27,12 +27,12 @@ const freezeTimeout = 3 * time.Second
 // CheckpointImage is the JSON checkpoint image Checkpoint writes: what a checkpointer would
 // dump for every thread, and what a restorer with Policy would write back.
 type CheckpointImage struct {
-	Version int           `json:"version"`
-	Time    time.Time     `json:"time"`
-	Arch    string        `json:"arch"`
-	Kernel  string        `json:"kernel"`
-	Policy  string        `json:"policy"`
-	Threads []ImageThread `json:"threads"`
+	Version int             `json:"version"`
+	Time    time.Time       `json:"time"`
+	Arch    string          `json:"arch"`
+	Kernel  string          `json:"kernel"`
+	Policy  sessions.Policy `json:"policy"`
+	Threads []ImageThread   `json:"threads"`
 }
 
 // ImageThread is one thread of a CheckpointImage.
@@ -40,11 +40,10 @@ type ImageThread struct {
 	PID int `json:"pid"`
 	TID int `json:"tid"`
 	// Stop is the ptrace-stop the thread was frozen in: "interrupt" (PTRACE_EVENT_STOP of
-	// PTRACE_INTERRUPT or another event stop), "signal" (signal-delivery-stop, Signal held),
-	// "group" (group-stop), "exit" (PTRACE_EVENT_EXIT).
+	// PTRACE_INTERRUPT or another event stop), "group" (group-stop), "exit"
+	// (PTRACE_EVENT_EXIT); never a signal-delivery-stop (Pending).
 	Stop    string `json:"stop"`
-	Signal  string `json:"signal,omitempty"`
-	Handler string `json:"handler"` // what the held signal does: arch.Handler, or "handler, SA_RESTART unknown" when rt_sigaction could not be run inside the process
+	Handler string `json:"handler"` // how the kernel's restart logic sees the stop: arch.Handler (always "no handler")
 	// InsnBytes are the bytes arch.Decode read (amd64 rip-2, ppc64le nip-4, arm64 pc), hex.
 	InsnBytes        string            `json:"insn_bytes,omitempty"`
 	InSyscall        bool              `json:"in_syscall"`
@@ -65,38 +64,16 @@ type ImageThread struct {
 }
 
 // Pending describes what will happen to a frozen thread's held stop when it is resumed: the
-// Handler column of kernel.md B.3, as the facts the thread event carries (views word them).
+// Handler column of kernel.md B.3. No thread is ever frozen at a signal-delivery-stop (the
+// engine delivers a signal that arrives first, then holds the thread at its interrupt, as
+// CRIU's compel does), so every frozen thread resumes with signal 0 and the kernel decides as
+// with no handler (kernel.md B.3 "No handler"): only the stop differs.
 type Pending struct {
-	Stop   sessions.StopKind
-	Signal int // the held signal at a signal-delivery-stop, else 0
-	// Disposition is what Signal does (signal-delivery-stop only).
-	Disposition sessions.Disposition
-	// Handler is what the held signal does. When HandlerKnown is false the signal is caught
-	// but whether its handler has SA_RESTART could not be read (see readSigaction).
-	Handler      arch.Handler
-	HandlerKnown bool
-	// Sigaction is what rt_sigaction inside the process returned for a caught Signal, or why
-	// it did not run.
-	Sigaction *sessions.Sigaction
+	Stop sessions.StopKind
 }
 
-// interruptPending is the Pending of a PTRACE_INTERRUPT stop: resumed with signal 0, so the
-// kernel decides as with no handler (kernel.md B.3 "No handler").
-var interruptPending = Pending{Stop: sessions.StopInterrupt, Handler: arch.NoHandler, HandlerKnown: true}
-
-// handlerKind is p's Handler on the wire.
-func (p Pending) handlerKind() sessions.HandlerKind {
-	if !p.HandlerKnown {
-		return sessions.HandlerUnknown
-	}
-	switch p.Handler {
-	case arch.HandlerRestart:
-		return sessions.HandlerRestart
-	case arch.HandlerNoRestart:
-		return sessions.HandlerNoRestart
-	}
-	return sessions.HandlerNone
-}
+// interruptPending is the Pending of a PTRACE_INTERRUPT stop.
+var interruptPending = Pending{Stop: sessions.StopInterrupt}
 
 // threadCapture is one thread of a checkpoint in progress.
 type threadCapture struct {
@@ -129,22 +106,27 @@ func New(e *tracer.Tracer) *Checkpoints { return &Checkpoints{e: e} }
 //
 // It returns the threads it captured and an error naming what failed (threads that did not
 // stop, registers that could not be read or written); it never leaves a thread stopped.
-func (c *Checkpoints) Run(policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
-	switch policy {
-	case arch.PolicyNone, arch.PolicyNaive, arch.PolicyCorrect, arch.PolicySCOnly:
-	default:
-		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want correct, naive, sc-only or none)", policy)
+func (c *Checkpoints) Run(policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
+	return c.RunOf(nil, policy, image)
+}
+
+// RunOf is Run for the processes pids of the job only (nil: all of them): the others are
+// neither frozen nor written back. A second crashtui asks for that when its JOB is part of
+// the job this one holds (cmd/crashtui's control socket).
+func (c *Checkpoints) RunOf(pids []int, policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
+	if !policy.Valid() {
+		return nil, fmt.Errorf("checkpoint: unknown restore policy %q (want %s)", policy, sessions.PolicyList())
 	}
 	var out []sessions.Thread
 	err := c.e.Do(func(l *tracer.Loop) error {
 		var err error
-		out, err = c.run(l, policy, image)
+		out, err = c.run(l, pids, policy, image)
 		return err
 	})
 	return c.observeOutcomes(out), err
 }
 
-func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) ([]sessions.Thread, error) {
+func (c *Checkpoints) run(l *tracer.Loop, pids []int, policy sessions.Policy, image io.Writer) ([]sessions.Thread, error) {
 	if l.Closing() {
 		return nil, errors.New("checkpoint: the tracer is detaching")
 	}
@@ -152,7 +134,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 		return nil, fmt.Errorf("checkpoint: %w (nothing attached)", tracer.ErrNoJob)
 	}
 	var out []sessions.Thread
-	err := l.HoldJob(tracer.HoldOptions{Timeout: freezeTimeout}, func(h *tracer.Held) error {
+	err := l.HoldJob(tracer.HoldOptions{Timeout: freezeTimeout, PIDs: pids}, func(h *tracer.Held) error {
 		var errs []error
 		caps := make([]*threadCapture, 0, len(h.Threads))
 		for _, th := range h.Threads {
@@ -185,7 +167,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 		}
 		c.seq++
 		for _, cp := range caps {
-			cp.ev.Checkpoint, cp.ev.Policy = c.seq, string(policy)
+			cp.ev.Checkpoint, cp.ev.Policy = c.seq, policy
 			if err := cp.apply(policy); err != nil {
 				errs = append(errs, err)
 				l.EmitErr(cp.pid, "checkpoint restore", err)
@@ -194,7 +176,7 @@ func (c *Checkpoints) run(l *tracer.Loop, policy arch.Policy, image io.Writer) (
 			out = append(out, cp.ev)
 		}
 		for _, th := range unfrozen {
-			th.Checkpoint, th.Policy = c.seq, string(policy)
+			th.Checkpoint, th.Policy = c.seq, policy
 			l.Emit(th)
 			out = append(out, th)
 		}
@@ -229,17 +211,15 @@ func unfrozenThread(l *tracer.Loop, late tracer.Late) (sessions.Thread, bool) {
 	return ev, true
 }
 
-// pendingOf says what resuming a held thread will do with its stop. No thread is ever held at
-// a signal-delivery-stop (the engine delivers a signal first): resumed with signal 0, the
-// kernel decides as with no handler.
+// pendingOf says what resuming a held thread will do with its stop (Pending).
 func pendingOf(th tracer.Thread) Pending {
 	switch th.Stop() {
 	case tracer.StopGroup:
 		// The stop signal's action is stop: after SIGCONT the kernel decides as with no handler.
-		return Pending{Stop: sessions.StopGroup, Handler: arch.NoHandler, HandlerKnown: true}
+		return Pending{Stop: sessions.StopGroup}
 	case tracer.StopExit:
 		// PTRACE_EVENT_EXIT: the thread never returns to user space.
-		return Pending{Stop: sessions.StopExit, Handler: arch.NoHandler, HandlerKnown: true}
+		return Pending{Stop: sessions.StopExit}
 	}
 	return interruptPending
 }
@@ -248,9 +228,9 @@ func pendingOf(th tracer.Thread) Pending {
 // thread holds in a PTRACE_INTERRUPT stop (PTRACE_EVENT_STOP, no signal held): it captures the
 // registers and restart state, writes back what a restorer following policy writes, and returns
 // the thread event with the registers before and after. It does not resume the thread. It is
-// the per-thread core of Tracer.Checkpoint, for callers that do their own ptrace (the ppc64le
+// the per-thread core of Checkpoints.Run, for callers that do their own ptrace (the ppc64le
 // guest tests).
-func CheckpointStopped(pid, tid int, policy arch.Policy) (sessions.Thread, error) {
+func CheckpointStopped(pid, tid int, policy sessions.Policy) (sessions.Thread, error) {
 	c, err := captureThread(pid, tid, tracer.RawThread{PID: pid, TID: tid}, interruptPending)
 	if err != nil {
 		return sessions.Thread{}, err
@@ -280,11 +260,7 @@ func captureThread(pid, tid int, th regsIO, p Pending) (*threadCapture, error) {
 	ev := sessions.Thread{PID: pid, TID: tid, Arch: string(regs.Arch), PC: sessions.Hex(regs.PC()),
 		InSyscall: st.InSyscall, Syscall: st.Syscall, Nr: st.Nr, Insn: st.Insn, Ret: st.Ret,
 		Code: st.Code, Restore: string(st.Restore()), Before: regVals(regs),
-		InsnBytes: hex.EncodeToString(c.insn), Stop: p.Stop, Disposition: p.Disposition,
-		Handler: p.handlerKind(), Sigaction: p.Sigaction}
-	if p.Signal != 0 {
-		ev.Signal = tracer.SignalName(p.Signal)
-	}
+		InsnBytes: hex.EncodeToString(c.insn), Stop: p.Stop, Handler: sessions.HandlerNone}
 	if st.InSyscall {
 		ev.Args = make([]sessions.Hex, len(st.Args))
 		for i, a := range st.Args {
@@ -295,29 +271,16 @@ func captureThread(pid, tid int, th regsIO, p Pending) (*threadCapture, error) {
 		tr := sessions.Hex(st.Trap)
 		ev.Trap = &tr
 	}
-	ev.OnResume = string(decideResume(st, p))
+	ev.OnResume = string(st.OnResume(arch.NoHandler))
 	c.ev = ev
 	return c, nil
 }
 
-// decideResume returns what the kernel does with the interrupted syscall on resume, given the
-// held stop: for a caught signal whose SA_RESTART is unknown, the action both cases agree on,
-// else arch.ActUnknown.
-func decideResume(st arch.RestartState, p Pending) arch.Action {
-	if p.HandlerKnown {
-		return st.OnResume(p.Handler)
-	}
-	if a, b := st.OnResume(arch.HandlerRestart), st.OnResume(arch.HandlerNoRestart); a == b {
-		return a
-	}
-	return arch.ActUnknown
-}
-
 // apply writes arch.ApplyPolicy's registers (nothing for PolicyNone), reads them back into the
 // event's After and checks that the kernel kept them.
-func (c *threadCapture) apply(policy arch.Policy) error {
+func (c *threadCapture) apply(policy sessions.Policy) error {
 	want := arch.ApplyPolicy(c.before, c.state, policy)
-	if policy != arch.PolicyNone {
+	if policy != sessions.PolicyNone {
 		if err := c.th.SetRegs(want); err != nil {
 			return fmt.Errorf("checkpoint %d: restore %s: %w", c.tid, policy, err)
 		}
@@ -327,7 +290,7 @@ func (c *threadCapture) apply(policy arch.Policy) error {
 		return fmt.Errorf("checkpoint %d: read back: %w", c.tid, err)
 	}
 	c.ev.After = regVals(after)
-	c.ev.Applied = string(policy)
+	c.ev.Applied = policy
 	if diff := regsDiff(want, after); diff != "" {
 		return fmt.Errorf("checkpoint %d: restore %s: registers read back differ from those written: %s", c.tid, policy, diff)
 	}
@@ -362,26 +325,16 @@ func regVals(r arch.Regs) []sessions.RegVal {
 	return out
 }
 
-func imageHandlerLabel(p Pending) string {
-	if !p.HandlerKnown {
-		return "handler, SA_RESTART unknown"
-	}
-	return p.Handler.String()
-}
-
 // writeImage writes the checkpoint image: what was captured, before anything is written back.
-func writeImage(w io.Writer, policy arch.Policy, caps []*threadCapture) error {
+func writeImage(w io.Writer, policy sessions.Policy, caps []*threadCapture) error {
 	img := CheckpointImage{Version: 1, Time: time.Now().UTC(), Arch: string(arch.Host()),
-		Kernel: tracer.KernelRelease(), Policy: string(policy), Threads: []ImageThread{}}
+		Kernel: tracer.KernelRelease(), Policy: policy, Threads: []ImageThread{}}
 	for _, c := range caps {
-		it := ImageThread{PID: c.pid, TID: c.tid, Stop: string(c.pending.Stop), Handler: imageHandlerLabel(c.pending),
+		it := ImageThread{PID: c.pid, TID: c.tid, Stop: string(c.pending.Stop), Handler: arch.NoHandler.String(),
 			InSyscall: c.ev.InSyscall, Syscall: c.ev.Syscall, Nr: c.ev.Nr, Args: c.ev.Args,
 			Insn: c.ev.Insn, Trap: c.ev.Trap, Ret: c.ev.Ret, Code: c.ev.Code,
 			AlreadyRestarted: c.state.AlreadyRestarted, OnResume: c.ev.OnResume, Restore: c.ev.Restore,
 			Regs: c.ev.Before, RestoreRegs: regVals(arch.ApplyPolicy(c.before, c.state, policy))}
-		if c.pending.Signal != 0 {
-			it.Signal = tracer.SignalName(c.pending.Signal)
-		}
 		it.InsnBytes = c.ev.InsnBytes
 		img.Threads = append(img.Threads, it)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/crashtui/crashtui/tracer"
 )
 
-// TestPPC64LECheckpoint runs the whole simulated checkpoint (tracer.Tracer.Checkpoint: attach, freeze
+// TestPPC64LECheckpoint runs the whole simulated checkpoint (Checkpoints.Run: attach, freeze
 // every thread, capture, image, apply, resume, detach) on the sc/scv helper on a real ppc64le
 // kernel (the QEMU guests of make test-ppc64le). The helper is a Go program, so besides the
 // thread blocked in the call its runtime threads are frozen and restored too; with the correct
@@ -37,9 +37,9 @@ func TestPPC64LECheckpoint(t *testing.T) {
 		{"scv", "read", arch.ERESTARTSYS, 0x3000, 0x44000001},
 		{"scv", "nanosleep", arch.ERESTART_RESTARTBLOCK, 0x3000, 0x44000001},
 	} {
-		policies := []arch.Policy{arch.PolicyCorrect}
+		policies := []sessions.Policy{sessions.PolicyCorrect}
 		if c.call == "read" {
-			policies = append(policies, arch.PolicyNone)
+			policies = append(policies, sessions.PolicyNone)
 		}
 		for _, p := range policies {
 			t.Run(c.insn+"/"+c.call+"/"+string(p), func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestPPC64LECheckpoint(t *testing.T) {
 	}
 }
 
-func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
+func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p sessions.Policy) {
 	h := startPPCHelper(t, c.insn, c.call, 3*time.Second)
 	h.ready(t)
 	pid := h.cmd.Process.Pid
@@ -95,7 +95,7 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	}
 	if th.Arch != "ppc64le" || !th.InSyscall || th.Insn != c.insn || th.Trap == nil || uint64(*th.Trap) != c.vec ||
 		th.Syscall != c.call || th.Nr != h.nr || len(th.Args) == 0 || uint64(th.Args[0]) != h.arg0 || th.Ret != wantRet ||
-		th.Code != arch.ErrnoName(c.errno) || th.OnResume != string(onResume) || th.Restore != string(restore) || th.Applied != string(p) {
+		th.Code != arch.ErrnoName(c.errno) || th.OnResume != string(onResume) || th.Restore != string(restore) || th.Applied != p {
 		t.Errorf("event %+v\nwant insn %s trap %#x syscall %s nr %d arg0 %#x ret %d code %s on_resume %s restore %s applied %s",
 			*th, c.insn, c.vec, c.call, h.nr, h.arg0, wantRet, arch.ErrnoName(c.errno), onResume, restore, p)
 	}
@@ -110,7 +110,7 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	}
 	nip, anip, ar3, atrap := regOf(th.Before, "nip"), regOf(th.After, "nip"), regOf(th.After, "r3"), regOf(th.After, "trap")
 	switch {
-	case p == arch.PolicyNone:
+	case p == sessions.PolicyNone:
 		if anip != nip || atrap != c.vec {
 			t.Errorf("none: nip %#x trap %#x after, want %#x %#x untouched", anip, atrap, nip, c.vec)
 		}
@@ -127,7 +127,7 @@ func testPPCCheckpoint(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	if err := json.Unmarshal(img.Bytes(), &image); err != nil {
 		t.Fatalf("image: %v", err)
 	}
-	if image.Arch != "ppc64le" || image.Policy != string(p) || len(image.Threads) != len(threads) {
+	if image.Arch != "ppc64le" || image.Policy != p || len(image.Threads) != len(threads) {
 		t.Errorf("image arch %q policy %q with %d threads, want ppc64le %s %d", image.Arch, image.Policy, len(image.Threads), p, len(threads))
 	}
 
@@ -171,7 +171,7 @@ func TestPPC64LECheckpointSignalFirst(t *testing.T) {
 	if err := unix.Tgkill(pid, h.tid, unix.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := New(tr).Run(arch.PolicyNone, nil)
+	got, err := New(tr).Run(sessions.PolicyNone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

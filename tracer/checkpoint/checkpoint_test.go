@@ -66,7 +66,7 @@ func reg(t *testing.T, rs []sessions.RegVal, name string) uint64 {
 // attachAndCheckpoint attaches a new tracer.Tracer to p, checkpoints with policy and detaches. It
 // returns the threads (by tid), the image and the event log, and checks that nothing is left
 // stopped or traced.
-func attachAndCheckpoint(t *testing.T, p *restarttest.Proc, policy arch.Policy) (map[int]sessions.Thread, CheckpointImage, *tracertest.EventLog) {
+func attachAndCheckpoint(t *testing.T, p *restarttest.Proc, policy sessions.Policy) (map[int]sessions.Thread, CheckpointImage, *tracertest.EventLog) {
 	t.Helper()
 	log := &tracertest.EventLog{}
 	tr := tracer.New(tracer.Options{Emit: log.Emit})
@@ -145,9 +145,9 @@ func assertUntraced(t *testing.T, p *restarttest.Proc) {
 
 // checkThreads asserts every thread's restart state and decision, and the registers after the
 // policy was applied.
-func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread, image CheckpointImage, policy arch.Policy) {
+func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread, image CheckpointImage, policy sessions.Policy) {
 	t.Helper()
-	if image.Policy != string(policy) || image.Arch != "amd64" || len(image.Threads) != len(p.Threads) {
+	if image.Policy != policy || image.Arch != "amd64" || len(image.Threads) != len(p.Threads) {
 		t.Errorf("image: policy %q arch %q with %d threads, want %q amd64 %d", image.Policy, image.Arch, len(image.Threads), policy, len(p.Threads))
 	}
 	imgByTID := map[int]ImageThread{}
@@ -172,7 +172,7 @@ func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread
 		if g.Ret != int64(-w.errno) || g.Code != w.code {
 			t.Errorf("%s: ret %d code %q, want %d %q", name, g.Ret, g.Code, -w.errno, w.code)
 		}
-		if g.OnResume != string(w.onResume) || g.Restore != string(w.restore) || g.Applied != string(policy) {
+		if g.OnResume != string(w.onResume) || g.Restore != string(w.restore) || g.Applied != policy {
 			t.Errorf("%s: on_resume %q restore %q applied %q, want %q %q %q", name, g.OnResume, g.Restore, g.Applied, w.onResume, w.restore, policy)
 		}
 		// The facts of a PTRACE_INTERRUPT stop, and all that views need to word the
@@ -197,17 +197,17 @@ func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread
 		// What was written back, as read back from the kernel.
 		arip, arax, aorig := reg(t, g.After, "rip"), reg(t, g.After, "rax"), reg(t, g.After, "orig_rax")
 		switch policy {
-		case arch.PolicyNone:
+		case sessions.PolicyNone:
 			for i := range g.Before {
 				if g.Before[i] != g.After[i] {
 					t.Errorf("%s: none changed %s from %#x to %#x", name, g.Before[i].Name, g.Before[i].Value, g.After[i].Value)
 				}
 			}
-		case arch.PolicyNaive:
+		case sessions.PolicyNaive:
 			if arip != rip || arax != rax || int64(aorig) != -1 {
 				t.Errorf("%s: naive wrote rip %#x rax %d orig_rax %d, want rip %#x rax %d orig_rax -1", name, arip, int64(arax), int64(aorig), rip, int64(rax))
 			}
-		case arch.PolicyCorrect:
+		case sessions.PolicyCorrect:
 			wantRIP, wantRAX := rip-2, orig // rewind and restore the syscall number (CRIU compel_get_task_regs)
 			if w.restore == arch.ActEINTR {
 				wantRIP, wantRAX = rip, ^uint64(3) // -EINTR: restart_block cannot be carried over
@@ -236,8 +236,8 @@ func checkThreads(t *testing.T, p *restarttest.Proc, got map[int]sessions.Thread
 func TestCheckpointCorrect(t *testing.T) {
 	tracertest.NeedAMD64(t)
 	p := restarttest.Start(t, restarttest.Build(t))
-	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyCorrect)
-	checkThreads(t, p, got, image, arch.PolicyCorrect)
+	got, image, _ := attachAndCheckpoint(t, p, sessions.PolicyCorrect)
+	checkThreads(t, p, got, image, sessions.PolicyCorrect)
 
 	// A restart block cannot be restored, so those three return EINTR right away, before the
 	// program is told to go: what they would see after a real restore. Nothing else returns.
@@ -280,8 +280,8 @@ func TestCheckpointCorrect(t *testing.T) {
 func TestCheckpointNaive(t *testing.T) {
 	tracertest.NeedAMD64(t)
 	p := restarttest.Start(t, restarttest.Build(t))
-	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNaive)
-	checkThreads(t, p, got, image, arch.PolicyNaive)
+	got, image, _ := attachAndCheckpoint(t, p, sessions.PolicyNaive)
+	checkThreads(t, p, got, image, sessions.PolicyNaive)
 
 	// Seed 002 reproduced: with the kernel's restart cancelled and the return register left
 	// alone, every interrupted call returns its kernel-internal code to user code at once.
@@ -307,8 +307,8 @@ func TestCheckpointNaive(t *testing.T) {
 func TestCheckpointNone(t *testing.T) {
 	tracertest.NeedAMD64(t)
 	p := restarttest.Start(t, restarttest.Build(t))
-	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNone)
-	checkThreads(t, p, got, image, arch.PolicyNone)
+	got, image, _ := attachAndCheckpoint(t, p, sessions.PolicyNone)
+	checkThreads(t, p, got, image, sessions.PolicyNone)
 
 	p.Go(t)
 	rest := p.Rest(t, 30*time.Second)
@@ -346,7 +346,7 @@ func TestCheckpointSemWaitNaive(t *testing.T) {
 	tracertest.NeedAMD64(t)
 	bin := restarttest.Build(t)
 	p := restarttest.Start(t, bin, "sem")
-	got, _, _ := attachAndCheckpoint(t, p, arch.PolicyNaive)
+	got, _, _ := attachAndCheckpoint(t, p, sessions.PolicyNaive)
 	if th := got[p.TID(t, "sem_wait")]; th.Syscall != "futex" || th.Code != "ERESTARTSYS" || th.Restore != "rewind" {
 		t.Fatalf("sem_wait thread: %+v", th)
 	}
@@ -358,7 +358,7 @@ func TestCheckpointSemWaitNaive(t *testing.T) {
 
 	// The same with the correct restore: sem_wait simply waits on.
 	p = restarttest.Start(t, bin, "sem")
-	attachAndCheckpoint(t, p, arch.PolicyCorrect)
+	attachAndCheckpoint(t, p, sessions.PolicyCorrect)
 	p.Go(t)
 	if rest := p.Rest(t, 30*time.Second); len(rest) != 2 || rest[0] != fmt.Sprintf("result name=sem_wait tid=%d ret=0 errno=0 ok=1", p.TID(t, "sem_wait")) || rest[1] != "verdict ok" {
 		t.Fatalf("sem after correct: %q", rest)
@@ -366,7 +366,7 @@ func TestCheckpointSemWaitNaive(t *testing.T) {
 }
 
 // TestCheckpointStoppedMatchesTracer: CheckpointStopped (the per-thread core the ppc64le guest
-// tests call with their own ptrace) and tracer.Tracer.Checkpoint agree. It runs the core on the tracer
+// tests call with their own ptrace) and Checkpoints.Run agree. It runs the core on the tracer
 // thread through t.do, where the threads are held.
 func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 	tracertest.NeedAMD64(t)
@@ -379,7 +379,7 @@ func TestCheckpointStoppedMatchesTracer(t *testing.T) {
 				return err
 			}
 			var err error
-			th, err = CheckpointStopped(p.PID, tid, arch.PolicyCorrect)
+			th, err = CheckpointStopped(p.PID, tid, sessions.PolicyCorrect)
 			return err
 		})
 	})
@@ -412,7 +412,7 @@ func TestCheckpointSignalsDeliveredFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := New(tr).Run(arch.PolicyNone, nil)
+	got, err := New(tr).Run(sessions.PolicyNone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestCheckpointGroupStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStates(t, p, "T")
-	got, image, _ := attachAndCheckpoint(t, p, arch.PolicyNone)
+	got, image, _ := attachAndCheckpoint(t, p, sessions.PolicyNone)
 	checkThreadsStop(t, image, "group")
 	for _, th := range got {
 		if w := restartCases[nameOf(p, th.TID)]; th.Code != w.code || th.OnResume != string(w.onResume) {

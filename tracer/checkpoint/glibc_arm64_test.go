@@ -3,7 +3,7 @@ package checkpoint
 import (
 	"testing"
 
-	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // glibcSigpendingCases on arm64 (TestGlibcSigpending). glibc enters with `svc #0`, and
@@ -20,7 +20,7 @@ import (
 // glibc has no poll(2) to call on arm64: poll() is ppoll, ERESTARTNOHAND, restarted like read.
 func glibcSigpendingCases(t *testing.T) []sigpendingCase {
 	var cases []sigpendingCase
-	for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNaive} {
+	for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNaive} {
 		cases = append(cases, sigpendingCase{
 			name: string(p), policy: p, insn: "svc",
 			// Short: the restarted sleep is waited out.

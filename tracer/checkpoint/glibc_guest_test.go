@@ -24,7 +24,7 @@ import (
 	"github.com/crashtui/crashtui/tracer/tracertest"
 )
 
-// TestGlibcSigpending runs the simulated checkpoint (tracer.Tracer.Checkpoint: attach, freeze every
+// TestGlibcSigpending runs the simulated checkpoint (Checkpoints.Run: attach, freeze every
 // thread, capture, apply the policy, resume, detach) on demo/restart/sigpending.c, a static C
 // program whose threads are blocked in glibc 2.36's own wrappers -- read (the main thread, on
 // its stdin pipe), sem_wait (a futex wait), nanosleep and poll -- the shape of CRIU's
@@ -46,7 +46,7 @@ func TestGlibcSigpending(t *testing.T) {
 // sigpendingCase is one checkpoint of sigpending and what must come of it.
 type sigpendingCase struct {
 	name    string
-	policy  arch.Policy
+	policy  sessions.Policy
 	args    []string          // sigpending's arguments: -s SECONDS and the threads besides the main one's read
 	insn    string            // the syscall instruction every thread event must report
 	code    map[string]string // per thread: the event's Code and Restore ("": not checked)
@@ -153,7 +153,7 @@ func testGlibcSigpending(t *testing.T, bin string, c sigpendingCase) {
 		th := threadByTID(t, threads, r.tid)
 		t.Logf("%s (tid %d): insn %s syscall %s nr %d ret %d code %s on_resume %s restore %s applied %s",
 			name, th.TID, th.Insn, th.Syscall, th.Nr, th.Ret, th.Code, th.OnResume, th.Restore, th.Applied)
-		if !th.InSyscall || th.Insn != c.insn || th.Nr != r.nr || th.Applied != string(c.policy) {
+		if !th.InSyscall || th.Insn != c.insn || th.Nr != r.nr || th.Applied != c.policy {
 			t.Errorf("%s: in_syscall %v insn %q nr %d applied %q; want in a syscall through %s, nr %d, %s applied",
 				name, th.InSyscall, th.Insn, th.Nr, th.Applied, c.insn, r.nr, c.policy)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 )
 
 // glibcSigpendingCases on ppc64le (TestGlibcSigpending). glibc 2.36 enters every syscall with
@@ -39,7 +40,7 @@ func glibcSigpendingCases(t *testing.T) []sigpendingCase {
 	codes := map[string]string{"read": "ERESTARTSYS", "futex": "ERESTARTSYS", "nanosleep": "ERESTART_RESTARTBLOCK", "poll": "ERESTART_RESTARTBLOCK"}
 	return []sigpendingCase{
 		{
-			name: "correct", policy: arch.PolicyCorrect, insn: insn,
+			name: "correct", policy: sessions.PolicyCorrect, insn: insn,
 			args: []string{"-s", "30", "futex", "nanosleep", "poll"},
 			code: codes,
 			restore: map[string]arch.Action{
@@ -52,7 +53,7 @@ func glibcSigpendingCases(t *testing.T) []sigpendingCase {
 		{
 			// Without the futex thread, whose abort would end the program before the others
 			// report: every leaked code reaches the program as errno.
-			name: "naive", policy: arch.PolicyNaive, insn: insn,
+			name: "naive", policy: sessions.PolicyNaive, insn: insn,
 			args: []string{"-s", "30", "nanosleep", "poll"},
 			code: codes,
 			result: map[string][2]int{
@@ -60,7 +61,7 @@ func glibcSigpendingCases(t *testing.T) []sigpendingCase {
 			},
 		},
 		{
-			name: "sc-only", policy: arch.PolicySCOnly, insn: insn,
+			name: "sc-only", policy: sessions.PolicySCOnly, insn: insn,
 			args:   []string{"-s", "30", "nanosleep", "poll"},
 			code:   codes,
 			result: scOnly,
@@ -68,7 +69,7 @@ func glibcSigpendingCases(t *testing.T) []sigpendingCase {
 		{
 			// sem_wait gets -512 from the futex call and glibc treats it as impossible: seed
 			// 002's "The futex facility returned an unexpected error code." and SIGABRT.
-			name: "naive-futex", policy: arch.PolicyNaive, insn: insn,
+			name: "naive-futex", policy: sessions.PolicyNaive, insn: insn,
 			args:  []string{"futex"},
 			code:  codes,
 			abort: glibcFutexFatal,

@@ -57,15 +57,15 @@ func outcome(th sessions.Thread, now procSyscall) (_ sessions.Thread, ok bool) {
 		th.NextNr, th.NextSyscall = &nr, arch.SyscallName(arch.Arch(th.Arch), nr)
 	}
 	returned := func(r int64) { th.Returned = &r }
-	applied := arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
+	applied := arch.EffectivePolicy(sessions.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
 	switch {
 	case now.stopped:
 		th.OutcomeKind = sessions.OutcomeJobStopped
-	case applied == arch.PolicyNaive:
+	case applied == sessions.PolicyNaive:
 		// As a restorer without CRIU's fix-up does (checkpoint-restore/criu#2261).
 		th.OutcomeKind = sessions.OutcomeERESTARTLeaked
 		returned(-int64(restartErrno(th.Code)))
-	case applied == arch.PolicyCorrect && th.Restore == string(arch.ActEINTR):
+	case applied == sessions.PolicyCorrect && th.Restore == string(arch.ActEINTR):
 		// As after a real restore: a restart block cannot be carried over.
 		th.OutcomeKind = sessions.OutcomeEINTR
 		returned(-arch.EINTR)
@@ -92,8 +92,8 @@ func expectBack(th sessions.Thread) bool {
 	if !th.InSyscall || th.Code == "" {
 		return false
 	}
-	applied := arch.EffectivePolicy(arch.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
-	return applied == arch.PolicyNone || (applied == arch.PolicyCorrect && th.Restore == string(arch.ActRewind))
+	applied := arch.EffectivePolicy(sessions.Policy(th.Applied), arch.Arch(th.Arch), th.Insn)
+	return applied == sessions.PolicyNone || (applied == sessions.PolicyCorrect && th.Restore == string(arch.ActRewind))
 }
 
 // awaitOutcomes reads where each thread is now, after outcomeSettle and, for the threads

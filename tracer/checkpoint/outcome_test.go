@@ -14,7 +14,7 @@ import (
 func TestCheckpointOutcome(t *testing.T) {
 	read := sessions.Thread{Arch: "amd64", InSyscall: true, Syscall: "read", Nr: 0, Code: "ERESTARTSYS", Restore: "rewind"}
 	sleep := sessions.Thread{Arch: "amd64", InSyscall: true, Syscall: "clock_nanosleep", Nr: 230, Code: "ERESTART_RESTARTBLOCK", Restore: "eintr"}
-	with := func(th sessions.Thread, policy string) sessions.Thread { th.Applied = policy; return th }
+	with := func(th sessions.Thread, policy sessions.Policy) sessions.Thread { th.Applied = policy; return th }
 	type want struct {
 		kind     sessions.OutcomeKind
 		returned int64 // 0: nil
@@ -76,7 +76,7 @@ func TestAwaitOutcomesPolls(t *testing.T) {
 	outcomeSettle, outcomePoll, outcomeWait = time.Millisecond, time.Millisecond, 10*time.Second
 
 	read := sessions.Thread{Arch: "amd64", InSyscall: true, Syscall: "read", Nr: 0, Code: "ERESTARTSYS", Restore: "rewind"}
-	th := func(tid int, policy string) sessions.Thread {
+	th := func(tid int, policy sessions.Policy) sessions.Thread {
 		r := read
 		r.PID, r.TID, r.Applied = 1, tid, policy
 		return r

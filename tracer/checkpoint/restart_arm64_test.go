@@ -6,7 +6,7 @@ package checkpoint
 // entered with `svc #0` (kernel.md §B: arm64's do_signal rewinds pc to the svc
 // and puts back x0 = orig_x0 *before* get_signal, so the ptrace stop already
 // shows the restart), and what a simulated checkpoint/restore
-// (CheckpointStopped with each arch.Policy) makes the program observe.
+// (CheckpointStopped with each sessions.Policy) makes the program observe.
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
@@ -169,13 +170,13 @@ func arm64SeizeInterrupt(t *testing.T, tid int, opts uintptr) (arch.Regs, unix.W
 // into restart_syscall because pc is still restart_addr.
 func TestARM64Restart(t *testing.T) {
 	for _, call := range []string{"read", "nanosleep"} {
-		for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNone, arch.PolicyNaive} {
+		for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNone, sessions.PolicyNaive} {
 			t.Run(call+"/"+string(p), func(t *testing.T) { testARM64Restart(t, call, p) })
 		}
 	}
 }
 
-func testARM64Restart(t *testing.T, call string, p arch.Policy) {
+func testARM64Restart(t *testing.T, call string, p sessions.Policy) {
 	// ptrace requests must come from the thread that seized the tracee.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -191,7 +192,7 @@ func testARM64Restart(t *testing.T, call string, p arch.Policy) {
 
 	insn := raw(tid).RestartInsn(regs)
 	info := arm64GetSyscallInfo(t, tid)
-	if p == arch.PolicyCorrect {
+	if p == sessions.PolicyCorrect {
 		arm64Record(t, call, "interrupt", ws, insn, h.arg0, w, info, 0)
 	}
 	t.Logf("pc %#x (svc at %#x) x0 %#x x8 %d; syscall info %s", w[arm64WPC], h.svc, w[arm64WX0], w[arm64WX8], info)
@@ -237,7 +238,7 @@ func testARM64Restart(t *testing.T, call string, p arch.Policy) {
 		t.Fatalf("CheckpointStopped(%s): %v", p, err)
 	}
 	t.Logf("checkpoint event: on_resume %s restore %s applied %s stop %s handler %s insn_bytes %s", ev.OnResume, ev.Restore, ev.Applied, ev.Stop, ev.Handler, ev.InsnBytes)
-	if !ev.InSyscall || ev.Syscall != call || ev.Insn != "svc" || ev.Restore != string(arch.ActNone) || ev.Applied != string(p) {
+	if !ev.InSyscall || ev.Syscall != call || ev.Insn != "svc" || ev.Restore != string(arch.ActNone) || ev.Applied != p {
 		t.Errorf("checkpoint event %+v: want in %s via svc, restore none, applied %s", ev, call, p)
 	}
 	if len(ev.Before) != len(ev.After) {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 	"github.com/crashtui/crashtui/tracer/tracertest"
 )
@@ -177,7 +178,7 @@ func TestPPC64LERestart(t *testing.T) {
 		{"scv", "read", arch.ERESTARTSYS, 0x3000, 0x44000001},
 		{"scv", "nanosleep", arch.ERESTART_RESTARTBLOCK, 0x3000, 0x44000001},
 	} {
-		for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNone, arch.PolicyNaive} {
+		for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNone, sessions.PolicyNaive} {
 			t.Run(c.insn+"/"+c.call+"/"+string(p), func(t *testing.T) {
 				if c.insn == "scv" && !scv {
 					t.Skip("this CPU has no scv (TestPPC64LEScvProbe asserts that it raises SIGILL)")
@@ -188,7 +189,7 @@ func TestPPC64LERestart(t *testing.T) {
 	}
 }
 
-func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
+func testPPCRestart(t *testing.T, c ppcRestartCase, p sessions.Policy) {
 	// ptrace requests must come from the thread that seized the tracee.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -240,7 +241,7 @@ func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
 		t.Fatalf("peek %d at nip-4 %#x: %v", tid, nip-4, err)
 	}
 	insn := peek[:4]
-	if p == arch.PolicyCorrect {
+	if p == sessions.PolicyCorrect {
 		ppcRecord(t, c, "interrupt", ws, insn, h.arg0, w)
 	}
 
@@ -324,7 +325,7 @@ func testPPCRestart(t *testing.T, c ppcRestartCase, p arch.Policy) {
 	}
 }
 
-func ppcWantResult(c ppcRestartCase, p arch.Policy) (r3 int64, so int) {
+func ppcWantResult(c ppcRestartCase, p sessions.Policy) (r3 int64, so int) {
 	// errors: sc returns +errno with CR0.SO, scv returns -errno.
 	fail := func(e int) (int64, int) {
 		if c.insn == "sc" {
@@ -333,9 +334,9 @@ func ppcWantResult(c ppcRestartCase, p arch.Policy) (r3 int64, so int) {
 		return -int64(e), 0
 	}
 	switch p {
-	case arch.PolicyNaive:
+	case sessions.PolicyNaive:
 		return fail(c.errno) // the internal code leaks: seed 002
-	case arch.PolicyCorrect:
+	case sessions.PolicyCorrect:
 		if c.errno == arch.ERESTART_RESTARTBLOCK {
 			return fail(arch.EINTR) // restart_block cannot be saved: CRIU returns EINTR
 		}
@@ -468,7 +469,7 @@ func testPPCAlreadyRestarted(t *testing.T, c ppcRestartCase) {
 		t.Errorf("arch.Decode at the handler stop = %+v, want InSyscall %s, AlreadyRestarted, Errno 0", st, c.insn)
 	}
 	// A restorer must not rewind a second time: nip and r3 stay.
-	for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNaive} {
+	for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNaive} {
 		out := arch.ApplyPolicy(regs, st, p)
 		if out.Words[ppcWNIP] != hnip || out.Words[ppcWR3] != regs.Words[ppcWR3] {
 			t.Errorf("ApplyPolicy(%s) at the handler stop moved nip %#x->%#x or r3 %#x->%#x", p, hnip, out.Words[ppcWNIP], regs.Words[ppcWR3], out.Words[ppcWR3])
@@ -477,7 +478,7 @@ func testPPCAlreadyRestarted(t *testing.T, c ppcRestartCase) {
 	if t.Failed() {
 		return
 	}
-	if err := raw(tid).SetRegs(arch.ApplyPolicy(regs, st, arch.PolicyCorrect)); err != nil {
+	if err := raw(tid).SetRegs(arch.ApplyPolicy(regs, st, sessions.PolicyCorrect)); err != nil {
 		t.Fatalf("setRegs %d: %v", tid, err)
 	}
 

@@ -76,13 +76,13 @@ type Stats struct {
 	Cores time.Duration
 }
 
-// group is what the feature keeps of a crash group to apply the core policy: the State
-// reducer groups by the same key and takes the representative from the events.
+// group is one crash group of this host, as the feature decides it: its number (Crash.Group,
+// the first-seen order of its Key) and its representative (Crash.Representative), both
+// decided here because the core policy needs them before the signal goes on. This is the one
+// place they are decided: sessions.State takes them from the crash events.
 type group struct {
-	id    int
-	rep   int
-	count int
-	core  *string
+	id  int
+	rep int // the representative's pid; 0 while no member could have a core
 }
 
 // Crashes is the crash feature: the engine's Watcher. It catches every fatal signal at its
@@ -432,7 +432,6 @@ func (c *Crashes) decide(l *tracer.Loop, s *tracer.SignalStop, p tracer.Process,
 			cr.Representative = true
 		}
 	}
-	g.count++
 	cr.Group = g.id
 	if c.opts.CoresDir != "" || (c.opts.DedupKernelCores && !cr.Representative) {
 		// Spindle, asked for: before a non-representative's fatal signal proceeds,
@@ -453,7 +452,7 @@ func (c *Crashes) decide(l *tracer.Loop, s *tracer.SignalStop, p tracer.Process,
 			l.EmitErr(pid, "write core", err)
 			cr.NoCore = sessions.NoCoreWriteFailed
 		} else {
-			cr.Core, g.core = &path, &path
+			cr.Core = &path
 		}
 	}
 	if c.log != nil {

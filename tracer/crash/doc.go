@@ -5,7 +5,9 @@
 // DedupKernelCores) and a crash log, all decided before the signal goes on; and handled faults
 // told apart: a caught fault is delivered and its thread followed through the handler
 // (PTRACE_SYSCALL), a repaired fault reported as handled, one the handler cannot repair
-// delivered as if no handler were installed.
+// delivered as if no handler were installed. A crash's group (Crash.Group, Key) and its
+// representative (Crash.Representative) are decided here and nowhere else: the core policy
+// needs them before the signal goes on, and sessions.State takes them from the events.
 //
 // It decides from the stop alone: registers, siginfo, /proc, memory read from outside. It
 // never waits, resumes or injects: the engine carries out its decisions (tracer/doc.go), and a

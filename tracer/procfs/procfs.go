@@ -214,6 +214,34 @@ func ParseStat(b []byte) (Stat, error) {
 
 func ReadStat(pid int) (Stat, error) { return ReadStatPath("/proc/" + strconv.Itoa(pid) + "/stat") }
 
+// Schedstat is /proc/PID/task/TID/schedstat (kernel/sched/stats.c; CONFIG_SCHED_INFO): the
+// time the thread has run and waited to run, and how many times it was put on a CPU.
+type Schedstat struct {
+	RunNS, WaitNS, Slices uint64
+}
+
+// ReadTaskSchedstat reads thread tid's schedstat; ok is false where the file is absent.
+// Slices tells whether a thread ran at all between two reads: a blocked thread that is not
+// woken keeps its count.
+func ReadTaskSchedstat(pid, tid int) (s Schedstat, ok bool) {
+	var buf [128]byte
+	b, err := ReadSmall(Path(pid, "task/"+strconv.Itoa(tid)+"/schedstat"), buf[:])
+	if err != nil {
+		return s, false
+	}
+	var f [3][]byte
+	for i := range f {
+		if f[i], b = NextField(b); len(f[i]) == 0 {
+			return s, false
+		}
+	}
+	var e1, e2, e3 error
+	s.RunNS, e1 = strconv.ParseUint(string(f[0]), 10, 64)
+	s.WaitNS, e2 = strconv.ParseUint(string(f[1]), 10, 64)
+	s.Slices, e3 = strconv.ParseUint(string(f[2]), 10, 64)
+	return s, e1 == nil && e2 == nil && e3 == nil
+}
+
 // ReadTaskStat is one thread's stat (its own state and CPU time).
 func ReadTaskStat(pid, tid int) (Stat, error) {
 	return ReadStatPath(Path(pid, "task/"+strconv.Itoa(tid)+"/stat"))

@@ -160,6 +160,10 @@ type GuestOptions struct {
 	WholeLines bool
 	Log        io.Writer // progress, default os.Stderr
 	Keep       bool      // keep the build directory
+	// BuildDir, when set, is where the guest's programs are built and kept from one boot to
+	// the next (created 0700): go build then relinks nothing that did not change, which is
+	// most of a warm start (demo --guest). "": a fresh temporary directory each time.
+	BuildDir string
 }
 
 // RunGuest is `make guest`: it cross-builds crashtui, init and the C helpers for the guest,
@@ -228,9 +232,16 @@ func RunGuest(ctx context.Context, opt GuestOptions) (int, error) {
 		files map[string]string
 		err   error
 	}
+	buildDir := work
+	if opt.BuildDir != "" {
+		if err := os.MkdirAll(opt.BuildDir, 0o700); err != nil {
+			return 0, fmt.Errorf("create build dir: %w", err)
+		}
+		buildDir = opt.BuildDir
+	}
 	buildDone := make(chan built, 1)
 	go func() {
-		files, err := a.buildGuest(ctx, gobin, opt.ModuleRoot, work, false)
+		files, err := a.buildGuest(ctx, gobin, opt.ModuleRoot, buildDir, false)
 		buildDone <- built{files, err}
 	}()
 	wait := func() built { return <-buildDone }

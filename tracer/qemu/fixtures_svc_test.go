@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
@@ -108,7 +109,7 @@ func TestARM64Fixtures(t *testing.T) {
 			}
 			// Every policy writes back the registers as they are (the guest test saw the
 			// program then read its byte / finish its sleep under all three).
-			for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNone, arch.PolicyNaive} {
+			for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNone, sessions.PolicyNaive} {
 				out := arch.ApplyPolicy(regs, st, p)
 				for i := range w {
 					if out.Words[i] != w[i] {

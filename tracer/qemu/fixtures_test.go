@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer/qemu"
 )
 
@@ -67,7 +68,7 @@ func TestPPC64LEFixtures(t *testing.T) {
 				if words[trap] != wantVec|1 || !st.InSyscall || st.Insn != rec.Insn || !st.AlreadyRestarted || st.Errno != 0 {
 					t.Fatalf("trap %#x, Decode = %+v; want trap %#x, %s, AlreadyRestarted, Errno 0", words[trap], st, wantVec|1, rec.Insn)
 				}
-				for _, p := range []arch.Policy{arch.PolicyCorrect, arch.PolicyNaive} {
+				for _, p := range []sessions.Policy{sessions.PolicyCorrect, sessions.PolicyNaive} {
 					out := arch.ApplyPolicy(regs, st, p)
 					for i := range words {
 						got, want := out.Words[i], words[i]
@@ -90,7 +91,7 @@ func TestPPC64LEFixtures(t *testing.T) {
 			}
 
 			// ApplyPolicy on real words: only the words named in kernel.md §B.3 change.
-			diff := func(p arch.Policy) map[int]uint64 {
+			diff := func(p sessions.Policy) map[int]uint64 {
 				out := arch.ApplyPolicy(regs, st, p)
 				d := map[int]uint64{}
 				for i := range words {
@@ -100,7 +101,7 @@ func TestPPC64LEFixtures(t *testing.T) {
 				}
 				return d
 			}
-			check := func(p arch.Policy, want map[int]uint64) {
+			check := func(p sessions.Policy, want map[int]uint64) {
 				t.Helper()
 				got := diff(p)
 				if len(got) != len(want) {
@@ -116,19 +117,19 @@ func TestPPC64LEFixtures(t *testing.T) {
 					}
 				}
 			}
-			check(arch.PolicyNone, map[int]uint64{})
-			check(arch.PolicyNaive, map[int]uint64{trap: 0})
+			check(sessions.PolicyNone, map[int]uint64{})
+			check(sessions.PolicyNaive, map[int]uint64{trap: 0})
 			switch {
 			case wantErrno == arch.ERESTARTSYS:
-				check(arch.PolicyCorrect, map[int]uint64{trap: 0, nip: words[nip] - 4, r3: words[origR3]})
+				check(sessions.PolicyCorrect, map[int]uint64{trap: 0, nip: words[nip] - 4, r3: words[origR3]})
 			case rec.Insn == "sc":
 				want := map[int]uint64{trap: 0, r3: 4}
 				if words[ccr]&0x10000000 == 0 {
 					want[ccr] = words[ccr] | 0x10000000
 				}
-				check(arch.PolicyCorrect, want)
+				check(sessions.PolicyCorrect, want)
 			default:
-				check(arch.PolicyCorrect, map[int]uint64{trap: 0, r3: uint64(0xfffffffffffffffc)})
+				check(sessions.PolicyCorrect, map[int]uint64{trap: 0, r3: uint64(0xfffffffffffffffc)})
 			}
 		})
 	}

@@ -73,8 +73,9 @@ var PPC64LE = &Arch{
 	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel;
 	// TestCrashGo groups crashes and follows a handled fault there.
 	// TestGlibcSigpending checkpoints glibc's own scv (or sc) calls, TestGuestCrashSuite is
-	// the C crash suite.
-	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite",
+	// the C crash suite; TestSignalFrameC and TestSignalFrameGo (elfinfo) unwind through the
+	// vDSO's signal trampoline.
+	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite|SignalFrame",
 	Helpers:  []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	CC:       "powerpc64le-linux-gnu-gcc",
 	CCPkgs:   []string{"gcc-powerpc64le-linux-gnu", "libc6-dev-ppc64el-cross"},
@@ -98,8 +99,9 @@ var ARM64 = &Arch{
 	GOARCH: "arm64", DebArch: "arm64", Flavour: "arm64", Image: "vmlinuz",
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
 	// TestYama runs here because Debian's kernel has Yama and this machine's may not;
-	// TestCrashGo groups crashes and follows a handled fault on arm64.
-	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite",
+	// TestCrashGo groups crashes and follows a handled fault on arm64; TestSignalFrameC and
+	// TestSignalFrameGo (elfinfo) unwind through the vDSO's signal trampoline.
+	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite|SignalFrame",
 	Helpers:  []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	CC:       "aarch64-linux-gnu-gcc",
 	CCPkgs:   []string{"gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"},
@@ -136,13 +138,16 @@ type CProgram struct {
 // library + offset only when the library is a mapping of its own, and an abort's message is read
 // from the __abort_msg of a mapped libc.so.6. -O0 as on the host (demo/crashes.Build), so every
 // crash is at a predictable instruction of a named function; $ORIGIN finds the suite's
-// libraries next to the program.
+// libraries next to the program. sighandler (elfinfo's TestSignalFrameC) is elfinfo's
+// testdata/sighandler.c, -O2 without frame pointers as on the host, dynamic: its stack runs
+// from libc's read through its handler and the vDSO's signal trampoline.
 var cHelpers = []CProgram{
 	{Name: "sigpending", Sources: []string{"demo/restart/sigpending.c"}, Flags: []string{"-static", "-O1", "-pthread"}},
 	{Name: "libcrashfuncs.so", Sources: []string{"demo/crashes/src/crashfuncs.c"}, Flags: []string{"-O0", "-shared", "-fPIC"}},
 	{Name: "libcrashfixed.so", Sources: []string{"demo/crashes/src/crashfixed.c"}, Flags: []string{"-O0", "-shared", "-fPIC", "-Wl,-Ttext-segment=0x30000000"}},
 	{Name: "crash", Sources: []string{"demo/crashes/src/crash.c"}, Flags: []string{"-O0", "-fPIE", "-pie"},
 		Libs: []string{"-L.", "-lcrashfuncs", "-lcrashfixed", "-Wl,-rpath,$ORIGIN"}},
+	{Name: "sighandler", Sources: []string{"elfinfo/testdata/sighandler.c"}, Flags: []string{"-O2", "-fomit-frame-pointer"}},
 }
 
 // ArchByName returns PPC64LE or ARM64 for a GOARCH name, nil otherwise.
@@ -1541,5 +1546,5 @@ func (p *prefixWriter) Flush() {
 }
 
 // guestTestPackages are the packages whose tests a guest runs (the -test.run pattern picks
-// which): the engine and each feature, each its own test binary.
-var guestTestPackages = []string{"./tracer", "./tracer/access", "./tracer/checkpoint", "./tracer/crash", "./tracer/stacks"}
+// which): the engine and each feature, and elfinfo (its unwinder), each its own test binary.
+var guestTestPackages = []string{"./tracer", "./tracer/access", "./tracer/checkpoint", "./tracer/crash", "./tracer/stacks", "./elfinfo"}

@@ -2,7 +2,7 @@ package stacks
 
 import (
 	"errors"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +40,7 @@ type Stacks struct {
 	seq  int               // the last sample's number
 	bufs [][]byte          // the stack copies, reused (snapshotStack)
 	maps map[int]mapsCache // each process's mappings between samples
+	gos  goSampler         // the goroutines of Go processes (goroutines.go)
 	mu   sync.Mutex        // one Sample at a time
 }
 
@@ -49,7 +50,8 @@ func New(e *tracer.Tracer, resolver *elfinfo.Resolver) *Stacks {
 	if resolver == nil {
 		resolver = elfinfo.NewResolver()
 	}
-	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{}}
+	return &Stacks{e: e, resolver: resolver, maps: map[int]mapsCache{},
+		gos: goSampler{reader: elfinfo.NewGoReader(), notGo: map[int]int{}}}
 }
 
 // Sample takes one sample of every thread of the job: one process at a time (never the whole
@@ -84,6 +86,15 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		procs := l.Processes()
 		live := map[int]bool{}
+		var again []int // processes with a thread that did not stop in time
+		keep := func(p tracer.Process, smp sessions.Sample) {
+			smp.Exe, smp.PPID = p.Exe, p.PPID
+			st.Processes++
+			st.Threads += len(smp.Threads)
+			l.Emit(smp)
+			s.queueGoroutines(p, smp)
+			out = append(out, smp)
+		}
 		for _, pp := range procs {
 			live[pp.PID] = true
 			p, ok := l.Process(pp.PID)
@@ -91,11 +102,24 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 				continue // ended while an earlier one was sampled
 			}
 			smp, held := s.sampleProc(l, p, o)
-			st.Processes++
-			st.Threads += len(smp.Threads)
 			st.LongestHold = max(st.LongestHold, held)
-			l.Emit(smp)
-			out = append(out, smp)
+			if late(smp) {
+				again = append(again, pp.PID)
+				continue
+			}
+			keep(p, smp)
+		}
+		// Once more at the end of the round: a busy thread on a loaded machine may reach its
+		// stop only after its turn (its interrupt was pending all along), and a sample
+		// without it reads as no progress known.
+		for _, pid := range again {
+			p, ok := l.Process(pid)
+			if !ok {
+				continue
+			}
+			smp, held := s.sampleProc(l, p, o)
+			st.LongestHold = max(st.LongestHold, held)
+			keep(p, smp)
 		}
 		for pid := range s.maps {
 			if !live[pid] {
@@ -104,6 +128,9 @@ func (s *Stacks) Sample(o Options) ([]sessions.Sample, Stats, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.readGoroutines(o) // after every process was let go, off the loop
+	}
 	return out, st, err
 }
 
@@ -149,16 +176,30 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		tid   int
 		state byte
 		cpu   uint64
+		run   uint64 // ns on a CPU (schedstat)
 		sys   procfs.Syscall
 		note  string
+		read  []elfinfo.Frame // unwound without stopping it
 	}
 	ths := make([]*th, 0, len(p.TIDs))
 	var hold []int
+	var maps []elfinfo.Mapping
 	for _, tid := range p.TIDs {
 		x := &th{tid: tid}
 		if st, err := procfs.ReadTaskStat(p.PID, tid); err == nil {
 			x.state, x.cpu = st.State, st.CPU
 		}
+		if x.state == 't' {
+			// A traced thread's stop is 't' whoever caused it. The job's own (SIGSTOP, ^Z)
+			// is stopped; any other is crashtui's (a signal on its way to a handler, an
+			// interrupt not yet reported), and the thread was running when it came.
+			x.state = 'R'
+			if th, ok := l.Thread(tid); ok && th.JobStopped() {
+				x.state = 'T'
+			}
+		}
+		sched, _ := procfs.ReadTaskSchedstat(p.PID, tid)
+		x.run = sched.RunNS
 		if x.state == 'Z' || x.state == 'X' {
 			continue
 		}
@@ -166,6 +207,13 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		ths = append(ths, x)
 		if x.sys.InSyscall() && procfs.InVforkCall(a, p.PID, x.sys) {
 			x.note = "a vfork parent cannot stop"
+			continue
+		}
+		if maps == nil {
+			maps, _ = s.stackMaps(p, false)
+		}
+		if f, ok := s.readBlocked(p.PID, tid, x.state, x.sys, sched, maps, o); ok {
+			x.read = f
 			continue
 		}
 		hold = append(hold, tid)
@@ -189,6 +237,7 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 				c.ts.Note = "registers: " + err.Error()
 			} else {
 				c.pc, c.sp, c.fp, c.lr = regs.UnwindRegs()
+				s.keepRegs(t.TID(), regs)
 				c.stack = s.snapshotStack(p.PID, c.sp, i)
 				c.ts.Held = true
 			}
@@ -210,12 +259,16 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 		if c == nil {
 			c = &capture{}
 		}
-		c.ts.TID, c.ts.State, c.ts.CPU = x.tid, string(rune(x.state)), x.cpu
-		if x.sys.InSyscall() {
-			c.ts.Syscall = arch.SyscallName(a, x.sys.Nr)
-			if c.ts.Syscall == "" {
-				c.ts.Syscall = "#" + strconv.Itoa(x.sys.Nr)
-			}
+		c.ts.TID, c.ts.State, c.ts.CPU, c.ts.RunNS = x.tid, string(rune(x.state)), x.cpu, x.run
+		c.ts.Syscall = l.CallName(x.tid, x.sys) // never crashtui's own restart_syscall
+		if x.read != nil {
+			c.ts.Frames, c.ts.Unstopped = elfinfo.SessionFrames(x.read), true
+			smp.Unstopped++
+			smp.Threads = append(smp.Threads, c.ts)
+			continue
+		}
+		if c.ts.Held {
+			smp.Stopped++
 		}
 		if !c.ts.Held {
 			if x.sys.Nr >= -1 && x.sys.PC != 0 {
@@ -247,6 +300,39 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 	}
 	smp.HeldUS = int(held / time.Microsecond)
 	return smp, held
+}
+
+// readBlocked unwinds thread tid without stopping it when the kernel shows it blocked in a
+// syscall (state S or D, its user pc and sp in /proc/TID/syscall) and CFI alone, from those
+// two registers, reaches the stack's end (issue 24 item 3). It is only trusted when the
+// thread did not run while it was read: the same pc and sp in /proc/TID/syscall and the same
+// count of times on a CPU (schedstat) after as before. Otherwise (running, a frame-pointer
+// CFA, a leaf's return address in a register, woken meanwhile) it says no, and the thread is
+// stopped and read as before.
+func (s *Stacks) readBlocked(pid, tid int, state byte, sys procfs.Syscall, before procfs.Schedstat, maps []elfinfo.Mapping, o Options) ([]elfinfo.Frame, bool) {
+	if (state != 'S' && state != 'D') || !sys.InSyscall() || sys.PC == 0 || sys.SP == 0 || before.Slices == 0 || len(maps) == 0 {
+		return nil, false
+	}
+	frames, complete := s.resolver.UnwindBlocked(pid, maps, sys.PC, sys.SP, string(arch.Host()), procfs.Reader(pid), o.MaxFrames)
+	if !complete || len(frames) == 0 {
+		return nil, false
+	}
+	after, ok := procfs.ReadTaskSchedstat(pid, tid)
+	now := procfs.ReadTaskSyscall(pid, tid)
+	if !ok || after.Slices != before.Slices || now.PC != sys.PC || now.SP != sys.SP || now.Nr != sys.Nr {
+		return nil, false // it ran: what was read may be half old, half new
+	}
+	return frames, true
+}
+
+// late says whether a thread of smp did not stop in time, and so has no stack.
+func late(smp sessions.Sample) bool {
+	for _, t := range smp.Threads {
+		if len(t.Frames) == 0 && strings.HasPrefix(t.Note, "did not stop within") {
+			return true
+		}
+	}
+	return false
 }
 
 // stackSnapshot is how much of a stack is copied while its thread is held: enough for the

@@ -1,8 +1,11 @@
 package stacks
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +19,27 @@ import (
 // it on real arm64 and ppc64le kernels, where Go keeps no frame pointers on ppc64le and the
 // unwinder needs the binary's .debug_frame): the goroutine blocked in a raw read is on its
 // thread's stack under main.main, stuck; the spinning goroutine is found; both processes
-// are untraced and running afterwards.
+// are untraced and running afterwards. Each sample of each process is completed by its
+// goroutines (issue 24 item 7), emitted after it: the main goroutine in its system call
+// under main.blockRead, and the one its go statement started.
 func TestStacksGo(t *testing.T) {
 	bin := tracertest.GuestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
 	a := tracertest.StartPiped(t, 0, bin, "hang")
 	b := tracertest.StartPiped(t, a.PID, bin, "hang")
-	tr := tracer.New(tracer.Options{})
+	var mu sync.Mutex
+	var order []string // "sample PID SEQ" and "goroutines PID SEQ", as emitted
+	gors := map[int][]sessions.Goroutines{}
+	tr := tracer.New(tracer.Options{Emit: func(e sessions.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch b := e.Body.(type) {
+		case sessions.Sample:
+			order = append(order, fmt.Sprintf("sample %d %d", b.PID, b.Seq))
+		case sessions.Goroutines:
+			order = append(order, fmt.Sprintf("goroutines %d %d", b.PID, b.Seq))
+			gors[b.PID] = append(gors[b.PID], b)
+		}
+	}})
 	sampler := New(tr, nil)
 	t.Cleanup(func() { tr.Close() })
 	job, _ := tracer.ParseJob("pgid:" + strconv.Itoa(a.PID))
@@ -66,6 +84,38 @@ func TestStacksGo(t *testing.T) {
 	if !read || !spin {
 		t.Errorf("blocked read found %v, spinning goroutine found %v", read, spin)
 	}
+	mu.Lock()
+	for _, pid := range []int{a.PID, b.PID} {
+		if len(gors[pid]) != 3 {
+			t.Errorf("pid %d: %d goroutines events, want one for each of 3 samples (events: %v)", pid, len(gors[pid]), order)
+			continue
+		}
+		for k, g := range gors[pid] {
+			if !slices.Contains(order, fmt.Sprintf("sample %d %d", pid, g.Seq)) ||
+				slices.Index(order, fmt.Sprintf("sample %d %d", pid, g.Seq)) > slices.Index(order, fmt.Sprintf("goroutines %d %d", pid, g.Seq)) {
+				t.Errorf("pid %d: goroutines of sample %d not after the sample: %v", pid, g.Seq, order)
+			}
+			if g.Note != "" {
+				t.Errorf("pid %d sample %d: goroutines not read: %s", pid, k+1, g.Note)
+			}
+			var blocked, started bool
+			for _, gr := range g.Goroutines {
+				blocked = blocked || (gr.ID == 1 && gr.Status == sessions.GoSyscall && hasFunc(gr.Frames, "main.blockRead"))
+				if gr.CreatedBy != nil && gr.CreatedBy.Function == "main.main" {
+					// The spinner: running, or made runnable by a preemption; its frames, when
+					// it has them (its thread's registers said it runs there), in main.spin.
+					started = goBusy(gr.Status) && (len(gr.Frames) == 0 || hasFunc(gr.Frames, "main.spin"))
+					if !started {
+						t.Errorf("pid %d: the spinner is %s: %+v", pid, gr.Status, gr)
+					}
+				}
+			}
+			if !blocked || !started {
+				t.Errorf("pid %d sample %d: main goroutine in main.blockRead's syscall %v, the spinner %v: %+v", pid, g.Seq, blocked, started, g.Goroutines)
+			}
+		}
+	}
+	mu.Unlock()
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -74,4 +124,13 @@ func TestStacksGo(t *testing.T) {
 			t.Errorf("pid %d still traced by %d", pid, tp)
 		}
 	}
+}
+
+func hasFunc(fs []sessions.Frame, fn string) bool {
+	return slices.ContainsFunc(fs, func(f sessions.Frame) bool { return f.Function == fn })
+}
+
+// goBusy says a goroutine is on a CPU or ready for one.
+func goBusy(status string) bool {
+	return status == sessions.GoRunning || status == sessions.GoRunnable || status == sessions.GoPreempt
 }

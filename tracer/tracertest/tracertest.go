@@ -266,6 +266,22 @@ func WaitState(t testing.TB, pid int, want byte) {
 	})
 }
 
+// WaitBlocked waits until every thread of pid is blocked in a system call (/proc/TID/syscall
+// names one): a program's "ready" line comes before its other threads reach their calls, and
+// on a loaded machine they may not for a while.
+func WaitBlocked(t testing.TB, pid int) {
+	t.Helper()
+	WaitProc(t, fmt.Sprintf("every thread of %d blocked in a call", pid), func() bool {
+		tids := procfs.Tasks(pid)
+		for _, tid := range tids {
+			if !procfs.ReadTaskSyscall(pid, tid).InSyscall() {
+				return false
+			}
+		}
+		return len(tids) > 0
+	})
+}
+
 // LineReader collects a program's output lines.
 type LineReader chan string
 

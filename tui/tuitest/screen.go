@@ -4,6 +4,7 @@
 package tuitest
 
 import (
+	"image/color"
 	"io"
 	"os"
 	"strings"
@@ -21,6 +22,7 @@ import (
 type Screen struct {
 	mu  sync.Mutex
 	emu *vt.Emulator
+	raw []byte // everything the program wrote, for the sequences a screen does not show
 	ptm *os.File
 	TTY *os.File // the program's side: its stdin, stdout and stderr
 }
@@ -28,7 +30,11 @@ type Screen struct {
 // Open makes a pty of cols×rows with an emulator attached; the pty is closed at cleanup (after
 // the program's own cleanups, registered later, so it never blocks on a full tty). It skips
 // the test when the machine has no pseudo-terminals.
-func Open(t testing.TB, cols, rows int) *Screen {
+func Open(t testing.TB, cols, rows int) *Screen { return OpenOn(t, cols, rows, nil) }
+
+// OpenOn is Open with a terminal whose background is bg (nil: black): the emulator answers a
+// program's OSC 11 query with it, as a terminal with a light or a dark theme would.
+func OpenOn(t testing.TB, cols, rows int, bg color.Color) *Screen {
 	t.Helper()
 	ptm, tty, err := pty.Open()
 	if err != nil {
@@ -39,6 +45,9 @@ func Open(t testing.TB, cols, rows int) *Screen {
 		t.Fatal(err)
 	}
 	s := &Screen{emu: vt.NewEmulator(cols, rows), ptm: ptm, TTY: tty}
+	if bg != nil {
+		s.emu.SetDefaultBackgroundColor(bg)
+	}
 	go io.Copy(s, ptm)     // the program's output drives the emulator
 	go io.Copy(ptm, s.emu) // the emulator's replies (terminal queries) go back to the program
 	return s
@@ -48,7 +57,28 @@ func Open(t testing.TB, cols, rows int) *Screen {
 func (s *Screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.raw = append(s.raw, p...)
 	return s.emu.Write(p)
+}
+
+// Raw is everything the program has written so far: the escape sequences that change no
+// cell (the clipboard's OSC 52, the mouse modes) are read here.
+func (s *Screen) Raw() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.raw)
+}
+
+// WaitForRaw polls the program's output until it contains want, or fails the test.
+func (s *Screen) WaitForRaw(t testing.TB, timeout time.Duration, want string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(s.Raw(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never wrote %q; the screen:\n%s", want, s.Text())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Text is the screen as text, one line per row.

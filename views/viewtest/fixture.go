@@ -5,7 +5,6 @@
 package viewtest
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/crashtui/crashtui/sessions"
@@ -48,23 +47,26 @@ func Events() []sessions.Event {
 			}
 			c := sessions.Cell{From: a, To: b, VMReadv: sessions.Check{Predicted: true, Measured: ptr(true)},
 				Kcmp: sessions.Check{Predicted: true, Measured: ptr(true)}, OpenMPI: true}
-			deny := func(reason, explain, errno string) {
+			c.Rule = sessions.Rule{Row: sessions.RowSameIDs, Call: "process_vm_readv"}
+			deny := func(reason sessions.Reason, rule sessions.Rule, errno string) {
 				c.VMReadv = sessions.Check{Predicted: false, Measured: ptr(false), Errno: ptr(errno)}
 				c.Kcmp = sessions.Check{Predicted: false, Measured: ptr(false), Errno: ptr(errno)}
-				c.OpenMPI, c.Reason, c.Explain = false, ptr(reason), explain
+				rule.Call = "process_vm_readv"
+				c.OpenMPI, c.Reason, c.Rule = false, ptr(reason), rule
 			}
 			switch {
 			case a == 4104:
-				deny("seccomp", fmt.Sprintf("pid %d runs under a seccomp filter (Seccomp: 2) that returns EPERM for process_vm_readv and kcmp.", a), "EPERM")
+				deny(sessions.ReasonSeccomp, sessions.Rule{Row: sessions.RowSeccompFilter, Action: "ERRNO(EPERM)"}, "EPERM")
 			case b == 4110 && a != 4110:
-				deny("uid", fmt.Sprintf("pid %d has ruid 1000 but pid %d has uid 0/0/0: credentials differ and %d lacks CAP_SYS_PTRACE.", a, b, a), "EPERM")
+				deny(sessions.ReasonUID, sessions.Rule{Row: sessions.RowIDs, AUID: 1000, AGID: 1000}, "EPERM")
 			case a == 4110:
-				deny("dumpable", "", "EPERM") // no tracer text: views supply the generic one
+				deny(sessions.ReasonDumpable, sessions.Rule{Row: sessions.RowDumpable}, "EPERM")
 			case a == 4103 && b == 4102:
+				// Measured denied where /proc predicted yes: a disagreement no rule explains.
 				c.VMReadv = sessions.Check{Predicted: true, Measured: ptr(false), Errno: ptr("EPERM")}
 				c.OpenMPI = true
-				c.Disagree = "kcmp allowed but process_vm_readv denied: Yama or an LSM?"
-				c.Reason = ptr("yama")
+				c.Disagreements = []sessions.Disagreement{{Kind: sessions.DisagreeUnexplainedVMReadv}}
+				c.Reason = ptr(sessions.ReasonYama)
 			}
 			cells = append(cells, c)
 		}
@@ -144,7 +146,7 @@ func Big(n int) *sessions.State {
 			Exe: "/apps/cfd", Comm: "cfd", Argv: []string{"cfd", "-i", "in.dat"}, UID: 1000 + i/64, Threads: 4}})
 	}
 	yes, no := ptr(true), ptr(false)
-	uid, sec := ptr("uid"), ptr("seccomp")
+	uid, sec := ptr(sessions.ReasonUID), ptr(sessions.ReasonSeccomp)
 	cells := make([]sessions.Cell, 0, n*n)
 	for i, a := range pids {
 		for j, b := range pids {

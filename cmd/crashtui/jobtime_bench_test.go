@@ -1,0 +1,202 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crashtui/crashtui/demo/patience"
+	"github.com/crashtui/crashtui/tui/tuitest"
+)
+
+// BenchmarkJobTime is what a user sees of crashtui's cost (issue 23 item 4): the job's own
+// wall time (tracer/testdata/floor/events.c times its own loop of N signals, thread
+// creations or fork+execs) run by crashtui as a user runs it, against the same job under the
+// floor tracer (floor.c: the minimal C tracer of the same design), and alone, interleaved in
+// the same rounds. The figure of merit is crashtui's added time per event over the floor's
+// (goal ≤ 1.3), for `run --json` (matrix and sampling off, their --json defaults), `run --json
+// --matrix measure --sample-every 5s` (what the TUI runs), and the TUI itself in a pty.
+func BenchmarkJobTime(b *testing.B) {
+	needRoot(b)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		b.Skip("gcc is not installed (make test installs it)")
+	}
+	dir := b.TempDir()
+	floor, events := filepath.Join(dir, "floor"), filepath.Join(dir, "events")
+	for _, c := range [][]string{
+		{"gcc", "-O2", "-o", floor, "../../tracer/testdata/floor/floor.c"},
+		{"gcc", "-O2", "-pthread", "-o", events, "../../tracer/testdata/floor/events.c"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	elapsed := filepath.Join(dir, "elapsed")
+	modes := []string{"plain", "floor", "json", "json-live", "tui"}
+	for _, kind := range []struct {
+		name string
+		n    int
+	}{{"signal", 5000}, {"thread", 2000}, {"fork", 300}} {
+		b.Run(kind.name, func(b *testing.B) {
+			job := []string{events, kind.name, strconv.Itoa(kind.n), elapsed}
+			run := func(mode string) time.Duration {
+				os.Remove(elapsed)
+				var cmd *exec.Cmd
+				switch mode {
+				case "plain":
+					cmd = exec.Command(job[0], job[1:]...)
+				case "floor":
+					cmd = exec.Command(floor, job...)
+				case "json":
+					cmd = exec.Command(crashtuiBin, append([]string{"run", "--json", "--"}, job...)...)
+				case "json-live":
+					cmd = exec.Command(crashtuiBin, append([]string{"run", "--json", "--matrix", "measure", "--sample-every", "5s", "--"}, job...)...)
+				case "tui":
+					return runInTUI(b, job, elapsed)
+				}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s: %v\n%s", mode, err, out)
+				}
+				return readElapsed(b, elapsed)
+			}
+			// Each round runs every mode three times, interleaved, and keeps each mode's least
+			// (a busy machine only ever adds time); the ratios are taken round by round, both
+			// sides under the same load, and their medians reported.
+			ratios := map[string][]float64{}
+			var floorAdded []float64
+			for round := 0; round < b.N*3; round++ {
+				best := map[string]time.Duration{}
+				for i := 0; i < 3; i++ {
+					for _, m := range modes {
+						if d := run(m); best[m] == 0 || d < best[m] {
+							best[m] = d
+						}
+					}
+				}
+				fl := float64(best["floor"]-best["plain"]) / float64(kind.n)
+				floorAdded = append(floorAdded, fl/1000)
+				for _, m := range modes[2:] {
+					ct := float64(best[m]-best["plain"]) / float64(kind.n)
+					ratios[m] = append(ratios[m], ct/fl)
+				}
+			}
+			b.ReportMetric(medianOf(floorAdded), "floor-us/event")
+			for _, m := range modes[2:] {
+				b.ReportMetric(medianOf(ratios[m]), m+"/floor")
+			}
+		})
+	}
+}
+
+// runInTUI runs the job under `crashtui run` in its TUI (the default: matrix measured, stacks
+// sampled every 5 s) in an 80×24 pty, waits for the job to have written its time, quits, and
+// returns the job's time.
+func runInTUI(b *testing.B, job []string, elapsed string) time.Duration {
+	scr := tuitest.Open(b, 80, 24)
+	cmd := exec.Command(crashtuiBin, append([]string{"run", "--"}, job...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-done:
+		case <-patience.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	for deadline := patience.New(120 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(elapsed); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if deadline.Passed() {
+			b.Fatalf("the job never finished under the TUI; screen:\n%s", scr.Text())
+		}
+	}
+	scr.Type("q")
+	scr.Type("y")
+	return readElapsed(b, elapsed)
+}
+
+func readElapsed(b *testing.B, path string) time.Duration {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("the job wrote no time: %v", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		b.Fatalf("the job's time %q: %v", raw, err)
+	}
+	return time.Duration(ns)
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkQuitUnderForkChurn is issue 22's seventh item measured: crashtui attach --json
+// of a job of 1000 sleeping processes and 20 that fork a child every 2 ms, then SIGINT: the
+// time until crashtui has detached and exited (goal: within 1 s), beside the same quit of
+// the 1000 sleepers alone, in the same run.
+func BenchmarkQuitUnderForkChurn(b *testing.B) {
+	needRoot(b)
+	forker := buildC(b, "forker")
+	quit := func(churn bool) time.Duration {
+		sh := exec.Command("sh", "-c", `for i in $(seq 1000); do sleep 1000 & done; `+
+			`if [ "$1" = 1 ]; then for i in $(seq 20); do "$2" "$3/count$i" >/dev/null & done; fi; wait`, "sh", map[bool]string{true: "1", false: "0"}[churn], forker, b.TempDir())
+		sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := sh.Start(); err != nil {
+			b.Fatal(err)
+		}
+		pgid := sh.Process.Pid
+		defer func() {
+			for _, pid := range pgroupPIDs(pgid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			sh.Wait()
+		}()
+		want := 1001
+		if churn {
+			want += 20
+		}
+		for dl := patience.New(60 * time.Second); len(pgroupPIDs(pgid)) < want; time.Sleep(20 * time.Millisecond) {
+			if dl.Passed() {
+				b.Fatalf("%d of %d processes started", len(pgroupPIDs(pgid)), want)
+			}
+		}
+		c := startCrashtui(b, "attach", "--json", "pgid:"+strconv.Itoa(pgid))
+		c.waitFor(b, "the job attached", 120*time.Second, func(evs []event) bool { return count(evs, "process") >= want })
+		start := time.Now()
+		c.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-c.done:
+		case <-patience.After(120 * time.Second):
+			b.Fatal("crashtui did not exit after SIGINT")
+		}
+		c.cmd.Wait()
+		return time.Since(start)
+	}
+	var churned, calm []float64
+	for i := 0; i < b.N; i++ {
+		calm = append(calm, float64(quit(false).Microseconds())/1000)
+		churned = append(churned, float64(quit(true).Microseconds())/1000)
+	}
+	b.ReportMetric(medianOf(churned), "quit-ms-forking")
+	b.ReportMetric(medianOf(calm), "quit-ms-sleeping")
+}

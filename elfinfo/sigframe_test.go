@@ -1,0 +1,394 @@
+//go:build linux && (amd64 || arm64 || ppc64le)
+
+package elfinfo
+
+// Signal frames crossed on the architecture that runs the test: the QEMU stages run these on
+// real arm64 and ppc64le kernels (tracer/qemu's Arch.Run), where the trampoline a handler
+// returns to is the vDSO's and the kernel's rt_sigframe has each arch's own layout.
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// sighandlerProgram is testdata/sighandler.c built -O2 without frame pointers: by the gcc
+// on PATH, or the one a QEMU guest carries (no compiler there; the harness cross-builds it).
+func sighandlerProgram(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err == nil {
+		dir := t.TempDir()
+		src, _ := filepath.Abs(filepath.Join("testdata", "sighandler.c"))
+		gccIn(t, dir, "-g", "-O2", "-fomit-frame-pointer", "-o", "sighandler", src)
+		return filepath.Join(dir, "sighandler")
+	}
+	p, err := exec.LookPath("sighandler")
+	if err != nil {
+		t.Skip("no gcc to build testdata/sighandler.c, and no sighandler on PATH (the QEMU guests carry one)")
+	}
+	return p
+}
+
+// symbolRange is [st_value, st_value+st_size) of a function in an ELF file.
+func symbolRange(t *testing.T, path, name string) (uint64, uint64) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == name && s.Section != elf.SHN_UNDEF {
+			return s.Value, s.Value + s.Size
+		}
+	}
+	t.Fatalf("%s: no symbol %s", path, name)
+	return 0, 0
+}
+
+func frameList(fs []Frame) string {
+	var b strings.Builder
+	for i, f := range fs {
+		fmt.Fprintf(&b, "\n  #%d %#x %s", i, f.PC, f.Location)
+		if f.Signal {
+			b.WriteString(" " + SignalFrameName)
+		}
+	}
+	return b.String()
+}
+
+// TestSignalFrameC: sighandler, a -O2 C program, blocked in libc's read inside its SIGALRM
+// handler, unwinds from read through the handler, the signal frame (the trampoline: glibc's
+// __restore_rt on amd64, the vDSO's on arm64 and ppc64le), then the function the signal
+// interrupted at the very pc the program's own ucontext_t says the signal hit, and its
+// callers down to the thread's first frame; so does a thread in the trampoline itself.
+// Relocate keeps the signal frame.
+func TestSignalFrameC(t *testing.T) {
+	exe := sighandlerProgram(t)
+	pid, said := startStopped(t, exec.Command(exe), func(pid int) bool {
+		return countNr(taskSyscalls(pid), syscall.SYS_READ) == 1
+	})
+	var hit, uc uint64 // where the signal hit, where the ucontext is
+	for i, p := range []*uint64{&hit, &uc} {
+		var err error
+		if len(said) != 2 {
+			t.Fatalf("sighandler said ready %v, want the interrupted pc and the ucontext", said)
+		} else if *p, err = strconv.ParseUint(strings.TrimPrefix(said[i], "0x"), 16, 64); err != nil {
+			t.Fatalf("sighandler said ready %v: %v", said, err)
+		}
+	}
+	runtime.LockOSThread() // every ptrace request must come from the thread that seized
+	rg, ok := threadRegs(t, pid)[pid]
+	runtime.UnlockOSThread()
+	if !ok {
+		t.Fatalf("no registers of thread %d", pid)
+	}
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver()
+	defer r.Close()
+	pc, sp, fp, lr := startRegs(&rg)
+	mem := procMem(t, pid)
+	fs := r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
+	t.Logf("%s: the signal hit %#x; frames:%s", runtime.GOARCH, hit, frameList(fs))
+
+	k := slices.IndexFunc(fs, func(f Frame) bool { return f.Signal })
+	if k < 2 || k+3 >= len(fs) {
+		t.Fatalf("no signal frame between read's and main's")
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(fs), func(f Frame) bool { return !f.Signal })); n != 1 {
+		t.Errorf("%d signal frames, want 1", n)
+	}
+	if m := filepath.Base(fs[0].Module); m != "libc.so.6" {
+		t.Errorf("frame 0 is in %s, want libc.so.6 (read)", m)
+	}
+	if f := fs[k-1].Function; f != "in_handler" {
+		t.Errorf("the handler's frame before the signal frame is %q, want in_handler (on_alarm tail-calls it)", f)
+	}
+	trampIn := map[string]string{"amd64": "libc.so.6", "arm64": "[vdso]", "ppc64le": "[vdso]"}[runtime.GOARCH]
+	if sf := fs[k].SourceFrames(); filepath.Base(fs[k].Module) != trampIn || len(sf) != 1 || sf[0].Function != SignalFrameName {
+		t.Errorf("signal frame %s (%v), want the trampoline in %s shown as %s", fs[k].Location, sf, trampIn, SignalFrameName)
+	}
+	lo, hi := symbolRange(t, exe, "interrupted_work")
+	if in := fs[k+1]; in.PC != hit || in.Function != "interrupted_work" || in.Offset < lo || in.Offset >= hi || in.FuncOff != in.Offset-lo {
+		t.Errorf("interrupted frame %#x %s, want interrupted_work [%#x,%#x) at %#x, the pc the signal hit", in.PC, in.Location, lo, hi, hit)
+	}
+	if f := fs[k+2].Function; f != "main" {
+		t.Errorf("interrupted_work's caller is %q, want main", f)
+	}
+	if last := fs[len(fs)-1]; last.Function != cStart || len(fs)-1-(k+2) > 3 {
+		t.Errorf("the stack ends %d frames past main at %s, want %s within 3", len(fs)-1-(k+2), last.Location, cStart)
+	}
+	// A thread stopped in the trampoline itself (its handler returned, rt_sigreturn not made
+	// yet) is in the same signal frame: unwound from each of the trampoline's instructions,
+	// with the stack pointer the handler returned with (the ucontext is at it on amd64, 128
+	// bytes above it on arm64, past the siginfo, and on ppc64le, past the dummy caller frame
+	// that the trampoline's first instruction pops), the same frames follow. So they do on
+	// ppc64le from the vDSO's bctrl before it, where the kernel enters the handler (a thread
+	// held as its handler is about to run is there).
+	type at struct {
+		off int64
+		sp  uint64
+	}
+	tsp := uc - map[string]uint64{"amd64": 0, "arm64": 128, "ppc64le": 128}[runtime.GOARCH]
+	starts := map[string][]at{
+		"amd64":   {{0, tsp}, {7, tsp}},                                  // mov $15,%rax; syscall
+		"arm64":   {{0, tsp}, {4, tsp}},                                  // mov x8,#139; svc #0
+		"ppc64le": {{-4, tsp}, {0, tsp}, {4, tsp + 128}, {8, tsp + 128}}, // bctrl; addi r1,r1,128; li r0,172; sc
+	}[runtime.GOARCH]
+	for _, st := range starts {
+		got := r.Unwind(pid, maps, fs[k].PC+uint64(st.off), st.sp, 0, 0, runtime.GOARCH, mem, 64)
+		if len(got) != len(fs)-k || !got[0].Signal || got[1].PC != hit || stackNames(got[1:]) != stackNames(fs[k+1:]) {
+			t.Errorf("from the trampoline's pc%+d, sp %#x:%s\nwant the signal frame, then:%s", st.off, st.sp, frameList(got), frameList(fs[k+1:]))
+		}
+	}
+	again := r.Relocate(pid, maps, fs)
+	for i := range fs {
+		if again[i].Signal != fs[i].Signal || again[i].Function != fs[i].Function || again[i].Offset != fs[i].Offset {
+			t.Errorf("Relocate: frame %d %s (signal %v), was %s (signal %v)", i, again[i].Location, again[i].Signal, fs[i].Location, fs[i].Signal)
+		}
+	}
+}
+
+// guestProgram is the guest helper tracer/qemu/guest/NAME: the one a QEMU guest carries
+// (its path in env, as the guest's init sets it), or one built now with the go toolchain.
+func guestProgram(t *testing.T, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no %s and no go toolchain to build tracer/qemu/guest/%s", env, name)
+	}
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command(gobin, "build", "-o", out, "./tracer/qemu/guest/"+name)
+	cmd.Dir = ".." // the module root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOTOOLCHAIN=local")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// ptraceHandlerEntry takes a thread of a running process into its handler for sig, the way
+// a debugger (or crashtui's engine, which delivers a signal before it holds a thread) does:
+// PTRACE_SEIZE and PTRACE_INTERRUPT it, queue sig, let it take it (its signal-delivery-stop),
+// then PTRACE_SINGLESTEP with sig, which sets up the handler's frame and stops the thread
+// where the handler is entered (signal_delivered's ptrace_notify). Call from a goroutine
+// locked to its OS thread; t.Cleanup detaches.
+func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal) {
+	t.Helper()
+	wait := func(what string) syscall.WaitStatus {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
+			t.Fatalf("thread %d, %s: %v %#x", tid, what, err, ws)
+		}
+		return ws
+	}
+	if err := ptraceSeize(tid); err != nil {
+		t.Fatalf("seize %d: %v", tid, err)
+	}
+	t.Cleanup(func() { syscall.PtraceDetach(tid) })
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
+		t.Fatalf("interrupt %d: %v", tid, e)
+	}
+	wait("interrupt")
+	if err := syscall.Tgkill(pid, tid, sig); err != nil {
+		t.Fatalf("tgkill %d %v: %v", tid, sig, err)
+	}
+	// Until its signal-delivery-stop for sig (the runtime may have queued another first).
+	for n := 0; ; n++ {
+		if err := syscall.PtraceCont(tid, 0); err != nil {
+			t.Fatalf("cont %d: %v", tid, err)
+		}
+		if ws := wait("signal delivery"); ws.StopSignal() == sig {
+			break
+		} else if n > 100 {
+			t.Fatalf("thread %d: no stop for %v, last %#x", tid, sig, ws)
+		}
+	}
+	ptraceStep(t, tid, sig)
+	if ws := wait("handler entry"); ws.StopSignal() != syscall.SIGTRAP {
+		t.Fatalf("thread %d: stopped with %v after stepping into the handler, want SIGTRAP", tid, ws.StopSignal())
+	}
+}
+
+// ptraceStep is PTRACE_SINGLESTEP delivering sig (0 for none); the caller waits.
+func ptraceStep(t *testing.T, tid int, sig syscall.Signal) {
+	t.Helper()
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, syscall.PTRACE_SINGLESTEP, uintptr(tid), 0, uintptr(sig), 0, 0); e != 0 {
+		t.Fatalf("single-step %d: %v", tid, e)
+	}
+}
+
+// unwindThread unwinds a ptrace-stopped thread.
+func unwindThread(t *testing.T, r *Resolver, pid, tid int, mem MemReader) []Frame {
+	t.Helper()
+	var rg syscall.PtraceRegs
+	if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
+		t.Fatalf("registers of %d: %v", tid, err)
+	}
+	maps, err := ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, sp, fp, lr := startRegs(&rg)
+	return r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
+}
+
+// TestSignalFrameGo: the Go runtime's own signal handler path (sigtramp, entered from the
+// kernel's rt_sigframe, returning to the trampoline: its own sigreturn__sigaction on amd64,
+// the vDSO's on arm64 and ppc64le), on crashprog's thread blocked in a raw read under
+// main.blockRead and on the one spinning in main.spin, each taken into the runtime's SIGURG
+// handler by ptrace. Where the handler is entered (runtime.sigtramp; on ppc64le the vDSO's
+// bctrl that calls it) and again at runtime.sigtrampgo, single steps later, the stack is the
+// handler's frames, the signal frame, the interrupted code at the pc the signal hit, down to
+// the goroutine's first frame.
+func TestSignalFrameGo(t *testing.T) {
+	exe := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
+	for _, tc := range []struct{ name, fn string }{{"read", "main.blockRead"}, {"spin", "main.spin"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(exe, "hang")
+			stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			t.Cleanup(func() {
+				syscall.Kill(pid, syscall.SIGKILL)
+				stdin.Close()
+				cmd.Wait()
+			})
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+				t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
+			}
+			runtime.LockOSThread() // every ptrace request must come from the thread that seized
+			defer runtime.UnlockOSThread()
+			mem := procMem(t, pid)
+			r := NewResolver()
+			defer r.Close()
+			// The thread: the one in read(2), or one running (user code) whose stack is in
+			// main.spin (sysmon and idle threads run now and then too).
+			var tid int
+			waitFor(t, func() bool {
+				for id, nr := range taskSyscalls(pid) {
+					switch {
+					case tc.fn == "main.blockRead" && nr == syscall.SYS_READ:
+						tid = id
+						return true
+					case tc.fn == "main.spin" && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
+						tid = id
+						return true
+					}
+				}
+				return false
+			}, "a thread of crashprog in "+tc.fn)
+			ptraceHandlerEntry(t, pid, tid, syscall.SIGURG)
+
+			entry := unwindThread(t, r, pid, tid, mem)
+			t.Logf("handler entered, thread %d:%s", tid, frameList(entry))
+			k := slices.IndexFunc(entry, func(f Frame) bool { return f.Signal })
+			switch {
+			case runtime.GOARCH == "ppc64le" && k != 0:
+				t.Fatalf("frame 0 is not the signal frame (the vDSO's bctrl to the handler)")
+			case runtime.GOARCH != "ppc64le" && (k != 1 || entry[0].Function != "runtime.sigtramp"):
+				t.Fatalf("frames 0 and 1 are not runtime.sigtramp and the signal frame")
+			}
+			interrupted := checkInterrupted(t, entry[k+1:], tc.fn)
+
+			// Into the handler, to its call of sigtrampgo: sigtramp is a caller now.
+			for n := 0; ; n++ {
+				var rg syscall.PtraceRegs
+				if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
+					t.Fatal(err)
+				}
+				maps, err := ReadMaps(pid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pc, _, _, _ := startRegs(&rg)
+				if r.Locate(pid, maps, pc).Function == "runtime.sigtrampgo" {
+					break
+				}
+				if n == 5000 {
+					t.Fatalf("no runtime.sigtrampgo in %d single steps from the handler's entry", n)
+				}
+				ptraceStep(t, tid, 0)
+				var ws syscall.WaitStatus
+				if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || ws.StopSignal() != syscall.SIGTRAP {
+					t.Fatalf("single step %d of %d: %v %#x", n, tid, err, ws)
+				}
+			}
+			inGo := unwindThread(t, r, pid, tid, mem)
+			t.Logf("in runtime.sigtrampgo:%s", frameList(inGo))
+			if len(inGo) < 3 || inGo[0].Function != "runtime.sigtrampgo" || inGo[1].Function != "runtime.sigtramp" || !inGo[2].Signal {
+				t.Fatalf("frames 0-2 are not runtime.sigtrampgo, runtime.sigtramp and the signal frame")
+			}
+			if again := checkInterrupted(t, inGo[3:], tc.fn); stackNames(again) != stackNames(interrupted) || again[0].PC != interrupted[0].PC {
+				t.Errorf("from sigtrampgo the interrupted frames are %s at %#x, from the handler's entry %s at %#x",
+					stackNames(again), again[0].PC, stackNames(interrupted), interrupted[0].PC)
+			}
+		})
+	}
+}
+
+// stopsIn says whether thread tid of pid, interrupted for a moment with ptrace, is in fn
+// (its stack holds it); it is detached again.
+func stopsIn(t *testing.T, r *Resolver, pid, tid int, mem MemReader, fn string) bool {
+	t.Helper()
+	if err := ptraceSeize(tid); err != nil {
+		return false
+	}
+	defer syscall.PtraceDetach(tid)
+	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
+		return false
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
+		return false
+	}
+	return inStack(unwindThread(t, r, pid, tid, mem), fn)
+}
+
+// inStack says whether fn is one of the frames gdb would show for fs (inlined calls too).
+func inStack(fs []Frame, fn string) bool {
+	return slices.ContainsFunc(fs, func(f Frame) bool {
+		return slices.ContainsFunc(f.SourceFrames(), func(s SourceFrame) bool { return s.Function == fn })
+	})
+}
+
+// checkInterrupted checks the frames past a signal frame: the interrupted code, named, whose
+// stack holds fn and ends at its goroutine's first frame; it returns them.
+func checkInterrupted(t *testing.T, fs []Frame, fn string) []Frame {
+	t.Helper()
+	switch {
+	case len(fs) == 0 || fs[0].Function == "" || fs[0].Signal:
+		t.Fatalf("the interrupted frame is unnamed")
+	case !inStack(fs, fn):
+		t.Fatalf("the interrupted code is not under %s", fn)
+	case !outermost[fs[len(fs)-1].Function]:
+		t.Fatalf("the interrupted code's stack ends in %s", fs[len(fs)-1].Location)
+	}
+	return fs
+}
