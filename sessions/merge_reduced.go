@@ -204,7 +204,7 @@ func mergeReducedStacks(local Stacks, parts []ReducedClass, subs []*StackClasses
 	for i, c := range merged {
 		sc := StackClass{Class: i + 1, Count: c.Count, Ranks: c.Ranks.String(), Unranked: unrankedText(c.Members, c.Unranked),
 			Progress: c.Progress, Frames: c.Frames, Syscall: c.Syscall, Since: c.Since, CPUTicks: c.CPUTicks,
-			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main}
+			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main, HostCount: c.Hosts.Len()}
 		multi := false
 		for _, m := range c.Members {
 			sc.PIDs = append(sc.PIDs, m.PID)

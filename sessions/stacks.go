@@ -174,6 +174,9 @@ type StackClass struct {
 	Status     string      `json:"status,omitempty"`
 	WaitReason string      `json:"wait_reason,omitempty"`
 	CreatedBy  *StackFrame `json:"created_by,omitempty"`
+	// HostCount is how many hosts its threads are on, for a class merged from reducing views
+	// (whose Hosts name only its first members); 0 otherwise.
+	HostCount int `json:"host_count,omitempty"`
 }
 
 // Goroutine says the class is of goroutines, not threads.

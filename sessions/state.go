@@ -106,6 +106,8 @@ type State struct {
 	// Details are the latest answers to detail requests (at most MaxDetails), oldest first.
 	Details []HostDetail
 
+	hostAnswers []HostAnswer // the latest HostProcesses answers (MaxHostAnswers)
+
 	lite    map[string]map[int32]liteProc // the processes beyond MaxProcs, per host
 	hosts   map[string]*hostAcc           // per-host counts of the events applied here
 	subs    map[string]*subtree           // what each reducer (by its event Host) said
@@ -417,6 +419,8 @@ func (s *State) Apply(e Event) {
 		s.Closed = &sum
 	case Detail:
 		s.applyDetail(h, b)
+	case HostProcesses:
+		s.applyHostProcesses(h, b)
 	default:
 		s.applyReduced(h, e.Time, b)
 	}

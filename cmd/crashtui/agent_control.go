@@ -37,6 +37,7 @@ type emitter interface{ emit(sessions.Event) }
 //	autosample on|off                       periodic sampling (a)
 //	signal PID SIG                          send SIG (a name: SIGTERM) to one traced process (K)
 //	detail PID                              a detail event: the process, its crash, its stack
+//	processes                               a host_processes event: this agent's processes
 //	alive                                   nothing: the view above is there (orphanWatch)
 //	detach                                  let go of the job and end (q)
 //
@@ -94,11 +95,21 @@ func serveRequests(r io.Reader, c requester, s emitter, host string, detach func
 			} else {
 				err = errors.New("detail is answered by an agent, not on the control socket")
 			}
+		case f[0] == "processes" && len(f) == 1:
+			if sess, ok := s.(*session); ok {
+				sess.settle()
+				sess.mu.Lock()
+				hp := sess.state.HostProcessesOf(host)
+				sess.mu.Unlock()
+				sess.emit(sessions.Event{Time: time.Now(), Host: host, Body: hp})
+			} else {
+				err = errors.New("processes is answered by an agent, not on the control socket")
+			}
 		case f[0] == "detach" && len(f) == 1:
 			detach()
 			return
 		default:
-			err = fmt.Errorf("unknown request (want checkpoint POLICY, measure, sample, autosample on|off, signal PID SIG, detail PID or detach, possibly after to HOSTS)")
+			err = fmt.Errorf("unknown request (want checkpoint POLICY, measure, sample, autosample on|off, signal PID SIG, detail PID, processes or detach, possibly after to HOSTS)")
 		}
 		if err != nil {
 			fail(sessions.Sanitize(line), err)

@@ -289,12 +289,12 @@ func reduceLoop(ctx context.Context, s *session, r *sessions.Reducer, done <-cha
 const maxPassedErrors = 64
 
 // passUp is what a reducing view writes of the events it applies, besides its reducer's:
-// its own summary, answers to detail requests, the first error events.
+// its own summary, answers to detail and processes requests, the first error events.
 func passUp() func(sessions.Event) bool {
 	errs := 0
 	return func(e sessions.Event) bool {
 		switch e.Kind() {
-		case sessions.KindSummary, sessions.KindDetail:
+		case sessions.KindSummary, sessions.KindDetail, sessions.KindHostProcesses:
 			return true
 		case sessions.KindError:
 			errs++

@@ -163,6 +163,12 @@ func (c treeController) Detach() error {
 
 var errNotDown = errors.New("not through a tree of views: run crashtui attach pid:PID on the process's node to hand it to a debugger")
 
+// AskProcesses asks the agent of host for its processes (a host_processes event comes back
+// up): Processes' enter on a host's row.
+func (c treeController) AskProcesses(host string) error {
+	return c.d.send("to " + sessions.HostSetOf(host).String() + " processes")
+}
+
 // ProcDetail: /proc is on the process's node; what its agent knows comes up as a detail
 // event when asked (detail PID, Processes' enter on a host's row).
 func (c treeController) ProcDetail(pid int) (sessions.ProcDetail, error) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -128,6 +129,39 @@ func TestRequestsDown(t *testing.T) {
 	}
 	if s.state.NErrors != 1 {
 		t.Errorf("%d error events, want one for the bad host list", s.state.NErrors)
+	}
+}
+
+// TestAgentAnswersProcesses: "processes" (Processes' enter on a host's row, at a root) is
+// answered by the agent whose host it names with its processes, bounded; a reducing view
+// passes the answer up; the treeController asks only that host.
+func TestAgentAnswersProcesses(t *testing.T) {
+	s, err := newSession(&common{json: true}, io.Discard, "test", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.finish("n1") })
+	for i := 0; i < sessions.MaxHostProcesses+10; i++ {
+		s.emit(sessions.Event{Time: time.Now(), Host: "n1", Body: sessions.Process{PID: 100 + i, Rank: sessions.Rank(i), Comm: "solver"}})
+	}
+	var did []string
+	serveRequests(strings.NewReader("to n2 processes\nto n1 processes\n"), &fakeRequester{did: &did}, s, "n1", func() {})
+	s.settle()
+	s.mu.Lock()
+	hp := s.state.HostProcs("n1")
+	s.mu.Unlock()
+	if hp == nil || hp.Total != sessions.MaxHostProcesses+10 || len(hp.Processes) != sessions.MaxHostProcesses || hp.Processes[1].PID != 101 {
+		t.Fatalf("the answer: %+v", hp)
+	}
+	if up := passUp(); !up(sessions.Event{Body: *hp}) {
+		t.Error("a reducing view does not pass a host's processes up")
+	}
+	r, w := io.Pipe()
+	hs, _ := sessions.ParseHostSet("n[1-2]")
+	d := &downstream{srcs: []*source{{label: "n[1-2]", r: io.NopCloser(strings.NewReader("")), expect: hs, requests: w}}}
+	go treeController{d}.AskProcesses("n2")
+	if l, _ := bufio.NewReader(r).ReadString('\n'); l != "to n2 processes\n" {
+		t.Errorf("AskProcesses sent %q", l)
 	}
 }
 
