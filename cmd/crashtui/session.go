@@ -425,6 +425,15 @@ func header(job, host string) sessions.Header {
 // (applyLoop applies it).
 func (s *session) emit(e sessions.Event) { s.in.push(e) }
 
+// maxQueued is how many events a view's readers may have queued ahead of applyLoop before
+// they wait: a view reads its streams as fast as it can decode them, and without a bound a
+// tree's first level would hold its whole input decoded (the tracer's emit never waits).
+const maxQueued = 1 << 14
+
+// emitRead queues an event read from a stream (a view's sources): it waits while maxQueued
+// are ahead of it, so the stream's reader goes at the pace the State is reduced at.
+func (s *session) emitRead(e sessions.Event) { s.in.pushWait(e, maxQueued) }
+
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
 // it may wait on a slow --json reader.
@@ -491,6 +500,18 @@ func (q *batchQueue[T]) push(e T) {
 	q.cond.Broadcast()
 }
 
+// pushWait is push, after waiting while limit items wait to be taken (or until closed).
+func (q *batchQueue[T]) pushWait(e T, limit int) {
+	q.mu.Lock()
+	for len(q.items) >= limit && !q.closed {
+		q.cond.Wait()
+	}
+	q.items = append(q.items, e)
+	q.pushed++
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
 func (q *batchQueue[T]) pushAll(es []T) {
 	q.mu.Lock()
 	q.items = append(q.items, es...)
@@ -508,6 +529,9 @@ func (q *batchQueue[T]) take() (batch []T, ok bool) {
 		q.cond.Wait()
 	}
 	batch, q.items = q.items, nil
+	if len(batch) > 0 {
+		q.cond.Broadcast() // room again for pushWait
+	}
 	return batch, len(batch) > 0 || !q.closed
 }
 

@@ -156,7 +156,7 @@ func readSource(src *source, s *session, stampAll bool) {
 		// Each stream's own summary and merged stacks are dropped: the view derives both
 		// for all the streams.
 		if k := e.Kind(); k != sessions.KindSummary && k != sessions.KindStacks {
-			s.emit(e)
+			s.emitRead(e)
 		}
 	}, bad)
 	why := "its stream ended without its summary"
