@@ -280,30 +280,3 @@ func dump(st Stacks) string {
 	j, _ := json.MarshalIndent(st, "", " ")
 	return string(j)
 }
-
-func dumpText(st Stacks) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "samples %d classes:", st.Samples)
-	for _, c := range st.Classes {
-		fmt.Fprintf(&b, "\n  %+v", c)
-	}
-	fmt.Fprintf(&b, "\n ranks %+v\n lone %+v culprit %+v aside %+v", st.Ranks, st.Lone, st.Culprit, st.Aside)
-	var walk func(n *StackNode, d int)
-	walk = func(n *StackNode, d int) {
-		c := *n
-		c.Children = nil
-		fmt.Fprintf(&b, "\n %s%+v", strings.Repeat(" ", d), c)
-		for _, c := range n.Children {
-			walk(c, d+1)
-		}
-	}
-	walk(st.Tree, 0)
-	if g := st.Goroutines; g != nil {
-		fmt.Fprintf(&b, "\n goroutines %d %d %d waits %+v unread %+v aside %+v", g.Processes, g.Count, g.System, g.Waits, g.Unread, g.Aside)
-		for _, c := range g.Classes {
-			fmt.Fprintf(&b, "\n  %+v", c)
-		}
-		walk(g.Tree, 0)
-	}
-	return b.String()
-}
