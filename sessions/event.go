@@ -469,24 +469,32 @@ type RegVal struct {
 	Value Hex    `json:"value"`
 }
 
-// GroupSummary is one crash group in a summary.
+// GroupSummary is one crash group in a summary. Its members are sets, not lists (a group
+// of a million tasks is a few runs of ranks): Ranks and Hosts over every member, PIDs when
+// they are all on one host (pids are per host), and the first few as Members.
 type GroupSummary struct {
-	Group        int    `json:"group"`
-	Key          string `json:"key"`
-	Signal       string `json:"signal"`
-	Module       string `json:"module"`
-	Offset       Hex    `json:"offset"`
-	Function     string `json:"function,omitempty"`
-	AbortMessage string `json:"abort_message,omitempty"`
-	Count        int    `json:"count"`
-	PIDs         []int  `json:"pids"`
-	Ranks        []Rank `json:"ranks"`
-	// Hosts are the hosts of PIDs, index for index, when events came from several (merged
-	// agents: pids are unique per host only); absent on one machine.
-	Hosts          []string `json:"hosts,omitempty"`
-	Representative int      `json:"representative"`
-	Core           *string  `json:"core"`
-	NoCore         NoCore   `json:"no_core,omitempty"` // why Core is null, when crashtui knows
+	Group        int     `json:"group"`
+	Key          string  `json:"key"`
+	Signal       string  `json:"signal"`
+	Module       string  `json:"module"`
+	Offset       Hex     `json:"offset"`
+	Function     string  `json:"function,omitempty"`
+	AbortMessage string  `json:"abort_message,omitempty"`
+	Count        int     `json:"count"`
+	PIDs         RankSet `json:"pids,omitzero"`
+	Ranks        RankSet `json:"ranks"`
+	// Unranked counts the members without a rank (not in Ranks).
+	Unranked int `json:"unranked,omitempty"`
+	// Hosts are the members' hosts, when events came from several (merged agents); absent
+	// on one machine.
+	Hosts   HostSet  `json:"hosts,omitzero"`
+	Members []Member `json:"members"`
+	// Representative is the pid of the member whose core and stack stand for the group, on
+	// RepresentativeHost.
+	Representative     int     `json:"representative"`
+	RepresentativeHost string  `json:"representative_host,omitempty"`
+	Core               *string `json:"core"`
+	NoCore             NoCore  `json:"no_core,omitempty"` // why Core is null, when crashtui knows
 }
 
 // Summary closes a session.
@@ -497,6 +505,8 @@ type Summary struct {
 	Handled   int            `json:"handled"`
 	Groups    []GroupSummary `json:"groups"`
 	Errors    int            `json:"errors"`
+	// Lost are the hosts whose streams ended without their summary (a view of agents).
+	Lost HostSet `json:"lost,omitzero"`
 }
 
 // Error is something crashtui could not do. It never stops the session by itself.
@@ -641,9 +651,11 @@ func escapeTerminal(b []byte) []byte {
 
 // UnmarshalJSON reads the flat wire form. Unknown kinds are an error naming the kind.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var env envelope
-	if err := json.Unmarshal(b, &env); err != nil {
-		return err
+	env, ok := scanEnvelope(b)
+	if !ok {
+		if err := json.Unmarshal(b, &env); err != nil {
+			return err
+		}
 	}
 	decode, ok := decoders[env.Event]
 	if !ok {

@@ -14,10 +14,27 @@ type Hex uint64
 func (h Hex) String() string { return "0x" + strconv.FormatUint(uint64(h), 16) }
 
 // MarshalJSON implements json.Marshaler.
-func (h Hex) MarshalJSON() ([]byte, error) { return json.Marshal(h.String()) }
+func (h Hex) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 20)
+	b = append(b, `"0x`...)
+	b = strconv.AppendUint(b, uint64(h), 16)
+	return append(b, '"'), nil
+}
 
 // UnmarshalJSON accepts "0x1f", "1f" or a plain JSON number.
 func (h *Hex) UnmarshalJSON(b []byte) error {
+	// The common form, read without json's machinery: an agent's stream has a few dozen
+	// per crash (registers, frames).
+	if n := len(b); n > 2 && b[0] == '"' && b[n-1] == '"' {
+		digits := b[1 : n-1]
+		if len(digits) > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') {
+			digits = digits[2:]
+		}
+		if v, err := strconv.ParseUint(string(digits), 16, 64); err == nil {
+			*h = Hex(v)
+			return nil
+		}
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		var n uint64
@@ -54,6 +71,10 @@ func (r Rank) MarshalJSON() ([]byte, error) {
 func (r *Rank) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*r = NoRank
+		return nil
+	}
+	if n, err := strconv.Atoi(string(b)); err == nil {
+		*r = Rank(n)
 		return nil
 	}
 	var n int

@@ -92,6 +92,10 @@ func trimEOL(b []byte) []byte {
 // Bytes is the line Scan read (nil for a line that was too long); valid until the next Scan.
 func (s *LineScanner) Bytes() []byte { return s.buf }
 
+// Buffered says how many bytes are read but not yet scanned: 0 means the next Scan waits for
+// its reader (a live stream's next line has not come yet).
+func (s *LineScanner) Buffered() int { return s.r.Buffered() }
+
 // Line is the number of the line Scan read, from 1.
 func (s *LineScanner) Line() int { return s.line }
 

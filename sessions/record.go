@@ -117,6 +117,7 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 	var evs []Event
 	var damaged Damaged
 	seen := false
+	dec := newLineDecoder()
 	err := eachLine(r, func(line int, b []byte) error {
 		if !seen {
 			seen = true
@@ -126,8 +127,8 @@ func ReadRecording(r io.Reader) (Header, []Event, error) {
 			}
 			return nil
 		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := dec.decode(b)
+		if err != nil {
 			if len(damaged) < MaxDamaged {
 				damaged = append(damaged, &LineError{line, err})
 			}
@@ -175,28 +176,17 @@ func parseHeader(b []byte) (Header, error) {
 // does not end a live session; a
 // recording of a future version, or a read error, ends the stream with that error. Events
 // after a version 1 header, or with no header before them, are upgraded as ReadRecording does.
+// Lines are decoded on several goroutines (stream.go); fn and bad are called in order, on
+// the caller's.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
-	version := 0
-	return eachLine(r, func(line int, b []byte) error {
-		if bytes.Contains(b, []byte(`"format":"`+formatName+`"`)) {
-			h, err := parseHeader(b)
-			if err != nil {
-				return &LineError{line, err}
-			}
-			version = h.Version
-			return nil
-		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			bad(&LineError{line, err})
-			return nil
-		}
-		fn(upgrade(version, e))
-		return nil
-	}, func(line int) error {
-		bad(&LineError{line, errTooLong})
-		return nil
-	})
+	return streamEvents(r, streamWorkers(), fn, bad)
+}
+
+// isHeader says whether a line is a recording's header (several, when recordings were
+// concatenated), not an event: crashtui writes events with their kind first, so only other
+// lines need the search.
+func isHeader(b []byte) bool {
+	return !bytes.HasPrefix(b, []byte(`{"event":`)) && bytes.Contains(b, []byte(`"format":"`+formatName+`"`))
 }
 
 // eachLine calls fn with every non-empty line of r and its number, and long with the number

@@ -30,16 +30,21 @@ func benchSamples(n, k, per int) []StampedSample {
 
 // BenchmarkMergeStacks1000 merges 10 samples of 1000 processes (what the Stacks tab does
 // when a sample arrives), with 1000 classes (every stack its own) and with 10 (goal < 50 ms
-// each: the tab redraws after it).
+// each: the tab redraws after it), beside the merge over decoded samples it replaced.
 func BenchmarkMergeStacks1000(b *testing.B) {
 	for _, per := range []int{1, 100} {
 		s := benchSamples(1000, 10, per)
-		b.Run(strconv.Itoa(1000/per)+"classes", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if st := MergeStacks(s, StackOptions{Window: 10}); len(st.Classes) != 1000/per {
-					b.Fatalf("%d classes", len(st.Classes))
+		for _, m := range []struct {
+			name  string
+			merge func([]StampedSample, StackOptions) Stacks
+		}{{"", MergeStacks}, {"-legacy", legacyMergeStacks}} {
+			b.Run(strconv.Itoa(1000/per)+"classes"+m.name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if st := m.merge(s, StackOptions{Window: 10}); len(st.Classes) != 1000/per {
+						b.Fatalf("%d classes", len(st.Classes))
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

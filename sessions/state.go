@@ -44,58 +44,41 @@ type CrashRef struct {
 	Time  time.Time
 }
 
-// Group is the crashes that share a crash-site key. Which crashes belong together and which
-// is the representative is the tracer's decision (tracer/crash: it applies the core policy by
-// them before the signal goes on), carried by each crash event (Key, Group, Representative);
-// the State takes it from there and decides nothing of its own, but for the merge of many
-// hosts' streams: the groups of one key are one group whatever the host.
-type Group struct {
-	// ID is the tracer's group number (Crash.Group) of the group's first crash. Each host's
-	// tracer numbers its own groups, so in a view of many hosts a number another host's group
-	// already has is replaced by the next free one (as is a missing one).
-	ID           int
-	Key          string
-	Signal       string
-	Module       string
-	Offset       Hex
-	Function     string
-	AbortMessage string
-	Members      []CrashRef
-	// Representative is the member the tracer named representative (Crash.Representative,
-	// the one whose core is kept); the zero ProcKey while none was, because no member could
-	// have a core (each says why: NoCore).
-	Representative ProcKey
-	Core           *string
-	// NoCore is why Core is nil: the reason every member without a core gave, or
-	// NoCoreMixed when they gave different ones; empty once the group has a core.
-	NoCore      NoCore
-	Stack       []Frame
-	First, Last time.Time
-}
-
-// Count is the number of crashes in the group.
-func (g *Group) Count() int { return len(g.Members) }
-
 // LogEntry is one event in the timeline.
 type LogEntry struct {
 	Seq   int
 	Event Event
 }
 
-// MaxLog bounds the timeline kept in memory; the recording keeps everything.
-const MaxLog = 20000
+// What State keeps in detail, whatever its input claims: beyond these it keeps counts and
+// rank sets (issue 21: memory bounded by what a screen shows, not by the job). The
+// recording keeps everything.
+const (
+	// MaxLog bounds the timeline.
+	MaxLog = 20000
+	// MaxProcs bounds the processes kept in detail (Procs: argv, threads, exit); the
+	// others are counted per host in 16 bytes each (rank, threads, alive) so counts stay
+	// exact.
+	MaxProcs = 1 << 14
+	// MaxErrors bounds the error events kept (the first ones); NErrors counts them all.
+	MaxErrors = 1000
+	// MaxHandled bounds the handled faults kept (the first ones); NHandled counts them all.
+	MaxHandled = 10000
+)
 
 // State is everything the events have said so far. Apply is a pure reducer: the live TUI,
-// the --json summary and replay all build State the same way.
+// the --json summary and replay all build State the same way, and so does every level of a
+// tree of reducing views (reduced.go): a State applies its agents' events and its subtrees'
+// reduced events side by side.
 type State struct {
 	Session Session
-	Procs   map[ProcKey]*Proc
-	Order   []ProcKey // first-seen order
+	Procs   map[ProcKey]*Proc // the first MaxProcs processes
+	Order   []ProcKey         // first-seen order of Procs
 	Groups  []*Group
 	groupOf map[string]*Group
 	groupID map[int]bool // the Group IDs in use
 	maxID   int
-	Handled []CrashRef // handled faults, as refs with the fields that apply
+	Handled []CrashRef // the first MaxHandled handled faults, as refs with the fields that apply
 	Matrix  map[string]*Matrix
 	// Measuring is the progress of a measurement under way, per host (nil when none).
 	Measuring map[string]*MatrixProgress
@@ -104,16 +87,64 @@ type State struct {
 	Threads     map[TaskKey]*Thread
 	Checkpoints []*Checkpoint
 	Log         []LogEntry
-	Errors      []Error
-	Exits       int
-	Crashes     int
-	NHandled    int
-	Seq         int
-	Last        time.Time
-	Closed      *Summary // the summary event, once seen
-	// Samples are each process's latest stack samples (at most MaxSamples), oldest first;
+	Errors      []Error // the first MaxErrors
+	// The counts, over every host: the local agents' and those reducers speak for.
+	NProcs   int
+	Exits    int
+	Crashes  int
+	NHandled int
+	NErrors  int
+	Seq      int
+	Last     time.Time
+	Closed   *Summary // the summary event, once seen
+	// Samples are the latest stack samples (at most MaxSamples) of each process in Procs,
+	// oldest first; every process's are merged (Stacks).
 	Samples      map[ProcKey][]StampedSample
 	SampleEvents int // how many Sample (and Goroutines) events were applied (a cheap change counter)
+	// Lost are the hosts whose streams ended without their summary (Lost events).
+	Lost HostSet
+	// Details are the latest answers to detail requests (at most MaxDetails), oldest first.
+	Details []HostDetail
+
+	hostAnswers []HostAnswer // the latest HostProcesses answers (MaxHostAnswers)
+
+	lite    map[string]map[int32]liteProc // the processes beyond MaxProcs, per host
+	hosts   map[string]*hostAcc           // per-host counts of the events applied here
+	subs    map[string]*subtree           // what each reducer (by its event Host) said
+	subList []string                      // their names, first seen first
+	store   *sampleStore
+	// ver counts the changes a Reducer passes on: each host count, group, matrix and
+	// checkpoint carries the ver of its last change; stacksVer that of the samples'.
+	ver       int
+	stacksVer int
+	matrixVer map[string]int // of each host's Matrix
+	ckptVer   map[string]int // of each host's latest checkpoint
+	lost      []Lost         // the Lost events, in order
+}
+
+// liteProc is a process beyond MaxProcs: what its host's counts need.
+type liteProc struct {
+	rank    int32
+	threads int32
+	alive   bool
+}
+
+// hostAcc is one host's counts, from the events applied here.
+type hostAcc struct {
+	HostCount
+	ranks RankAdder
+	ver   int
+}
+
+// subtree is what one reducer said: the latest of each snapshot.
+type subtree struct {
+	hosts     map[string]HostCount
+	hostVer   map[string]int
+	classes   *StackClasses
+	matrix    map[string]HostMatrix
+	matrixVer map[string]int
+	ckpt      map[string]HostCheckpoint
+	ckptVer   map[string]int
 }
 
 // NewState returns an empty State.
@@ -123,8 +154,13 @@ func NewState() *State {
 		groupOf: map[string]*Group{},
 		groupID: map[int]bool{},
 		Matrix:  map[string]*Matrix{}, Measuring: map[string]*MatrixProgress{},
-		Threads: map[TaskKey]*Thread{},
-		Samples: map[ProcKey][]StampedSample{},
+		Threads:   map[TaskKey]*Thread{},
+		Samples:   map[ProcKey][]StampedSample{},
+		lite:      map[string]map[int32]liteProc{},
+		hosts:     map[string]*hostAcc{},
+		subs:      map[string]*subtree{},
+		store:     newSampleStore(),
+		matrixVer: map[string]int{}, ckptVer: map[string]int{},
 	}
 }
 
@@ -140,15 +176,84 @@ func SiteKey(c Crash) string {
 	return fmt.Sprintf("%s|%s+%s", c.Exe, c.Module, c.Offset)
 }
 
-func (s *State) proc(host string, pid int) *Proc {
-	k := ProcKey{host, pid}
-	p := s.Procs[k]
-	if p == nil {
-		p = &Proc{Host: host, Process: Process{PID: pid, Rank: NoRank}, Alive: true, Tasks: map[int]bool{}}
-		s.Procs[k] = p
-		s.Order = append(s.Order, k)
+func (s *State) host(h string) *hostAcc {
+	a := s.hosts[h]
+	if a == nil {
+		a = &hostAcc{HostCount: HostCount{Host: h}}
+		s.hosts[h] = a
 	}
-	return p
+	s.ver++
+	a.ver = s.ver
+	return a
+}
+
+// procView is what the counts need of one process, detailed or not.
+type procView struct {
+	exists, alive bool
+	threads       int
+	rank          Rank
+}
+
+// look returns the process's view and where it lives: p for one in Procs, lp (with ok)
+// for one beyond MaxProcs.
+func (s *State) look(h string, pid int) (v procView, p *Proc, lp liteProc, ok bool) {
+	if p = s.Procs[ProcKey{h, pid}]; p != nil {
+		return procView{true, p.Alive, len(p.Tasks), p.Rank}, p, lp, false
+	}
+	if lp, ok = s.lite[h][int32(pid)]; ok {
+		return procView{true, lp.alive, int(lp.threads), Rank(lp.rank)}, nil, lp, true
+	}
+	return procView{rank: NoRank}, nil, lp, false
+}
+
+// change applies fn to the process (made when new: in Procs while there is room) and
+// keeps its host's counts.
+func (s *State) change(h string, pid int, fn func(v *procView, p *Proc)) {
+	before, p, _, _ := s.look(h, pid)
+	if !before.exists {
+		s.NProcs++
+		if len(s.Procs) < MaxProcs {
+			k := ProcKey{h, pid}
+			p = &Proc{Host: h, Process: Process{PID: pid, Rank: NoRank}, Alive: true, Tasks: map[int]bool{}}
+			s.Procs[k] = p
+			s.Order = append(s.Order, k)
+		}
+	}
+	after := before
+	after.exists = true
+	if !before.exists {
+		after.alive, after.rank = true, NoRank
+	}
+	fn(&after, p)
+	if p != nil {
+		after.alive, after.threads, after.rank = p.Alive, len(p.Tasks), p.Rank
+	} else {
+		m := s.lite[h]
+		if m == nil {
+			m = map[int32]liteProc{}
+			s.lite[h] = m
+		}
+		m[int32(pid)] = liteProc{rank: int32(after.rank), threads: int32(after.threads), alive: after.alive}
+	}
+	a := s.host(h)
+	if !before.exists {
+		a.Processes++
+	}
+	if before.alive {
+		a.Alive--
+		a.Threads -= before.threads
+	}
+	if after.alive {
+		a.Alive++
+		a.Threads += after.threads
+	}
+	switch {
+	case before.exists && before.rank < 0 && after.rank >= 0:
+		a.Unranked--
+	case (!before.exists || before.rank >= 0) && after.rank < 0:
+		a.Unranked++
+	}
+	a.ranks.Add(int(after.rank))
 }
 
 // Apply reduces one event into the State.
@@ -160,7 +265,7 @@ func (s *State) Apply(e Event) {
 	// The timeline leaves out the periodic facts (a stack sample is one event per process
 	// every few seconds, progress four a second): they would push everything else out of
 	// it. The recording keeps them.
-	if k := e.Kind(); k != KindSample && k != KindGoroutines && k != KindMatrixProgress {
+	if k := e.Kind(); k != KindSample && k != KindGoroutines && k != KindMatrixProgress && k != KindHosts && k != KindStackClasses {
 		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
 	}
 	if len(s.Log) > MaxLog {
@@ -171,167 +276,238 @@ func (s *State) Apply(e Event) {
 	case Session:
 		s.Session = b
 	case Process:
-		p := s.proc(h, b.PID)
-		p.Process, p.Alive, p.Exit, p.Joined = b, true, nil, e.Time
-		if len(p.Tasks) == 0 {
-			p.Tasks[b.PID] = true
-		}
+		s.change(h, b.PID, func(v *procView, p *Proc) {
+			v.alive, v.rank = true, b.Rank
+			if v.threads == 0 {
+				v.threads = 1
+			}
+			if p != nil {
+				p.Process, p.Alive, p.Exit, p.Joined = b, true, nil, e.Time
+				if len(p.Tasks) == 0 {
+					p.Tasks[b.PID] = true
+				}
+			}
+		})
 	case Task:
-		p := s.proc(h, b.PID)
-		if b.Exited {
-			delete(p.Tasks, b.TID)
-		} else {
-			p.Tasks[b.TID] = true
-		}
-		p.Threads = len(p.Tasks)
+		s.change(h, b.PID, func(v *procView, p *Proc) {
+			if p != nil {
+				if b.Exited {
+					delete(p.Tasks, b.TID)
+				} else {
+					p.Tasks[b.TID] = true
+				}
+				p.Threads = len(p.Tasks)
+			} else if b.Exited {
+				v.threads = max(v.threads-1, 0)
+			} else {
+				v.threads++
+			}
+		})
 	case Exec:
-		p := s.proc(h, b.PID)
-		p.Exe, p.Comm, p.Argv = b.Exe, b.Comm, b.Argv
-		if b.Rank != NoRank {
-			p.Rank = b.Rank
-		}
-		p.Tasks = map[int]bool{b.PID: true} // exec leaves one thread
-		p.Threads = 1
+		s.change(h, b.PID, func(v *procView, p *Proc) {
+			if b.Rank != NoRank {
+				v.rank = b.Rank
+			}
+			v.threads = 1 // exec leaves one thread
+			if p != nil {
+				p.Exe, p.Comm, p.Argv = b.Exe, b.Comm, b.Argv
+				if b.Rank != NoRank {
+					p.Rank = b.Rank
+				}
+				p.Tasks = map[int]bool{b.PID: true}
+				p.Threads = 1
+			}
+		})
 	case Exit:
-		p := s.proc(h, b.PID)
-		if p.Alive {
-			s.Exits++
-		}
-		ex := b
-		p.Alive, p.Exit = false, &ex
-		p.Tasks = map[int]bool{}
-		p.Threads = 0
+		s.change(h, b.PID, func(v *procView, p *Proc) {
+			if v.alive {
+				s.Exits++
+				s.host(h).Exits++
+			}
+			v.alive, v.threads = false, 0
+			if p != nil {
+				ex := b
+				p.Alive, p.Exit = false, &ex
+				p.Tasks = map[int]bool{}
+				p.Threads = 0
+			}
+		})
 	case Crash:
-		s.Crashes++
-		p := s.proc(h, b.PID)
-		p.Crashes++
-		if b.Rank == NoRank {
-			b.Rank = p.Rank
-		}
-		key := SiteKey(b)
-		g := s.groupOf[key]
-		if g == nil {
-			g = &Group{ID: s.newGroupID(b.Group), Key: key, Signal: b.Signal, Module: b.Module,
-				Offset: b.Offset, Function: b.Function, AbortMessage: b.AbortMessage,
-				Stack: b.Stack, First: e.Time}
-			s.Groups = append(s.Groups, g)
-			s.groupOf[key] = g
-		}
-		if b.Representative {
-			g.Representative = ProcKey{h, b.PID}
-			if len(b.Stack) > 0 {
-				g.Stack = b.Stack
-			}
-		}
-		switch {
-		case b.Core != nil:
-			g.Core, g.NoCore = b.Core, ""
-		case g.Core == nil && b.NoCore != "" && g.NoCore == "":
-			g.NoCore = b.NoCore
-		case g.Core == nil && b.NoCore != "" && g.NoCore != b.NoCore:
-			g.NoCore = NoCoreMixed
-		}
-		g.Last = e.Time
-		g.Members = append(g.Members, CrashRef{Host: h, Crash: b, Time: e.Time})
+		s.applyCrash(h, e.Time, b)
 	case CrashLines:
-		g := s.groupOf[b.Key]
-		if g == nil {
-			break
-		}
-		for i := range g.Members {
-			m := &g.Members[i]
-			if m.Host != h || m.Crash.PID != b.PID || m.Crash.TID != b.TID {
-				continue
-			}
-			m.Crash.Function, m.Crash.File, m.Crash.Line, m.Crash.Stack = b.Function, b.File, b.Line, b.Stack
-			if i == 0 {
-				g.Function = b.Function // the group is named after its first crash
-			}
-			if g.Representative == (ProcKey{h, b.PID}) && len(b.Stack) > 0 {
-				g.Stack = b.Stack
-			}
+		if g := s.groupOf[b.Key]; g != nil {
+			g.amend(h, b)
+			s.ver++
+			g.ver = s.ver
 		}
 	case Handled:
 		s.NHandled++
-		s.proc(h, b.PID).Handled++
-		s.Handled = append(s.Handled, CrashRef{Host: h, Time: e.Time, Crash: Crash{
-			PID: b.PID, TID: b.TID, Rank: b.Rank, Signal: b.Signal, Code: b.Code, Addr: b.Addr,
-			PC: b.PC, Module: b.Module, Offset: b.Offset, Function: b.Function}})
+		s.host(h).Handled++
+		s.change(h, b.PID, func(_ *procView, p *Proc) {
+			if p != nil {
+				p.Handled++
+			}
+		})
+		if len(s.Handled) < MaxHandled {
+			s.Handled = append(s.Handled, CrashRef{Host: h, Time: e.Time, Crash: Crash{
+				PID: b.PID, TID: b.TID, Rank: b.Rank, Signal: b.Signal, Code: b.Code, Addr: b.Addr,
+				PC: b.PC, Module: b.Module, Offset: b.Offset, Function: b.Function}})
+		}
 	case Matrix:
 		m := b
 		s.Matrix[h] = &m
 		if m.Measured {
 			delete(s.Measuring, h)
 		}
+		s.ver++
+		s.matrixVer[h] = s.ver
 	case MatrixProgress:
 		p := b
 		s.Measuring[h] = &p
 	case Thread:
-		t := b
-		k := TaskKey{h, b.TID}
-		var cur *Checkpoint
-		if n := len(s.Checkpoints); n > 0 {
-			cur = s.Checkpoints[n-1]
-		}
-		// A new checkpoint: another number, or (recordings without numbers) a thread the
-		// current one already has, unless it is that thread's outcome arriving.
-		old := (*Thread)(nil)
-		if cur != nil {
-			old = cur.Threads[k]
-		}
-		update := old != nil && old.PC == b.PC && old.Applied == b.Applied && !old.HasOutcome() && b.HasOutcome()
-		if cur == nil || cur.Host != h || cur.ID != b.Checkpoint || (b.Checkpoint == 0 && old != nil && !update) {
-			cur = &Checkpoint{Host: h, ID: b.Checkpoint, Policy: b.Policy, Time: e.Time, Threads: map[TaskKey]*Thread{}}
-			s.Checkpoints = append(s.Checkpoints, cur)
-			if len(s.Checkpoints) > MaxCheckpoints {
-				s.Checkpoints = append(s.Checkpoints[:0:0], s.Checkpoints[len(s.Checkpoints)-MaxCheckpoints:]...)
-			}
-			s.Threads = cur.Threads
-		}
-		cur.Threads[k] = &t
+		s.applyThread(h, e.Time, b)
+		s.ver++
+		s.ckptVer[h] = s.ver
 	case Sample:
 		s.SampleEvents++
+		s.stacksVer = s.Seq
 		k := ProcKey{h, b.PID}
-		l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
-		if len(l) > MaxSamples {
-			l = append(l[:0:0], l[len(l)-MaxSamples:]...)
+		v, p, _, lite := s.look(h, b.PID)
+		ppid := 0
+		if p != nil {
+			ppid = p.PPID // a recording from before samples named the parent
 		}
-		s.Samples[k] = l
-		if p := s.Procs[k]; p != nil && b.Rank == NoRank {
-			l[len(l)-1].Rank = p.Rank
-		}
-		if p := s.Procs[k]; p != nil && b.PPID == 0 {
-			l[len(l)-1].PPID = p.PPID // a recording from before samples named the parent
+		s.store.add(h, e.Time, b, v.rank, ppid)
+		// Kept in detail for the processes kept in detail, and for those no event named
+		// (a stream of samples alone) while there is room for them.
+		if _, kept := s.Samples[k]; p != nil || kept || (!lite && !v.exists && len(s.Samples) < MaxProcs) {
+			l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
+			if len(l) > MaxSamples {
+				l = append(l[:0:0], l[len(l)-MaxSamples:]...)
+			}
+			s.Samples[k] = l
+			if b.Rank == NoRank && p != nil {
+				l[len(l)-1].Rank = p.Rank
+			}
+			if b.PPID == 0 {
+				l[len(l)-1].PPID = ppid
+			}
 		}
 	case Goroutines:
 		// They complete the sample of the same number (emitted before them); one that is
 		// no longer kept has nothing left to complete.
+		if s.store.addGoroutines(h, b) {
+			s.SampleEvents++
+			s.stacksVer = s.Seq
+		}
 		l := s.Samples[ProcKey{h, b.PID}]
 		for i := len(l) - 1; i >= 0; i-- {
 			if l[i].Seq == b.Seq {
 				g := b
 				l[i].Go = &g
-				s.SampleEvents++
 				break
 			}
 		}
 	case Error:
-		s.Errors = append(s.Errors, b)
+		s.NErrors++
+		s.host(h).Errors++
+		if len(s.Errors) < MaxErrors {
+			s.Errors = append(s.Errors, b)
+		}
 	case Summary:
 		sum := b
 		s.Closed = &sum
+	case Detail:
+		s.applyDetail(h, b)
+	case HostProcesses:
+		s.applyHostProcesses(h, b)
+	default:
+		s.applyReduced(h, e.Time, b)
 	}
 }
 
-// Stacks merges the samples (MergeStacks): the threads of each host's latest sample, so a
-// process that ended before it is not placed, and one that ended after it keeps its last
-// known place (a finished or replayed session still shows where every rank was).
-func (s *State) Stacks(o StackOptions) Stacks {
-	var all []StampedSample
-	for _, k := range s.Order {
-		all = append(all, s.Samples[k]...)
+func (s *State) applyCrash(h string, at time.Time, b Crash) {
+	s.Crashes++
+	s.host(h).Crashes++
+	s.change(h, b.PID, func(v *procView, p *Proc) {
+		if p != nil {
+			p.Crashes++
+		}
+		if b.Rank == NoRank {
+			b.Rank = v.rank
+		}
+	})
+	g := s.group(b.Group, SiteKey(b), b.Signal, b.Module, b.Offset, b.Function, b.AbortMessage, at)
+	g.add(h, at, b)
+	s.ver++
+	g.ver = s.ver
+}
+
+// group returns the group of key, made when new.
+func (s *State) group(id int, key, signal, module string, offset Hex, function, abort string, at time.Time) *Group {
+	g := s.groupOf[key]
+	if g == nil {
+		g = &Group{ID: s.newGroupID(id), Key: key, Signal: signal, Module: module, Offset: offset,
+			Function: function, AbortMessage: abort, First: at, hosts: map[string]bool{}, pidsOne: true}
+		s.Groups = append(s.Groups, g)
+		s.groupOf[key] = g
 	}
-	return MergeStacks(all, o)
+	return g
+}
+
+func (s *State) applyThread(h string, at time.Time, b Thread) {
+	t := b
+	k := TaskKey{h, b.TID}
+	var cur *Checkpoint
+	if n := len(s.Checkpoints); n > 0 {
+		cur = s.Checkpoints[n-1]
+	}
+	// A new checkpoint: another number, or (recordings without numbers) a thread the
+	// current one already has, unless it is that thread's outcome arriving.
+	old := (*Thread)(nil)
+	if cur != nil {
+		old = cur.Threads[k]
+	}
+	update := old != nil && old.PC == b.PC && old.Applied == b.Applied && !old.HasOutcome() && b.HasOutcome()
+	if cur == nil || cur.Host != h || cur.ID != b.Checkpoint || (b.Checkpoint == 0 && old != nil && !update) {
+		cur = &Checkpoint{Host: h, ID: b.Checkpoint, Policy: b.Policy, Time: at, Threads: map[TaskKey]*Thread{}}
+		s.Checkpoints = append(s.Checkpoints, cur)
+		if len(s.Checkpoints) > MaxCheckpoints {
+			s.Checkpoints = append(s.Checkpoints[:0:0], s.Checkpoints[len(s.Checkpoints)-MaxCheckpoints:]...)
+		}
+		s.Threads = cur.Threads
+	}
+	cur.Threads[k] = &t
+}
+
+// Stacks merges the samples (MergeStacks) with the classes reducers sent: the threads of
+// each host's latest sample, so a process that ended before it is not placed, and one that
+// ended after it keeps its last known place (a finished or replayed session still shows
+// where every rank was).
+func (s *State) Stacks(o StackOptions) Stacks {
+	local, parts := s.store.mergeFull(o, true)
+	var subs []*StackClasses
+	for _, name := range s.subList {
+		if c := s.subs[name].classes; c != nil {
+			subs = append(subs, c)
+		}
+	}
+	if len(subs) == 0 {
+		return local
+	}
+	return mergeReducedStacks(local, parts, subs, o)
+}
+
+// newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless
+// another group has it already (another host's tracer numbered its own groups) or there is
+// none (n is 0), and then the next free one.
+func (s *State) newGroupID(n int) int {
+	if n <= 0 || s.groupID[n] {
+		n = s.maxID + 1
+	}
+	s.groupID[n] = true
+	s.maxID = max(s.maxID, n)
+	return n
 }
 
 // Checkpoint is one simulated checkpoint's threads.
@@ -346,45 +522,36 @@ type Checkpoint struct {
 // MaxCheckpoints bounds the checkpoints State keeps.
 const MaxCheckpoints = 32
 
-// newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless
-// another group has it already (another host's tracer numbered its own groups) or there is
-// none (n is 0), and then the next free one.
-func (s *State) newGroupID(n int) int {
-	if n <= 0 || s.groupID[n] {
-		n = s.maxID + 1
-	}
-	s.groupID[n] = true
-	s.maxID = max(s.maxID, n)
-	return n
-}
-
 // GroupByKey returns the group with that site key, or nil.
 func (s *State) GroupByKey(key string) *Group { return s.groupOf[key] }
 
 // Summary derives the closing summary from the State.
 func (s *State) Summary() Summary {
-	sum := Summary{Processes: len(s.Procs), Crashes: s.Crashes, Exits: s.Exits,
-		Handled: s.NHandled, Errors: len(s.Errors), Groups: []GroupSummary{}}
+	sum := Summary{Processes: s.NProcs, Crashes: s.Crashes, Exits: s.Exits,
+		Handled: s.NHandled, Errors: s.NErrors, Groups: []GroupSummary{}, Lost: s.Lost}
 	for _, g := range s.Groups {
 		gs := GroupSummary{Group: g.ID, Key: g.Key, Signal: g.Signal, Module: g.Module,
 			Offset: g.Offset, Function: g.Function, AbortMessage: g.AbortMessage,
-			Count: g.Count(), Representative: g.Representative.PID, Core: g.Core, NoCore: g.NoCore}
-		hosts := false
-		for _, m := range g.Members {
-			gs.PIDs = append(gs.PIDs, m.Crash.PID)
-			gs.Ranks = append(gs.Ranks, m.Crash.Rank)
-			gs.Hosts = append(gs.Hosts, m.Host)
-			hosts = hosts || m.Host != ""
+			Count: g.Count(), Ranks: g.Ranks(), Unranked: g.Unranked(),
+			Representative: g.Representative.PID, RepresentativeHost: g.Representative.Host,
+			Core: g.Core, NoCore: g.NoCore}
+		gs.Hosts = g.Hosts()
+		if pids, ok := g.PIDs(); ok {
+			gs.PIDs = pids
 		}
-		if !hosts {
-			gs.Hosts = nil
+		for _, m := range g.Members[:min(len(g.Members), MaxReducedMembers)] {
+			gs.Members = append(gs.Members, memberOf(m))
 		}
 		sum.Groups = append(sum.Groups, gs)
 	}
 	return sum
 }
 
-// SortedProcs returns the processes ordered by host, rank (ranked first) and pid.
+func memberOf(m CrashRef) Member {
+	return Member{Host: m.Host, PID: m.Crash.PID, TID: m.Crash.TID, Rank: m.Crash.Rank, Code: m.Crash.Code, Time: m.Time}
+}
+
+// SortedProcs returns the processes in Procs ordered by host, rank (ranked first) and pid.
 func (s *State) SortedProcs() []*Proc {
 	out := make([]*Proc, 0, len(s.Procs))
 	for _, k := range s.Order {
@@ -412,13 +579,50 @@ func rankOrder(ha string, ra Rank, pa int, hb string, rb Rank, pb int) bool {
 	return pa < pb
 }
 
-// Live counts processes and threads still alive.
+// Live counts processes and threads still alive, on every host.
 func (s *State) Live() (procs, threads int) {
-	for _, p := range s.Procs {
-		if p.Alive {
-			procs++
-			threads += len(p.Tasks)
-		}
+	for _, hc := range s.HostCounts() {
+		procs += hc.Alive
+		threads += hc.Threads
 	}
 	return
+}
+
+// HostCounts are the counts of every host, sorted by name: the hosts of the events applied
+// here, and those reducers speak for.
+func (s *State) HostCounts() []HostCount {
+	var out []HostCount
+	for _, a := range s.hosts {
+		hc := a.HostCount
+		hc.Ranks = a.ranks.Set()
+		hc.Lost = hc.Lost || s.Lost.Contains(hc.Host)
+		out = append(out, hc)
+	}
+	for _, name := range s.subList {
+		for _, hc := range s.subs[name].hosts {
+			hc.Lost = hc.Lost || s.Lost.Contains(hc.Host)
+			out = append(out, hc)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Host < out[j].Host })
+	// A host both here and under a reducer (a stream given twice): one row, summed.
+	merged := out[:0]
+	for _, hc := range out {
+		if n := len(merged); n > 0 && merged[n-1].Host == hc.Host {
+			m := &merged[n-1]
+			m.Processes += hc.Processes
+			m.Alive += hc.Alive
+			m.Threads += hc.Threads
+			m.Exits += hc.Exits
+			m.Crashes += hc.Crashes
+			m.Handled += hc.Handled
+			m.Errors += hc.Errors
+			m.Ranks = m.Ranks.Union(hc.Ranks)
+			m.Unranked += hc.Unranked
+			m.Lost = m.Lost || hc.Lost
+			continue
+		}
+		merged = append(merged, hc)
+	}
+	return merged
 }

@@ -39,6 +39,10 @@ type Job struct {
 	// WholeNamespace lets the job contain init (pid 1 of crashtui's pid namespace): every
 	// process of the machine or container. Without it such a job is refused.
 	WholeNamespace bool
+	// Filter, when not nil, keeps only the processes it is true for (of those the job names
+	// that are not traced yet): several agents on one node each take their share of its
+	// tasks (crashtui agent --share). What a kept process forks is traced with it.
+	Filter func(pid int) bool
 	// Skip are processes the caller knows must not be traced, each with why (another
 	// crashtui: cmd/crashtui tells it by its control socket). They are left out as crashtui's
 	// own pipeline is, and the log says why.
@@ -169,6 +173,8 @@ func (j Job) resolve(known func(pid int) bool) (pids []int, pipeline map[int]str
 		seen[p] = true
 		if known != nil && known(p) {
 			old[p] = true
+		} else if j.Filter != nil && !j.Filter(p) {
+			continue
 		} else if _, ok := stats[p]; !ok {
 			s, err := procfs.ReadStat(p)
 			if err != nil {

@@ -347,6 +347,46 @@ func TestParseListPIDs(t *testing.T) {
 	}
 }
 
+// TestJobFilter: a Filter keeps its share of what the job names (crashtui agent --share):
+// here the process group's members whose environment says SHARE=1.
+func TestJobFilter(t *testing.T) {
+	var cmds []*exec.Cmd
+	pg := 0
+	for i := 0; i < 4; i++ {
+		c := exec.Command("sleep", "60")
+		c.Env = append(os.Environ(), "SHARE="+strconv.Itoa(i%2))
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pg}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+		if pg == 0 {
+			pg = c.Process.Pid
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	want := []int{cmds[1].Process.Pid, cmds[3].Process.Pid}
+	j := Job{Kind: JobPGID, ID: pg, Spec: "pgid", Filter: func(pid int) bool {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		return slices.Contains(strings.Split(string(b), "\x00"), "SHARE=1")
+	}}
+	for dl := patience.New(10 * time.Second); ; {
+		pids, err := j.Resolve()
+		if err == nil && slices.Equal(pids, want) {
+			break
+		}
+		if dl.Passed() {
+			t.Fatalf("resolve with a filter: %v %v, want %v", pids, err, want)
+		}
+		time.Sleep(10 * time.Millisecond) // the sleeps' exec (their environ) has no event to wait on
+	}
+}
+
 // TestResolveSkip: a process the caller names in Job.Skip is left out of the job, with the
 // caller's reason beside the pipeline's, and the rest of the job is kept.
 func TestResolveSkip(t *testing.T) {

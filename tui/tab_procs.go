@@ -31,6 +31,51 @@ type procsTab struct {
 	keep follow[sessions.ProcKey]
 	// det is the open process detail (enter), nil when none.
 	det *procDetail
+	// At scale (the State counts more than it keeps: a root of a tree) the tab is a row per
+	// host; host is the one opened (enter), whose agent is asked for its processes.
+	hostCursor, hostOffset int
+	host                   string
+	hostProcCursor         int
+}
+
+// HostAsker is a Controller that can ask one host's agent for its processes (a tree of views:
+// the answer comes back up as a host_processes event).
+type HostAsker interface {
+	AskProcesses(host string) error
+}
+
+// hostKey is key at scale: the hosts' rows, or the opened host's processes.
+func (p *procsTab) hostKey(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
+	k := &m.keys
+	if p.host != "" {
+		switch {
+		case key.Matches(msg, k.Enter, k.Left, k.Back):
+			p.host = ""
+		default:
+			p.hostProcCursor += d
+		}
+		return nil
+	}
+	rows := views.HostRows(m.state, p.filter)
+	c := clamp(p.hostCursor, len(rows))
+	switch {
+	case m.matchDir(msg) != 0:
+		if c >= 0 {
+			p.hostCursor = nextMatch(c, len(rows), m.matchDir(msg), func(int) bool { return true })
+		}
+		return nil
+	case key.Matches(msg, k.Enter, k.Right) && c >= 0:
+		a, ok := m.ctrl.(HostAsker)
+		if !ok {
+			m.message = "this view asks nothing of its hosts (a view of files): their counts are all it has"
+			return nil
+		}
+		host := rows[c].Host
+		p.host, p.hostProcCursor = host, 0
+		return m.ctrlCmd("processes of "+sessions.Sanitize(host), func() error { return a.AskProcesses(host) })
+	}
+	p.hostCursor += d
+	return nil
 }
 
 // procDetail is one process's detail: read from /proc through the Controller, off Update,
@@ -160,6 +205,9 @@ func (p *procsTab) key(m *Model, msg tea.KeyMsg, d int) tea.Cmd {
 	k := &m.keys
 	if p.sig != nil {
 		return p.dialogKey(m, msg)
+	}
+	if m.state.AtScale() {
+		return p.hostKey(m, msg, d)
 	}
 	rows := p.rows(m)
 	c := clamp(p.cursor, len(rows))
@@ -302,6 +350,22 @@ func (p *procsTab) normalize(m *Model) {
 		p.sig = nil // the dialog needs a running tracer
 	}
 	p.resolveUsers(m)
+	if m.state.AtScale() {
+		// A row per host, or one host's answer: what a screen shows, never every task.
+		p.det = nil
+		if p.host != "" {
+			n := 0
+			if hp := m.state.HostProcs(p.host); hp != nil {
+				n = len(hp.Processes)
+			}
+			p.hostProcCursor = max(clamp(p.hostProcCursor, n), 0)
+			return
+		}
+		n := len(views.HostRows(m.state, p.filter))
+		p.hostCursor = max(clamp(p.hostCursor, n), 0)
+		p.hostOffset = views.Window(p.hostCursor, p.hostOffset, m.bodyH()-2, n)
+		return
+	}
 	if p.det != nil {
 		if pr := m.state.Procs[p.det.key]; pr == nil {
 			p.det = nil // the session no longer has it (a replay seeked back)
@@ -384,6 +448,15 @@ func (p *procsTab) view(m *Model, w, h int) string {
 	if p.sig != nil {
 		return views.Place(views.SignalDialog(m.st, &p.sig.proc, p.sig.choice, w), w, h)
 	}
+	if m.state.AtScale() {
+		_, ask := m.ctrl.(HostAsker)
+		if p.host != "" {
+			return views.HostProcesses(m.st, p.host, m.state.HostProcs(p.host), views.HostOptions{Width: w, Height: h, Cursor: p.hostProcCursor})
+		}
+		rows := views.HostRows(m.state, p.filter)
+		return views.Hosts(m.st, m.state, rows, views.HostOptions{Width: w, Height: h, Cursor: p.hostCursor,
+			Offset: p.hostOffset, Filter: p.filter, Ask: ask})
+	}
 	if p.det != nil {
 		if pr := m.state.Procs[p.det.key]; pr != nil {
 			return views.ProcDetail(m.st, m.state, pr, p.detailOpts(m, w, h))
@@ -429,6 +502,10 @@ func (p *procsTab) seekMatch(m *Model) {
 }
 
 func (p *procsTab) escape(m *Model) {
+	if p.host != "" {
+		p.host = "" // back to the hosts' rows
+		return
+	}
 	if p.det != nil || p.sig != nil {
 		p.det, p.sig = nil, nil
 		return
@@ -445,6 +522,16 @@ func (p *procsTab) shortHelp(m *Model) []key.Binding {
 			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "send")),
 			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		}
+	}
+	if m.state.AtScale() {
+		if p.host != "" {
+			return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "hosts"))}
+		}
+		bs := []key.Binding{k.Filter}
+		if _, ok := m.ctrl.(HostAsker); ok {
+			bs = append(bs, key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's processes")))
+		}
+		return bs
 	}
 	if p.det != nil {
 		bs := []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")), key.NewBinding(key.WithKeys("j", "k"), key.WithHelp("j/k", "scroll"))}

@@ -18,6 +18,37 @@ var CrashSorts = []string{"#", "count", "signal", "ranks", "last", "rep", "site"
 // HandledSorts are the orders of the handled-fault sites: first is the order first seen.
 var HandledSorts = []string{"first", "count", "signal", "code", "ranks", "procs", "last", "site"}
 
+// groupRankText is a group's RANKS: its members' ranks compressed; for a group that keeps
+// fewer members than it counts (a root of reducing views, or past MaxGroupMembers) its rank
+// set and how many hosts it spans, which cost runs and hosts, never members.
+func groupRankText(g *sessions.Group) string {
+	if g.Count() <= len(g.Members) {
+		return RankList(groupRanks(g))
+	}
+	t := g.Ranks().String()
+	if n := g.Unranked(); n > 0 {
+		t = strings.TrimSpace(t + fmt.Sprintf(" +%d unranked", n))
+	}
+	if t == "" {
+		t = "-"
+	}
+	if n := g.Hosts().Len(); n > 1 {
+		t += fmt.Sprintf(" on %d hosts", n)
+	}
+	return t
+}
+
+// groupFirstRank is the lowest rank of a group (1<<30 when none).
+func groupFirstRank(g *sessions.Group) int {
+	if g.Count() <= len(g.Members) {
+		return firstRank(groupRanks(g))
+	}
+	if r := g.Ranks(); !r.Empty() {
+		return r.First()
+	}
+	return 1 << 30
+}
+
 func groupRanks(g *sessions.Group) []sessions.Rank {
 	rs := make([]sessions.Rank, 0, len(g.Members))
 	for _, m := range g.Members {
@@ -48,7 +79,7 @@ func repPID(g *sessions.Group) string {
 // crashRowText is what a group's filter matches: every column of its row, the site whole and
 // the core's path.
 func crashRowText(g *sessions.Group) string {
-	t := fmt.Sprintf("%d %d %s %s %s %s", g.ID, g.Count(), g.Signal, RankList(groupRanks(g)), repPID(g), siteFull(g))
+	t := fmt.Sprintf("%d %d %s %s %s %s", g.ID, g.Count(), g.Signal, groupRankText(g), repPID(g), siteFull(g))
 	if g.Core != nil {
 		t += " " + *g.Core
 	}
@@ -67,7 +98,7 @@ func CrashRows(s *sessions.State, filter, by string, reverse bool) []*sessions.G
 	less := map[string]func(a, b *sessions.Group) bool{
 		"count":  func(a, b *sessions.Group) bool { return a.Count() > b.Count() },
 		"signal": func(a, b *sessions.Group) bool { return a.Signal < b.Signal },
-		"ranks":  func(a, b *sessions.Group) bool { return firstRank(groupRanks(a)) < firstRank(groupRanks(b)) },
+		"ranks":  func(a, b *sessions.Group) bool { return groupFirstRank(a) < groupFirstRank(b) },
 		"last":   func(a, b *sessions.Group) bool { return a.Last.After(b.Last) },
 		"rep":    func(a, b *sessions.Group) bool { return a.Representative.PID < b.Representative.PID },
 		"site":   func(a, b *sessions.Group) bool { return siteFull(a) < siteFull(b) },
@@ -190,7 +221,7 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		if g.Core != nil {
 			core = "yes"
 		}
-		cells[i] = []string{strconv.Itoa(g.ID), strconv.Itoa(g.Count()), sessions.Sanitize(g.Signal), RankList(groupRanks(g)),
+		cells[i] = []string{strconv.Itoa(g.ID), strconv.Itoa(g.Count()), sessions.Sanitize(g.Signal), groupRankText(g),
 			hms(g.First), hms(g.Last), repPID(g), core, siteFull(g)}
 		for j, c := range cells[i] {
 			cols[j].want = max(cols[j].want, ansi.StringWidth(c))

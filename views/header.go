@@ -72,7 +72,7 @@ func Header(st *Styles, s *sessions.State, h sessions.Header, status Status, wid
 
 	procs, threads := s.Live()
 	parts := []string{
-		fmt.Sprintf("procs %d/%d", procs, len(s.Procs)),
+		fmt.Sprintf("procs %d/%d", procs, s.NProcs), // every host's, counted beyond those kept in detail
 		fmt.Sprintf("threads %d", threads),
 	}
 	crash := fmt.Sprintf("crashes %d in %s", s.Crashes, Count(len(s.Groups), "group", "groups"))

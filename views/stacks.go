@@ -383,6 +383,16 @@ func whoWord(ranks, unranked string) string {
 	return strings.Join(parts, " and ")
 }
 
+// classWho is whoWord of a class, and how many hosts its ranks span when that is more than
+// one and the class came merged from reducing views (StackClass.HostCount).
+func classWho(c sessions.StackClass) string {
+	w := whoWord(c.Ranks, c.Unranked)
+	if c.HostCount > 1 {
+		w += fmt.Sprintf(" on %d hosts", c.HostCount)
+	}
+	return w
+}
+
 // ranksWord is "ranks 1-4", "rank 0" or "pid 412" for a compressed rank set.
 func ranksWord(set string) string {
 	set = sessions.Sanitize(set)

@@ -243,7 +243,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		}
 		setW := 4
 		for _, c := range all {
-			setW = max(setW, ansi.StringWidth(whoWord(c.Ranks, c.Unranked)))
+			setW = max(setW, ansi.StringWidth(classWho(c)))
 		}
 		setW = min(setW, max(o.Width/4, 10))
 		classRow := func(c sessions.StackClass) string {
@@ -251,7 +251,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 			if c.Goroutine() {
 				what = Count(c.Count, "goroutine", "goroutines")
 			}
-			head := fmt.Sprintf("#%-3d %-13s %s %s ", c.Class, what, pad(whoWord(c.Ranks, c.Unranked), setW),
+			head := fmt.Sprintf("#%-3d %-13s %s %s ", c.Class, what, pad(classWho(c), setW),
 				st.progress(c.Progress, pad(ProgressText(c.Progress), 8)))
 			if c.Goroutine() {
 				// The wait before the path: at a glance, what they wait for.

@@ -50,6 +50,8 @@ type common struct {
 	control io.Reader
 	// ranksLog is the file run's ranks write their output to (the TUI's Output tab reads it).
 	ranksLog string
+	// filter, when not nil, keeps a share of the job's processes (agent --share).
+	filter func(pid int) bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -179,11 +181,16 @@ type session struct {
 	enc     *json.Encoder
 	rec     *sessions.Recorder
 	recF    *outfile.File
-	in      batchQueue  // emitted, to applyLoop
-	queue   *eventQueue // to the TUI
-	writes  batchQueue  // applied, to writeLoop (--json, recording)
+	in      batchQueue[sessions.Event] // emitted, to applyLoop
+	queue   *eventQueue                // to the TUI
+	writes  batchQueue[writeItem]      // applied, to writeLoop (--json, recording)
 	applied chan struct{}
 	written chan struct{}
+	// reduced: --json carries a reducer's events (view --reduce, emitUp), not the events
+	// applied (which are still recorded), but for those passUp lets through (it must be
+	// set with reduced).
+	reduced bool
+	passUp  func(sessions.Event) bool
 	// progress counts the events writeLoop has written: finish waits while it moves.
 	progress atomic.Int64
 	header   sessions.Header
@@ -239,13 +246,14 @@ func (s *session) writeLoop() {
 		if !ok {
 			break
 		}
-		for _, e := range batch {
-			if s.enc != nil && s.stdoutErr == nil && e.Kind() != sessions.KindSession {
+		for _, it := range batch {
+			e := it.e
+			if s.enc != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
 				if err := s.enc.Encode(withSentences(e)); err != nil {
 					s.fail(err)
 				}
 			}
-			if s.rec != nil {
+			if it.record {
 				s.rec.Record(e)
 			}
 			s.progress.Add(1)
@@ -280,8 +288,10 @@ func (s *session) applyLoop() {
 		for _, e := range batch {
 			s.state.Apply(e)
 		}
+		// Handed to the writer under mu, so what a reducer says of the State (emitUp, under
+		// mu too) comes after the events it has seen.
+		s.writes.pushAll(s.toWrite(batch))
 		s.mu.Unlock()
-		s.writes.pushAll(batch)
 		if s.queue != nil {
 			for _, e := range batch {
 				s.queue.push(e)
@@ -293,6 +303,37 @@ func (s *session) applyLoop() {
 		// futex call for an event, and a storm costs one wake here per applyEvery.
 		time.Sleep(applyEvery)
 	}
+}
+
+// toWrite is what writeLoop does with each of batch. A reducing view writes its inputs'
+// events only to its recording (and those passUp lets through): at a million tasks,
+// queueing each for nothing would cost.
+func (s *session) toWrite(batch []sessions.Event) []writeItem {
+	var items []writeItem
+	for _, e := range batch {
+		it := writeItem{e: e, json: s.enc != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
+		if it.json || it.record {
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+// writeItem is an event for writeLoop, for --json, for the recording or both.
+type writeItem struct {
+	e            sessions.Event
+	json, record bool
+}
+
+// emitUp writes a reducer's events on --json (view --reduce): they say what the State
+// applied, so they are neither applied nor recorded. Call it with mu held, after reading
+// the State for them.
+func (s *session) emitUp(es []sessions.Event) {
+	items := make([]writeItem, len(es))
+	for i, e := range es {
+		items[i] = writeItem{e: e, json: true}
+	}
+	s.writes.pushAll(items)
 }
 
 // applyEvery is how often, at most, applyLoop takes a batch: the State, --json and the TUI
@@ -384,6 +425,15 @@ func header(job, host string) sessions.Header {
 // (applyLoop applies it).
 func (s *session) emit(e sessions.Event) { s.in.push(e) }
 
+// maxQueued is how many events a view's readers may have queued ahead of applyLoop before
+// they wait: a view reads its streams as fast as it can decode them, and without a bound a
+// tree's first level would hold its whole input decoded (the tracer's emit never waits).
+const maxQueued = 1 << 14
+
+// emitRead queues an event read from a stream (a view's sources): it waits while maxQueued
+// are ahead of it, so the stream's reader goes at the pace the State is reduced at.
+func (s *session) emitRead(e sessions.Event) { s.in.pushWait(e, maxQueued) }
+
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
 // it may wait on a slow --json reader.
@@ -432,17 +482,17 @@ func (s *session) finish(host string) sessions.Summary {
 // batchQueue is an unbounded FIFO of events taken in batches: whatever came while its
 // reader was busy is taken at once, so a storm of events costs one wake of the reader per
 // batch. It counts what it was given and what its reader is done with (settle).
-type batchQueue struct {
+type batchQueue[T any] struct {
 	mu          sync.Mutex
 	cond        *sync.Cond // signalled when items come, when closed, and when done
-	items       []sessions.Event
+	items       []T
 	closed      bool
 	pushed, got int64
 }
 
-func (q *batchQueue) init() { q.cond = sync.NewCond(&q.mu) }
+func (q *batchQueue[T]) init() { q.cond = sync.NewCond(&q.mu) }
 
-func (q *batchQueue) push(e sessions.Event) {
+func (q *batchQueue[T]) push(e T) {
 	q.mu.Lock()
 	q.items = append(q.items, e)
 	q.pushed++
@@ -450,7 +500,19 @@ func (q *batchQueue) push(e sessions.Event) {
 	q.cond.Broadcast()
 }
 
-func (q *batchQueue) pushAll(es []sessions.Event) {
+// pushWait is push, after waiting while limit items wait to be taken (or until closed).
+func (q *batchQueue[T]) pushWait(e T, limit int) {
+	q.mu.Lock()
+	for len(q.items) >= limit && !q.closed {
+		q.cond.Wait()
+	}
+	q.items = append(q.items, e)
+	q.pushed++
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+func (q *batchQueue[T]) pushAll(es []T) {
 	q.mu.Lock()
 	q.items = append(q.items, es...)
 	q.pushed += int64(len(es))
@@ -460,18 +522,21 @@ func (q *batchQueue) pushAll(es []sessions.Event) {
 
 // take waits for items and returns them all; ok is false once the queue is closed and
 // empty.
-func (q *batchQueue) take() (batch []sessions.Event, ok bool) {
+func (q *batchQueue[T]) take() (batch []T, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.items) == 0 && !q.closed {
 		q.cond.Wait()
 	}
 	batch, q.items = q.items, nil
+	if len(batch) > 0 {
+		q.cond.Broadcast() // room again for pushWait
+	}
 	return batch, len(batch) > 0 || !q.closed
 }
 
 // done says the reader has handled n more items.
-func (q *batchQueue) done(n int) {
+func (q *batchQueue[T]) done(n int) {
 	q.mu.Lock()
 	q.got += int64(n)
 	q.mu.Unlock()
@@ -479,7 +544,7 @@ func (q *batchQueue) done(n int) {
 }
 
 // settle waits until the reader is done with every item pushed before the call.
-func (q *batchQueue) settle() {
+func (q *batchQueue[T]) settle() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for want := q.pushed; q.got < want; {
@@ -487,7 +552,7 @@ func (q *batchQueue) settle() {
 	}
 }
 
-func (q *batchQueue) close() {
+func (q *batchQueue[T]) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()

@@ -375,15 +375,16 @@ func TestUnderSlurmAgentView(t *testing.T) {
 		t.Fatalf("summary %+v; want 4 crashes in 2 groups", sum)
 	}
 	for _, g := range sum.Groups {
-		ranks := slices.Clone(g.Ranks)
-		slices.Sort(ranks)
-		want := map[string][]sessions.Rank{"even_rank_fault": {0, 2}, "odd_rank_fault": {1, 3}}[g.Function]
-		if want == nil || !slices.Equal(ranks, want) {
-			t.Errorf("group %d in %q: ranks %v; want ranks 0 and 2 in even_rank_fault, 1 and 3 in odd_rank_fault", g.Group, g.Function, g.Ranks)
+		want := map[string]string{"even_rank_fault": "0,2", "odd_rank_fault": "1,3"}[g.Function]
+		if want == "" || g.Ranks.String() != want {
+			t.Errorf("group %d in %q: ranks %s; want ranks 0 and 2 in even_rank_fault, 1 and 3 in odd_rank_fault", g.Group, g.Function, g.Ranks)
 		}
-		for i, pid := range g.PIDs {
-			if tasks[pid] != int(g.Ranks[i]) {
-				t.Errorf("group %d: pid %d with rank %d, Slurm's rank %d", g.Group, pid, g.Ranks[i], tasks[pid])
+		if len(g.Members) != 2 {
+			t.Errorf("group %d: members %+v, want its two", g.Group, g.Members)
+		}
+		for _, m := range g.Members {
+			if tasks[m.PID] != int(m.Rank) || m.Host != host {
+				t.Errorf("group %d: pid %d with rank %d on %q, Slurm's rank %d on %q", g.Group, m.PID, m.Rank, m.Host, tasks[m.PID], host)
 			}
 		}
 	}

@@ -25,9 +25,13 @@ import (
 const attachSynopsis = "attach [flags] JOB"
 
 func cmdAttach(args []string, stdout, stderr io.Writer) error {
-	c, spec, err := parseJobCommand("attach", attachSynopsis, args, stderr, nil)
+	tree := newSlurmTree()
+	c, spec, err := parseJobCommand("attach", attachSynopsis, args, stderr, tree.register)
 	if err != nil {
 		return err
+	}
+	if through, err := attachTree(c, tree, spec, stdout); through {
+		return err // a job on other nodes: a tree of agents and views (view_slurm.go)
 	}
 	return attachJob(c, stdout, stderr, "attach", spec)
 }

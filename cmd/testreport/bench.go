@@ -46,6 +46,12 @@ var table = []section{
 		{bench: "BenchmarkAttachDetach1000", label: "longest stop, attaching", metric: "attach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", valueGoal: 5},
 		{bench: "BenchmarkAttachDetach1000", label: "longest stop, detaching", metric: "detach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", valueGoal: 5},
 	}},
+	{"a million tasks: 1024 agents' streams of 1024 ranks, 32 reducing views of 32, one root (floor: one flat view of all)", []row{
+		{bench: "BenchmarkMillionTasks", label: "level 1, slowest view", metric: "level1-s", unit: "s", valueGoal: 1, strict: true},
+		{bench: "BenchmarkMillionTasks", label: "root (flat view: floor)", metric: "root-s", floor: "flat-s", unit: "s", valueGoal: 1, strict: true},
+		{bench: "BenchmarkMillionTasks", label: "root's RSS (flat's: floor)", metric: "root-rss-MB", floor: "flat-rss-MB", unit: "MB", valueGoal: 256, strict: true},
+		{bench: "BenchmarkMillionTasks", label: "level 1 view's RSS", metric: "level1-rss-MB", unit: "MB"},
+	}},
 	{"crashes: signal-delivery-stop to crash event, 64 ranks at 4 sites", []row{
 		{bench: "BenchmarkCrashStorm", label: "first crash (cold)", metric: "ms/cold-crash", unit: "ms", valueGoal: 20},
 		{bench: "BenchmarkCrashStorm", label: "each later crash (warm)", metric: "ms/warm-crash", unit: "ms", valueGoal: 0.5, strict: true},

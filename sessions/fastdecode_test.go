@@ -1,0 +1,149 @@
+package sessions
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// refDecode is how a line was decoded before lineDecoder: encoding/json alone (the whole line
+// valid JSON, its envelope, then its body).
+func refDecode(b []byte) (Event, error) {
+	var e Event
+	if !json.Valid(b) {
+		return e, json.Unmarshal(b, &struct{}{})
+	}
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return e, err
+	}
+	decode, ok := decoders[env.Event]
+	if !ok {
+		return e, errUnknownKind
+	}
+	body, err := decode(json.NewDecoder(bytes.NewReader(b)))
+	if err != nil {
+		return e, err
+	}
+	e.Time, e.Host, e.Body = env.Time, env.Host, body
+	return e, nil
+}
+
+var errUnknownKind = json.Unmarshal([]byte(`x`), &struct{}{})
+
+// sameDecode checks that the fast decode of b is encoding/json's: an error for a line
+// encoding/json refuses, the same event (as JSON, and its time) for one it reads.
+func sameDecode(t *testing.T, d *lineDecoder, b []byte) {
+	t.Helper()
+	want, werr := refDecode(b)
+	got, gerr := d.decode(b)
+	if (werr != nil) != (gerr != nil) {
+		t.Fatalf("%q: encoding/json says %v, the line decoder %v", b, werr, gerr)
+	}
+	if werr != nil {
+		return
+	}
+	jw, _ := json.Marshal(want)
+	jg, _ := json.Marshal(got)
+	if !bytes.Equal(jw, jg) || !want.Time.Equal(got.Time) || want.Host != got.Host {
+		t.Fatalf("%q:\n encoding/json %s\n line decoder  %s", b, jw, jg)
+	}
+}
+
+// fastSeeds are lines of every kind the fast decoder reads, from the committed recordings
+// and written here with what it must leave to encoding/json.
+func fastSeeds(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, f := range []string{"../demo/session.jsonl", "../demo/sessions/crash-storm.jsonl"} {
+		fh, err := os.Open(filepath.FromSlash(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, MaxLine)
+		for sc.Scan() {
+			out = append(out, bytes.Clone(sc.Bytes()))
+		}
+		fh.Close()
+	}
+	for _, s := range []string{
+		`{"event":"process","pid":1,"rank":null,"argv":null}`,
+		`{"event":"process","pid":1,"argv":[],"PID":2}`,
+		`{"event":"process","pid":1,"pid":2,"argv":["a"],"argv":["b","c"]}`,
+		`{"event":"process","pid":1.5}`,
+		`{"event":"process","pid":"1"}`,
+		`{"event":"process","pid":01}`,
+		`{"event":"process","exe":"a\"b","comm":"\u00e9"}`,
+		`{"event":"process","exe":"bad \xff utf8"}`,
+		`{"event":"process","pid":1} trailing`,
+		`{"event":"process","pid":1,}`,
+		`{"Event":"process","pid":1}`,
+		`{"event":"task","pid":1,"tid":2,"exited":true,"extra":{"a":[1,2,{"b":null}]}}`,
+		`{"event":"exit","pid":3,"code":null,"signal":"SIGSEGV","core_dumped":true}`,
+		`{"event":"exit","pid":3,"code":139}`,
+		`{"event":"sample","time":"2026-12-01T00:00:00.5+01:00","host":"n1","seq":2,"pid":4,"rank":7,"threads":[{"tid":4,"frames":[{"pc":"0x10","module":"/a","offset":"0X1F"}]}]}`,
+		`{"event":"sample","pid":4,"threads":null}`,
+		`{"event":"sample","pid":4,"threads":[{"tid":4,"frames":null,"cpu":18446744073709551615}]}`,
+		`{"event":"sample","pid":4,"threads":[{"tid":4,"frames":[{"pc":"16"}]}]}`,
+		`{"event":"sample","time":null,"host":null,"pid":4}`,
+		`{"event":"crash","pid":5,"rank":2,"regs":{"rip":"0x401000","rsp":"0x7ffc"},"regs":{"rax":"0x0"},"core":null,"stack":[{"pc":"0x1","function":"f"}],"disasm":[{"pc":"0x1","bytes":"c3","text":"ret","fault":true}]}`,
+		`{"event":"crash","pid":5,"core":"/cores/core.1","no_core":"rlimit_core_0","regs":null}`,
+		`{"event":"crash","pid":5,"ſignal":"x"}`,
+		`{"event":"crash","pid":-0,"line":-3}`,
+	} {
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// TestFastDecodeAsEncodingJSON: every seed decodes as encoding/json decodes it, twice (the
+// second time from the decoder's caches).
+func TestFastDecodeAsEncodingJSON(t *testing.T) {
+	d := newLineDecoder()
+	for _, b := range fastSeeds(t) {
+		sameDecode(t, d, b)
+		sameDecode(t, d, b)
+	}
+}
+
+func FuzzFastDecode(f *testing.F) {
+	for _, b := range fastSeeds(f) {
+		f.Add(b)
+	}
+	d := newLineDecoder()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sameDecode(t, d, b)
+	})
+}
+
+// TestFastDecodeTaken: the lines crashtui writes itself, of the kinds an agent sends per
+// task and without an escaped string, are read by the one-pass decoder (not left to
+// encoding/json): that is what makes a view of a million tasks fast, and a fallback would
+// only show as a slow view.
+func TestFastDecodeTaken(t *testing.T) {
+	d := newLineDecoder()
+	n := 0
+	for _, b := range fastSeeds(t)[:len(fastSeeds(t))-23] { // the recordings' lines
+		env, ok := scanEnvelope(b)
+		if !ok {
+			continue
+		}
+		if bytes.IndexByte(b, '\\') >= 0 {
+			continue // an older recording's \u003c: left to encoding/json, rightly
+		}
+		switch env.Event {
+		case KindProcess, KindTask, KindExit, KindSample, KindCrash:
+			n++
+			var got envelope
+			if _, ok := d.fast(env.Event, b, &got); !ok || got != env {
+				t.Errorf("left to encoding/json: %.300s", b)
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d lines of the fast kinds in the recordings", n)
+	}
+}

@@ -1,0 +1,363 @@
+package sessions
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Merging classes, not threads: a reducer's StackClasses carry each call path's count, rank
+// set and progress, so a view above it merges paths, never tasks. The prefix tree is the
+// classes' paths merged by prefix, as STAT's tree is rebuilt from its filters' merged trees.
+//
+// A reducer made its classes with its own options (function frames under the default cut:
+// what `view --reduce` uses). Merged under other options, a class is re-keyed from its
+// frames: coarser options (a cut, hidden frames) merge classes exactly; finer ones (line,
+// offset) cannot split what the reducer already merged.
+
+// classPath is a class's frames (root first) under o: unsymbolized frames hidden, the path cut
+// below the first frame matching o.Cut.
+func classPath(frames []StackFrame, o StackOptions) []StackFrame {
+	out := make([]StackFrame, 0, len(frames))
+	for _, f := range frames {
+		if o.HideUnsymbolized && f.Function == "" {
+			continue
+		}
+		out = append(out, f)
+		if o.Cut != nil && f.Function != "" && o.Cut.MatchString(f.Function) {
+			break
+		}
+	}
+	return out
+}
+
+func stackFrameKey(f StackFrame, by string) (key, label string) {
+	return frameKey(Frame{Module: f.Module, Offset: f.Offset, Function: f.Function, File: f.File, Line: f.Line}, by)
+}
+
+// classRank orders classes of one size: by their first rank, the unranked after.
+func classRank(c ReducedClass) int {
+	if !c.Ranks.Empty() {
+		return c.Ranks.First()
+	}
+	best := 1<<31 - 1
+	for _, m := range c.Members {
+		best = min(best, 1<<30+m.PID)
+	}
+	return best
+}
+
+// mergeClasses merges classes with the same path under o, the largest first.
+func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
+	if o.Frames == "" {
+		o.Frames = "function"
+	}
+	byKey := map[string]int{}
+	var out []ReducedClass
+	for _, p := range parts {
+		path := classPath(p.Frames, o)
+		var kb strings.Builder
+		kb.WriteString(p.Role)
+		kb.WriteByte(0)
+		for _, f := range path {
+			k, _ := stackFrameKey(f, o.Frames)
+			kb.WriteString(k)
+			kb.WriteByte('\n')
+		}
+		i, ok := byKey[kb.String()]
+		if !ok {
+			i = len(out)
+			byKey[kb.String()] = i
+			c := p
+			c.Frames, c.Members, c.Spark = path, slices.Clone(p.Members), slices.Clone(p.Spark)
+			c.Since = nil
+			c.Progress = ""
+			c.Count, c.Procs, c.CPUTicks, c.Unranked, c.Main, c.CPUShare = 0, 0, 0, 0, 0, 0
+			c.Ranks, c.Hosts = RankSet{}, HostSet{}
+			c.Syscall = p.Syscall
+			out = append(out, c)
+		} else {
+			c := &out[i]
+			if c.Syscall != p.Syscall {
+				c.Syscall = ""
+			}
+			for _, m := range p.Members {
+				if len(c.Members) < MaxReducedMembers {
+					c.Members = append(c.Members, m)
+				}
+			}
+			c.Spark = addSparks(c.Spark, p.Spark)
+		}
+		c := &out[i]
+		// The share of one CPU each thread used on average, over both.
+		c.CPUShare = (c.CPUShare*float64(c.Count) + p.CPUShare*float64(p.Count)) / float64(max(c.Count+p.Count, 1))
+		c.Count += p.Count
+		c.Main += p.Main
+		c.Procs += p.Procs
+		c.Unranked += p.Unranked
+		c.CPUTicks += p.CPUTicks
+		c.Ranks = c.Ranks.Union(p.Ranks)
+		c.Hosts = c.Hosts.Union(p.Hosts)
+		c.Progress = combineProgress(c.Progress, p.Progress)
+		c.Partial = c.Partial || p.Partial
+		if p.Since != nil && (c.Since == nil || p.Since.After(*c.Since)) {
+			s := *p.Since
+			c.Since = &s
+		}
+	}
+	for i := range out {
+		if out[i].Progress != Stuck && out[i].Progress != Spinning {
+			out[i].Since = nil
+		}
+		if out[i].Progress == "" {
+			out[i].Progress = Unknown
+		}
+	}
+	// As a merge of threads orders them: the program's own first, the ranks' main threads
+	// first among them, then the biggest.
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := roleOrder(a.Role), roleOrder(b.Role); ra != rb {
+			return ra < rb
+		}
+		if (a.Main > 0) != (b.Main > 0) {
+			return a.Main > 0
+		}
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return classRank(a) < classRank(b)
+	})
+	return out
+}
+
+// addSparks adds two sparks sample by sample, their latest samples aligned.
+func addSparks(a, b []int) []int {
+	if len(b) > len(a) {
+		a, b = b, a
+	}
+	out := slices.Clone(a)
+	for i := range b {
+		out[len(out)-len(b)+i] += b[i]
+	}
+	return out
+}
+
+// unrankedText is a merged class's or node's processes without a rank as Stacks writes them
+// (Unranked): those of its first members by host:pid, then how many more there are.
+func unrankedText(members []Member, unranked int) string {
+	if unranked == 0 {
+		return ""
+	}
+	var named []string
+	for _, m := range members {
+		if m.Rank >= 0 {
+			continue
+		}
+		if m.Host != "" {
+			named = append(named, m.Host+":"+strconv.Itoa(m.PID))
+		} else {
+			named = append(named, strconv.Itoa(m.PID))
+		}
+	}
+	t := strings.Join(named, ",")
+	if more := unranked - len(named); more > 0 {
+		if t != "" {
+			t += " "
+		}
+		t += fmt.Sprintf("+%d more", more)
+	}
+	return t
+}
+
+// StackClasses is the State's merged stacks as a reducer passes them on: its own samples'
+// classes merged with its subtrees'.
+func (s *State) StackClasses(o StackOptions) StackClasses {
+	local, parts := s.store.mergeFull(o, false)
+	out := StackClasses{Samples: local.Samples, Frames: local.Frames, Cut: local.Cut, Processes: local.Processes}
+	for _, name := range s.subList {
+		if c := s.subs[name].classes; c != nil {
+			parts = append(parts, c.Classes...)
+			out.Samples = max(out.Samples, c.Samples)
+			out.Processes += c.Processes
+		}
+	}
+	out.Classes = mergeClasses(parts, o)
+	if out.Classes == nil {
+		out.Classes = []ReducedClass{}
+	}
+	return out
+}
+
+// mergeReducedStacks is Stacks from local's classes (parts) and the reducers' (subs).
+func mergeReducedStacks(local Stacks, parts []ReducedClass, subs []*StackClasses, o StackOptions) Stacks {
+	out := Stacks{Samples: local.Samples, Frames: local.Frames, Cut: local.Cut, Classes: []StackClass{},
+		Ranks: local.Ranks, Processes: local.Processes}
+	for _, c := range subs {
+		parts = append(parts, c.Classes...)
+		out.Samples = max(out.Samples, c.Samples)
+		out.Processes += c.Processes
+	}
+	merged := mergeClasses(parts, o)
+	for i, c := range merged {
+		sc := StackClass{Class: i + 1, Count: c.Count, Ranks: c.Ranks.String(), Unranked: unrankedText(c.Members, c.Unranked),
+			Progress: c.Progress, Frames: c.Frames, Syscall: c.Syscall, Since: c.Since, CPUTicks: c.CPUTicks,
+			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main, HostCount: c.Hosts.Len()}
+		multi := false
+		for _, m := range c.Members {
+			sc.PIDs = append(sc.PIDs, m.PID)
+			sc.Hosts = append(sc.Hosts, m.Host)
+			multi = multi || m.Host != ""
+		}
+		if !multi {
+			sc.Hosts = nil
+		}
+		out.Classes = append(out.Classes, sc)
+	}
+	root := classTree(merged, o)
+	out.Tree = root.n
+	out.Lone = classLone(root, merged)
+	out.Culprit = culprit(out.Lone)
+	return out
+}
+
+// classNode is a node of the tree of merged classes.
+type classNode struct {
+	n        *StackNode
+	kids     map[string]*classNode
+	order    []string
+	ranks    RankSet
+	unranked int
+	procs    int
+	cpu      float64 // share of one CPU, summed over threads
+	main     bool
+	members  []Member
+	classes  []int
+	syscall  string
+}
+
+func classTree(classes []ReducedClass, o StackOptions) *classNode {
+	if o.Frames == "" {
+		o.Frames = "function"
+	}
+	root := &classNode{n: &StackNode{Label: "/"}, kids: map[string]*classNode{}}
+	add := func(at *classNode, c ReducedClass, id int) {
+		at.n.Count += c.Count
+		at.n.Progress = combineProgress(at.n.Progress, c.Progress)
+		at.cpu += c.CPUShare * float64(c.Count)
+		at.main = at.main || c.Main > 0
+		at.ranks = at.ranks.Union(c.Ranks)
+		at.unranked += c.Unranked
+		at.procs += c.Procs
+		if len(at.classes) == 0 {
+			at.syscall = c.Syscall
+		} else if at.syscall != c.Syscall {
+			at.syscall = ""
+		}
+		at.classes = append(at.classes, id)
+		for _, m := range c.Members {
+			if len(at.members) < MaxListedPIDs {
+				at.members = append(at.members, m)
+			}
+		}
+	}
+	for i, c := range classes {
+		at := root
+		add(at, c, i+1)
+		for j, f := range c.Frames {
+			k, label := stackFrameKey(f, o.Frames)
+			if j == 0 {
+				k = c.Role + "\x00" + k // the outermost frames split by role, as a merge of threads does
+			}
+			next := at.kids[k]
+			if next == nil {
+				next = &classNode{n: &StackNode{Label: label, Frame: f, Role: c.Role}, kids: map[string]*classNode{}}
+				at.kids[k] = next
+				at.order = append(at.order, k)
+			}
+			add(next, c, i+1)
+			at = next
+		}
+	}
+	var build func(a *classNode, top bool)
+	build = func(a *classNode, top bool) {
+		a.n.Ranks, a.n.Unranked = a.ranks.String(), unrankedText(a.members, a.unranked)
+		if a.n.Count > 0 {
+			a.n.CPUShare = a.cpu / float64(a.n.Count)
+		}
+		for _, m := range a.members {
+			a.n.PIDs = append(a.n.PIDs, m.PID)
+		}
+		a.n.Classes = slices.Compact(slices.Sorted(slices.Values(a.classes)))
+		kids := make([]*classNode, 0, len(a.order))
+		for _, k := range a.order {
+			kids = append(kids, a.kids[k])
+		}
+		sort.SliceStable(kids, func(i, j int) bool {
+			if top {
+				if ri, rj := roleOrder(kids[i].n.Role), roleOrder(kids[j].n.Role); ri != rj {
+					return ri < rj
+				}
+				if kids[i].main != kids[j].main {
+					return kids[i].main
+				}
+			}
+			return kids[i].n.Count > kids[j].n.Count
+		})
+		for _, k := range kids {
+			build(k, false)
+			a.n.Children = append(a.n.Children, k.n)
+		}
+	}
+	build(root, true)
+	if root.n.Progress == "" {
+		root.n.Progress = Unknown
+	}
+	return root
+}
+
+// classLone is loneRanks over merged classes: a branch at the first fork whose classes hold
+// one process, which no other branch holds.
+func classLone(root *classNode, classes []ReducedClass) []LoneRank {
+	var out []LoneRank
+	for _, rk := range root.order {
+		at := root.kids[rk]
+		if at.n.Role != "" {
+			continue // helpers' and the launcher's branches tell nothing of the ranks' waits
+		}
+		for len(at.order) == 1 && at.kids[at.order[0]].n.Count == at.n.Count {
+			at = at.kids[at.order[0]]
+		}
+		if len(at.order) < 2 {
+			continue
+		}
+		for _, k := range at.order {
+			kid := at.kids[k]
+			if kid.procs != 1 || at.procs-1 < 2 || len(kid.members) == 0 {
+				continue
+			}
+			m := kid.members[0]
+			alone := true
+			for _, k2 := range at.order {
+				other := at.kids[k2]
+				if other == kid {
+					continue
+				}
+				if (m.Rank >= 0 && other.ranks.Contains(int(m.Rank))) || slices.ContainsFunc(other.members, func(x Member) bool {
+					return x.Host == m.Host && x.PID == m.PID
+				}) {
+					alone = false
+				}
+			}
+			if !alone {
+				continue
+			}
+			out = append(out, LoneRank{Host: m.Host, PID: m.PID, Rank: m.Rank, Class: kid.classes[0], At: at.n.Label,
+				Into: kid.n.Label, Others: at.procs - 1, Progress: kid.n.Progress, Syscall: kid.syscall})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out
+}

@@ -1,0 +1,163 @@
+package sessions
+
+import (
+	"io"
+	"runtime"
+)
+
+// Reading a stream on several goroutines: one reads lines into batches, workers decode them
+// (each with its own lineDecoder), and the caller's goroutine takes the batches in order. A
+// batch is sent when it is full or when no more input is buffered, so a live stream's events
+// are not held back waiting for more: an agent's event reaches its view as soon as it is
+// read. A view at a tree's first level decodes 32 agents' streams; the decode is most of its
+// time, and a node has cores for it.
+
+// streamWorkers is how many goroutines decode: one per CPU, at most 4 (the view applies the
+// events on one, and beyond that it waits for it).
+func streamWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
+
+const (
+	batchLines = 256
+	batchBytes = 1 << 20
+)
+
+// lineBatch is consecutive lines of a stream and, once decoded, what each was.
+type lineBatch struct {
+	lines   [][]byte
+	numbers []int
+	long    []bool
+	events  []Event
+	errs    []error
+	headers []*Header // a recording's header line
+	badHead []bool    // a header that does not parse (its error in errs)
+	done    chan struct{}
+}
+
+func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)) error {
+	if workers < 2 {
+		return streamSequential(r, fn, bad)
+	}
+	work := make(chan *lineBatch, workers)
+	order := make(chan *lineBatch, 2*workers)
+	stop := make(chan struct{})
+	var readErr error
+	var readLine int
+	go func() {
+		defer close(work)
+		defer close(order)
+		sc := NewLineScanner(r, MaxLine)
+		b := &lineBatch{done: make(chan struct{})}
+		size := 0
+		send := func() bool {
+			select {
+			case order <- b:
+			case <-stop:
+				return false
+			}
+			select {
+			case work <- b:
+			case <-stop:
+				return false
+			}
+			b, size = &lineBatch{done: make(chan struct{})}, 0
+			return true
+		}
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !sc.TooLong() && len(line) == 0 {
+				continue
+			}
+			b.lines = append(b.lines, append([]byte(nil), line...))
+			b.numbers = append(b.numbers, sc.Line())
+			b.long = append(b.long, sc.TooLong())
+			size += len(line)
+			if (len(b.lines) >= batchLines || size >= batchBytes || sc.Buffered() == 0) && !send() {
+				return
+			}
+		}
+		readErr, readLine = sc.Err(), sc.Line()
+		if len(b.lines) > 0 {
+			send()
+		}
+	}()
+	for range workers {
+		go func() {
+			d := newLineDecoder()
+			for b := range work {
+				b.decode(d)
+				close(b.done)
+			}
+		}()
+	}
+	version := 0
+	for b := range order {
+		<-b.done
+		for i := range b.numbers {
+			switch {
+			case b.long[i]:
+				bad(&LineError{b.numbers[i], errTooLong})
+			case b.badHead[i]:
+				// The stream ends here. The reader stops at its next batch, or when the
+				// caller closes r (it may be waiting for a live stream's next line).
+				close(stop)
+				return &LineError{b.numbers[i], b.errs[i]}
+			case b.headers[i] != nil:
+				version = b.headers[i].Version
+			case b.errs[i] != nil:
+				bad(&LineError{b.numbers[i], b.errs[i]})
+			default:
+				fn(upgrade(version, b.events[i]))
+			}
+		}
+	}
+	if readErr != nil {
+		return &LineError{readLine + 1, readErr}
+	}
+	return nil
+}
+
+// decode decodes every line of the batch, and lets go of its bytes.
+func (b *lineBatch) decode(d *lineDecoder) {
+	n := len(b.lines)
+	b.events, b.errs, b.headers, b.badHead = make([]Event, n), make([]error, n), make([]*Header, n), make([]bool, n)
+	for i, l := range b.lines {
+		switch {
+		case b.long[i]:
+		case isHeader(l):
+			if h, err := parseHeader(l); err != nil {
+				b.errs[i], b.badHead[i] = err, true
+			} else {
+				b.headers[i] = &h
+			}
+		default:
+			b.events[i], b.errs[i] = d.decode(l)
+		}
+	}
+	b.lines = nil
+}
+
+// streamSequential is StreamEvents on the caller's goroutine alone.
+func streamSequential(r io.Reader, fn func(Event), bad func(*LineError)) error {
+	version := 0
+	dec := newLineDecoder()
+	return eachLine(r, func(line int, b []byte) error {
+		if isHeader(b) {
+			h, err := parseHeader(b)
+			if err != nil {
+				return &LineError{line, err}
+			}
+			version = h.Version
+			return nil
+		}
+		e, err := dec.decode(b)
+		if err != nil {
+			bad(&LineError{line, err})
+			return nil
+		}
+		fn(upgrade(version, e))
+		return nil
+	}, func(line int) error {
+		bad(&LineError{line, errTooLong})
+		return nil
+	})
+}
