@@ -200,6 +200,11 @@ func TestGoroutines(t *testing.T) {
 			waitFor(t, func() bool {
 				gs = read(nil)
 				wrong = parkedAsWanted(t, gs)
+				// The spinner running, not runnable the moment sysmon preempted it (a
+				// runnable goroutine has its frames in g.sched, a running one has not).
+				if !slices.ContainsFunc(gs, func(g Goroutine) bool { return g.Status == "running" && !g.System }) {
+					wrong["main.spin"] = "no goroutine running"
+				}
 				return len(wrong) == 0
 			}, "gowait's goroutines to park", func() string { return fmt.Sprint(wrong) })
 			logGoroutines(t, gs)
@@ -312,8 +317,8 @@ func TestGoroutines(t *testing.T) {
 func summary(gs []Goroutine) string {
 	var lines []string
 	for _, g := range gs {
-		if g.Status == "running" {
-			continue
+		if g.Status == "running" || g.Status == "runnable" {
+			continue // the spinner: running, or runnable a moment when sysmon preempts it
 		}
 		l := fmt.Sprintf("%d %s %q tid %d system %v created by %s err %q:", g.ID, g.Status, g.WaitReason, g.TID, g.System, g.CreatedBy, g.Err)
 		for _, f := range g.Frames {
