@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -26,6 +27,19 @@ func TestStacksGo(t *testing.T) {
 	bin := tracertest.GuestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
 	a := tracertest.StartPiped(t, 0, bin, "hang")
 	b := tracertest.StartPiped(t, a.PID, bin, "hang")
+	// "ready" comes before main.blockRead reaches its read: on a loaded guest a first sample
+	// could catch the main goroutine on its way there (moving, then stuck: "mixed").
+	readNr, _ := arch.SyscallNumber(arch.Host(), "read")
+	for _, pid := range []int{a.PID, b.PID} {
+		tracertest.WaitProc(t, fmt.Sprintf("a thread of %d in read", pid), func() bool {
+			for _, tid := range procfs.Tasks(pid) {
+				if procfs.ReadTaskSyscall(pid, tid).Nr == readNr {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	var mu sync.Mutex
 	var order []string // "sample PID SEQ" and "goroutines PID SEQ", as emitted
 	gors := map[int][]sessions.Goroutines{}
@@ -73,7 +87,7 @@ func TestStacksGo(t *testing.T) {
 		if strings.Contains(path, "main.main > main.blockRead > syscall.Read") {
 			read = c.Progress == sessions.Stuck && c.Count == 2 && c.Syscall == "read"
 			if !read {
-				t.Errorf("blocked class: %+v", c)
+				t.Errorf("blocked class: %+v (ranks: %+v)", c, merged.Ranks)
 			}
 		}
 		if strings.Contains(path, "main.spin") {
