@@ -475,14 +475,43 @@ func progressVerdict(st sessions.Stacks) []string {
 	// progress by their innermost frame (the cut's, for an MPI call), the program's own
 	// threads' when any has it: " in MPI_Barrier", or ": 2 in MPI_Barrier, 1 in MPI_Recv".
 	where := func(p string) (string, sessions.StackClass, bool) {
-		for _, own := range []bool{true, false} {
-			var labels []string
-			procs := map[string]map[int]bool{}
-			var first sessions.StackClass
-			for _, c := range st.Classes {
-				if c.Progress != p || len(c.Frames) == 0 || (c.Role == "") != own {
-					continue
+		// By rank, as the counts are: each rank with that progress is where its own threads
+		// are (its helpers only when it has no other, as its progress is), in the classes
+		// with that progress when it has such; a class's progress mixes its ranks', so a
+		// rank blocked beside one that spins would otherwise be looked for in no class, and
+		// the helpers' waits named for it.
+		byNum := make(map[int]sessions.StackClass, len(st.Classes))
+		for _, c := range st.Classes {
+			byNum[c.Class] = c
+		}
+		var labels []string
+		procs := map[string]map[string]bool{}
+		var first sessions.StackClass
+		for _, r := range st.Ranks {
+			if r.Launcher || r.Progress != p {
+				continue
+			}
+			var own, all, same []sessions.StackClass
+			for _, n := range r.Classes {
+				if c, ok := byNum[n]; ok && len(c.Frames) > 0 {
+					all = append(all, c)
+					if c.Role == "" {
+						own = append(own, c)
+					}
 				}
+			}
+			if len(own) == 0 {
+				own = all
+			}
+			for _, c := range own {
+				if c.Progress == p {
+					same = append(same, c)
+				}
+			}
+			if len(same) > 0 {
+				own = same
+			}
+			for _, c := range own {
 				at := frameLabel(c.Frames[len(c.Frames)-1], "function")
 				if sys := sessions.Sanitize(c.Syscall); sys != "" && !strings.HasSuffix(at, sys) {
 					at += " in " + sys
@@ -491,26 +520,23 @@ func progressVerdict(st sessions.Stacks) []string {
 					if len(labels) == 0 {
 						first = c
 					}
-					procs[at] = map[int]bool{}
+					procs[at] = map[string]bool{}
 					labels = append(labels, at)
 				}
-				for _, pid := range c.PIDs {
-					procs[at][pid] = true
-				}
+				procs[at][r.Host+"/"+strconv.Itoa(r.PID)] = true
 			}
-			switch len(labels) {
-			case 0:
-				continue
-			case 1:
-				return " in " + labels[0], first, true
-			}
-			parts := make([]string, 0, len(labels))
-			for _, l := range labels {
-				parts = append(parts, fmt.Sprintf("%d in %s", len(procs[l]), l))
-			}
-			return ": " + strings.Join(parts, ", "), first, true
 		}
-		return "", sessions.StackClass{}, false
+		switch len(labels) {
+		case 0:
+			return "", sessions.StackClass{}, false
+		case 1:
+			return " in " + labels[0], first, true
+		}
+		parts := make([]string, 0, len(labels))
+		for _, l := range labels {
+			parts = append(parts, fmt.Sprintf("%d in %s", len(procs[l]), l))
+		}
+		return ": " + strings.Join(parts, ", "), first, true
 	}
 	switch {
 	case stuck > 0 && moving == 0 && spin == 0 && stopped == 0 && unknown == 0:

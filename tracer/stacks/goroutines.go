@@ -148,6 +148,11 @@ func goroutineSamples(gs []elfinfo.Goroutine, threads map[int][]sessions.Frame) 
 			System: g.System, Frames: elfinfo.SessionFrames(g.Frames), Note: g.Err}
 		if fr := threads[g.TID]; g.TID != 0 && len(fr) > 0 && fr[len(fr)-1].Function == "runtime.goexit" {
 			x.Frames, x.Note = fr, ""
+		} else if g.TID != 0 && len(x.Frames) > 0 && x.Frames[len(x.Frames)-1].Function != "runtime.goexit" {
+			// Every goroutine's stack ends at runtime.goexit. A running one whose thread's
+			// registers lead elsewhere was caught between a signal and its handler (ppc64le's
+			// vDSO trampoline, before its bctrl): those frames are not the goroutine's.
+			x.Frames, x.Note = nil, "its thread was stopped where its stack does not lead to the goroutine's (a signal on its way to its handler)"
 		}
 		// The main goroutine's go statement is the runtime's bootstrap (rt0_go's newproc):
 		// Go's own traceback names none for goroutine 1, nor does this.

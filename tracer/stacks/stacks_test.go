@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/arch"
+	"github.com/crashtui/crashtui/elfinfo"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tracer"
 	"github.com/crashtui/crashtui/tracer/procfs"
@@ -147,4 +148,25 @@ func hasFunc(fs []sessions.Frame, fn string) bool {
 // goBusy says a goroutine is on a CPU or ready for one.
 func goBusy(status string) bool {
 	return status == sessions.GoRunning || status == sessions.GoRunnable || status == sessions.GoPreempt
+}
+
+// TestGoroutineFramesEndAtGoexit: a running goroutine takes its thread's stack from the sample
+// when that stack ends at runtime.goexit; when neither it nor the unwind from the thread's
+// registers does (ppc64le stopped the spinner's thread on its vDSO trampoline's bctrl, and
+// those frames were [vdso], [anon], [vdso]: TestStacksGo on power10 under load), it has no
+// frames and says why, never another code's frames.
+func TestGoroutineFramesEndAtGoexit(t *testing.T) {
+	spin := []sessions.Frame{{Function: "main.spin"}, {Function: "runtime.goexit"}}
+	vdso := []elfinfo.Frame{{PC: 0x7fff85e10450}, {PC: 0x1481a35cefc0}, {PC: 0x7fff85e10454}}
+	gs := []elfinfo.Goroutine{
+		{ID: 7, Status: "running", TID: 323, Frames: vdso},
+		{ID: 8, Status: "running", TID: 324, Frames: vdso},
+	}
+	out := goroutineSamples(gs, map[int][]sessions.Frame{323: {{Function: "runtime.sigtramp"}}, 324: spin})
+	if len(out[0].Frames) != 0 || out[0].Note == "" {
+		t.Errorf("goroutine on a thread in the trampoline: %+v, want no frames and a note", out[0])
+	}
+	if !slices.EqualFunc(out[1].Frames, spin, func(a, b sessions.Frame) bool { return a.Function == b.Function }) || out[1].Note != "" {
+		t.Errorf("goroutine on a thread read to runtime.goexit: %+v, want the thread's frames", out[1])
+	}
 }
