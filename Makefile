@@ -182,7 +182,7 @@ guest: qemu-deps-$(ARCH)
 bench: build test-deps
 	@mkdir -p $(LOGS)
 	@echo "go test -bench . ./... (log: $(LOGS)/bench.log)"
-	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 20m ./... 2>&1 | \
+	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 45m ./... 2>&1 | \
 	  $(GO) run ./cmd/testreport -bench -log $(LOGS)/bench.log
 
 # 200 SIGKILLs of crashtui at random moments of matrix, checkpoint, stacks and a measured attach,
