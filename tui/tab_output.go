@@ -34,6 +34,7 @@ type outputTab struct {
 	err            string
 	cursor, offset int
 	following      bool
+	perRank        bool // the lines come with their rank (outputMsg.perRank)
 	filter         string
 	keep           follow[int] // the selected line, by its number since the start
 }
@@ -59,6 +60,9 @@ type tailer struct {
 type outputMsg struct {
 	lines []views.OutputLine
 	err   error
+	// perRank: the lines are from a directory of rank files (ranksTail's, read off Update:
+	// the tab keeps its own copy, never reads the tail's fields from View).
+	perRank bool
 }
 
 // ranksTail reads a directory of rank-N.log files (or one file) as they grow, rank by rank.
@@ -97,7 +101,7 @@ func (rt *ranksTail) read() tea.Msg {
 		}
 		slices.SortFunc(rt.files, func(a, b *tailer) int { return a.rank - b.rank })
 	}
-	var out outputMsg
+	out := outputMsg{perRank: rt.dir}
 	for _, t := range rt.files {
 		if rt.dir {
 			// A stat first: of thousands of ranks, few write between two reads.
@@ -165,6 +169,7 @@ func (o *outputTab) take(m *Model, msg outputMsg) tea.Cmd {
 		o.err = msg.err.Error()
 	} else {
 		o.err = ""
+		o.perRank = msg.perRank
 	}
 	for _, l := range msg.lines {
 		l.At = at
@@ -217,7 +222,7 @@ func (o *outputTab) normalize(m *Model) {
 func (o *outputTab) view(m *Model, w, h int) string {
 	return views.Output(m.st, o.lines, o.rows(m), views.OutputOptions{Width: w, Height: h, Path: o.path, Title: o.title, Cursor: o.cursor,
 		Offset: o.offset, Filter: o.filter, Following: o.following, Err: o.err, Dropped: o.dropped,
-		PerRank: o.tail != nil && o.tail.dir})
+		PerRank: o.perRank})
 }
 
 func (o *outputTab) explain(m *Model) *views.Explanation { return nil }
