@@ -188,8 +188,9 @@ func guestProgram(t *testing.T, env, name string) string {
 // PTRACE_SEIZE and PTRACE_INTERRUPT it, queue sig, let it take it (its signal-delivery-stop),
 // then PTRACE_SINGLESTEP with sig, which sets up the handler's frame and stops the thread
 // where the handler is entered (signal_delivered's ptrace_notify). Call from a goroutine
-// locked to its OS thread; t.Cleanup detaches.
-func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal) {
+// locked to its OS thread; t.Cleanup detaches. With there given, it asks it once the thread
+// is stopped, and if it says no, lets the thread go at once and returns false.
+func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal, there func() bool) bool {
 	t.Helper()
 	wait := func(what string) syscall.WaitStatus {
 		var ws syscall.WaitStatus
@@ -206,6 +207,10 @@ func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal) {
 		t.Fatalf("interrupt %d: %v", tid, e)
 	}
 	wait("interrupt")
+	if there != nil && !there() {
+		syscall.PtraceDetach(tid)
+		return false
+	}
 	if err := syscall.Tgkill(pid, tid, sig); err != nil {
 		t.Fatalf("tgkill %d %v: %v", tid, sig, err)
 	}
@@ -224,6 +229,7 @@ func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal) {
 	if ws := wait("handler entry"); ws.StopSignal() != syscall.SIGTRAP {
 		t.Fatalf("thread %d: stopped with %v after stepping into the handler, want SIGTRAP", tid, ws.StopSignal())
 	}
+	return true
 }
 
 // ptraceStep is PTRACE_SINGLESTEP delivering sig (0 for none); the caller waits.
@@ -291,28 +297,41 @@ func TestSignalFrameGo(t *testing.T) {
 			// The thread: the one in read(2), or one running (user code) whose stack is in
 			// main.spin (sysmon and idle threads run now and then too).
 			var tid int
-			waitFor(t, func() bool {
-				nrs := taskSyscalls(pid)
-				// Until the main goroutine sits in its read, the Go scheduler may yet run it
-				// on the thread found in main.spin (a loaded machine preempts the spinner):
-				// look for the spinner's thread only once main is parked in the kernel.
-				reading := false
-				for _, nr := range nrs {
-					reading = reading || nr == syscall.SYS_READ
-				}
-				for id, nr := range nrs {
-					switch {
-					case tc.fn == "main.blockRead" && nr == syscall.SYS_READ:
-						tid = id
-						return true
-					case tc.fn == "main.spin" && reading && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
-						tid = id
-						return true
+			// The spinner may move to another thread (another M) between the look and the
+			// stop, when the scheduler preempts it on a loaded machine: it is only known to
+			// be there once its thread is stopped; if it is not, look again.
+			var there func() bool
+			if tc.fn == "main.spin" {
+				there = func() bool { return inStack(unwindThread(t, r, pid, tid, mem), tc.fn) }
+			}
+			for try := 0; ; try++ {
+				waitFor(t, func() bool {
+					nrs := taskSyscalls(pid)
+					// Until the main goroutine sits in its read, the scheduler may yet run it
+					// on the thread found in main.spin.
+					reading := false
+					for _, nr := range nrs {
+						reading = reading || nr == syscall.SYS_READ
 					}
+					for id, nr := range nrs {
+						switch {
+						case tc.fn == "main.blockRead" && nr == syscall.SYS_READ:
+							tid = id
+							return true
+						case tc.fn == "main.spin" && reading && nr == -1 && stopsIn(t, r, pid, id, mem, tc.fn):
+							tid = id
+							return true
+						}
+					}
+					return false
+				}, "a thread of crashprog in "+tc.fn)
+				if ptraceHandlerEntry(t, pid, tid, syscall.SIGURG, there) {
+					break
 				}
-				return false
-			}, "a thread of crashprog in "+tc.fn)
-			ptraceHandlerEntry(t, pid, tid, syscall.SIGURG)
+				if try == 50 {
+					t.Fatalf("the spinner left its thread before each of %d stops", try+1)
+				}
+			}
 
 			entry := unwindThread(t, r, pid, tid, mem)
 			t.Logf("handler entered, thread %d:%s", tid, frameList(entry))
