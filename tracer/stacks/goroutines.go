@@ -148,10 +148,13 @@ func goroutineSamples(gs []elfinfo.Goroutine, threads map[int][]sessions.Frame) 
 			System: g.System, Frames: elfinfo.SessionFrames(g.Frames), Note: g.Err}
 		if fr := threads[g.TID]; g.TID != 0 && len(fr) > 0 && fr[len(fr)-1].Function == "runtime.goexit" {
 			x.Frames, x.Note = fr, ""
-		} else if g.TID != 0 && len(x.Frames) > 0 && x.Frames[len(x.Frames)-1].Function != "runtime.goexit" {
+		} else if g.TID != 0 && len(x.Frames) > 0 && (x.Frames[len(x.Frames)-1].Function != "runtime.goexit" || hasSignalFrame(g.Frames)) {
 			// Every goroutine's stack ends at runtime.goexit. A running one whose thread's
 			// registers lead elsewhere was caught between a signal and its handler (ppc64le's
-			// vDSO trampoline, before its bctrl): those frames are not the goroutine's.
+			// vDSO trampoline, before its bctrl): those frames are not the goroutine's. Nor
+			// are the reader's when they cross a signal frame: past it, it lost the code the
+			// signal interrupted (arm64, a spinner in the runtime's preemption: sigtramp, the
+			// signal frame, then runtime.goexit, main.spin gone).
 			x.Frames, x.Note = nil, "its thread was stopped where its stack does not lead to the goroutine's (a signal on its way to its handler)"
 		}
 		// The main goroutine's go statement is the runtime's bootstrap (rt0_go's newproc):
@@ -163,4 +166,14 @@ func goroutineSamples(gs []elfinfo.Goroutine, threads map[int][]sessions.Frame) 
 		out = append(out, x)
 	}
 	return out
+}
+
+// hasSignalFrame says a frame of fs is a kernel signal frame.
+func hasSignalFrame(fs []elfinfo.Frame) bool {
+	for _, f := range fs {
+		if f.Signal {
+			return true
+		}
+	}
+	return false
 }

@@ -158,11 +158,20 @@ func goBusy(status string) bool {
 func TestGoroutineFramesEndAtGoexit(t *testing.T) {
 	spin := []sessions.Frame{{Function: "main.spin"}, {Function: "runtime.goexit"}}
 	vdso := []elfinfo.Frame{{PC: 0x7fff85e10450}, {PC: 0x1481a35cefc0}, {PC: 0x7fff85e10454}}
+	// arm64: the thread in the runtime's preemption, unwound to a wrong caller; the reader's
+	// own frames across the signal frame skip main.spin.
+	lost := []elfinfo.Frame{{PC: 0x8ae50}, {PC: 0xffffa474b7bc, Signal: true}, {PC: 0x8a094}}
+	lost[2].Function = "runtime.goexit"
 	gs := []elfinfo.Goroutine{
 		{ID: 7, Status: "running", TID: 323, Frames: vdso},
 		{ID: 8, Status: "running", TID: 324, Frames: vdso},
+		{ID: 9, Status: "running", TID: 325, Frames: lost},
 	}
-	out := goroutineSamples(gs, map[int][]sessions.Frame{323: {{Function: "runtime.sigtramp"}}, 324: spin})
+	out := goroutineSamples(gs, map[int][]sessions.Frame{323: {{Function: "runtime.sigtramp"}}, 324: spin,
+		325: {{Function: "runtime.sigtramp"}, {Function: "runtime.asyncPreempt"}, {Function: "main.crashHere"}}})
+	if len(out[2].Frames) != 0 || out[2].Note == "" {
+		t.Errorf("goroutine whose reader's frames cross a signal frame: %+v, want no frames and a note", out[2])
+	}
 	if len(out[0].Frames) != 0 || out[0].Note == "" {
 		t.Errorf("goroutine on a thread in the trampoline: %+v, want no frames and a note", out[0])
 	}

@@ -40,7 +40,11 @@ func OpenOn(t testing.TB, cols, rows int, bg color.Color) *Screen {
 	if err != nil {
 		t.Skipf("no pseudo-terminal available: %v", err)
 	}
-	t.Cleanup(func() { ptm.Close(); tty.Close() })
+	// The terminal's side is not closed: a program run in-process may leave its input
+	// reader (bubbletea's cancelreader, which Run waits for only 500 ms) still asking the
+	// *os.File for its descriptor, and Close would race with that. Closing the master ends
+	// every read of the terminal side (EIO); the descriptor goes with the test binary.
+	t.Cleanup(func() { ptm.Close() })
 	if err := pty.Setsize(ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		t.Fatal(err)
 	}
