@@ -350,16 +350,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 // demoRecording is the recorded demo (demo/session.jsonl).
 func demoRecording(t *testing.T) (sessions.Header, []sessions.Event) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "demo", "session.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, evs, err := sessions.ReadRecording(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, evs
+	return recordingAt(t, filepath.Join("..", "demo", "session.jsonl"))
 }
 
 // Item 4: columns take the width their content needs: the syscall names whole, the command
@@ -409,7 +400,13 @@ func TestNothingThatMattersIsCutOnPty(t *testing.T) {
 // recording reads one of demo/sessions/*.jsonl.
 func recording(t *testing.T, name string) (sessions.Header, []sessions.Event) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "demo", "sessions", name))
+	return recordingAt(t, filepath.Join("..", "demo", "sessions", name))
+}
+
+// recordingAt reads the recording at path.
+func recordingAt(t *testing.T, path string) (sessions.Header, []sessions.Event) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

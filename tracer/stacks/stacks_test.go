@@ -32,14 +32,7 @@ func TestStacksGo(t *testing.T) {
 	// could catch the main goroutine on its way there (moving, then stuck: "mixed").
 	readNr, _ := arch.SyscallNumber(arch.Host(), "read")
 	for _, pid := range []int{a.PID, b.PID} {
-		tracertest.WaitProc(t, fmt.Sprintf("a thread of %d in read", pid), func() bool {
-			for _, tid := range procfs.Tasks(pid) {
-				if procfs.ReadTaskSyscall(pid, tid).Nr == readNr {
-					return true
-				}
-			}
-			return false
-		})
+		tracertest.WaitInCall(t, pid, readNr)
 	}
 	var mu sync.Mutex
 	var order []string // "sample PID SEQ" and "goroutines PID SEQ", as emitted

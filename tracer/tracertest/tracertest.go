@@ -282,6 +282,20 @@ func WaitBlocked(t testing.TB, pid int) {
 	})
 }
 
+// WaitInCall waits until a thread of pid is blocked in system call nr: a program prints
+// "ready" before its threads reach their calls.
+func WaitInCall(t testing.TB, pid, nr int) {
+	t.Helper()
+	WaitProc(t, fmt.Sprintf("a thread of %d in syscall %d", pid, nr), func() bool {
+		for _, tid := range procfs.Tasks(pid) {
+			if procfs.ReadTaskSyscall(pid, tid).Nr == nr {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // LineReader collects a program's output lines.
 type LineReader chan string
 
