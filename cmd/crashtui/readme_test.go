@@ -52,6 +52,26 @@ func TestREADMEFirstScreen(t *testing.T) {
 	}
 }
 
+// TestREADMETimeLimits: the first screen gives make test's time limits as the Makefile sets
+// them (each stage's LIMIT_ and the whole run's TEST_BUDGET); cmd/testreport's
+// TestMakeTestRunsEveryStage shows a stage past its limit stopped and the next one run.
+func TestREADMETimeLimits(t *testing.T) {
+	_, first := readme(t)
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := regexp.MustCompile(`(?m)^(LIMIT_[\w-]+|TEST_BUDGET) \?= (\S+)$`).FindAllStringSubmatch(string(mk), -1)
+	if len(limits) < 6 {
+		t.Fatalf("the Makefile sets %d time limits, want a budget and one per stage: %v", len(limits), limits)
+	}
+	for _, l := range limits {
+		if want := "`" + l[1] + "=" + l[2] + "`"; !strings.Contains(first, want) {
+			t.Errorf("the README's first screen lacks %s (the Makefile's)", want)
+		}
+	}
+}
+
 // TestREADMEInstalls: every package that make demo or make test installs (the Makefile's
 // lists, the Slurm stage's, the QEMU harness's) is named on the README's first screen, and
 // make demo installs none of the tests' own (Open MPI, dlv).

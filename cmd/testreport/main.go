@@ -24,9 +24,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -46,6 +48,9 @@ func main() {
 	results := flag.String("results", "", "append the stage's result to `FILE` (JSON Lines), for -summary")
 	all := flag.Bool("all", false, "with -stage: show every line of the command, not only its progress lines")
 	quiet := flag.Duration("quiet", 90*time.Second, "with -stage: say the stage is still running after the console was silent this long (0: never)")
+	limit := flag.Duration("limit", 0, "with -stage: stop the stage (SIGQUIT, then SIGKILL after -grace) once it has run this long (0: no limit)")
+	deadline := flag.Int64("deadline", 0, "with -stage: stop the stage at this time too (Unix seconds: the end of make test's whole budget; 0: none)")
+	grace := flag.Duration("grace", time.Minute, "with -stage: how long a stopped stage has to end after SIGQUIT before SIGKILL")
 	sum := flag.String("summary", "", "print the results in `FILE` of the stages named after the flags, and the totals")
 	flag.Parse()
 	switch {
@@ -56,7 +61,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "testreport: -stage NAME needs -log FILE and a command")
 			os.Exit(2)
 		}
-		os.Exit(runStage(stageOptions{name: *stage, log: *logPath, results: *results, all: *all, quiet: *quiet}, flag.Args(), os.Stdout))
+		o := stageOptions{name: *stage, log: *logPath, results: *results, all: *all, quiet: *quiet, limit: *limit, grace: *grace}
+		if *deadline > 0 {
+			o.deadline = time.Unix(*deadline, 0)
+		}
+		os.Exit(runStage(o, flag.Args(), os.Stdout))
 	}
 	var log io.Writer = io.Discard
 	if *logPath != "" {
@@ -71,6 +80,10 @@ func main() {
 	if *bench {
 		os.Exit(benchReport(os.Stdin, os.Stdout, log))
 	}
+	// A stage stopped at its time limit gets SIGQUIT, this reader with it (it runs in the
+	// stage's process group): it reads on, so that what the test binaries print of their
+	// goroutines reaches the log and the console.
+	signal.Ignore(syscall.SIGQUIT)
 	os.Exit(report(os.Stdin, os.Stdout, log, *logPath, time.Minute))
 }
 

@@ -17,6 +17,11 @@ package main
 // lines around each FAIL and the end of the log, appends the result to the results file (JSON
 // Lines) and exits 1 if CMD failed.
 //
+// With -limit (and -deadline, the end of make test's whole time budget) a stage that runs too
+// long is stopped: its process group gets SIGQUIT (go test's binaries print every goroutine to
+// the log, then exit), after -grace SIGKILL, and the stage fails saying so. A hang then costs
+// a stage, never the whole run: CI gets its summary and the goroutines of what hung.
+//
 // -summary reads the results file and prints one line per stage NAME, in the order given (a
 // stage with no result did not run: its make target failed before it started), and the totals;
 // it exits 1 if any stage failed or did not run.
@@ -33,6 +38,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -62,6 +69,23 @@ type stageOptions struct {
 	name, log, results string
 	all                bool
 	quiet              time.Duration
+	// limit is the stage's own time limit (0: none); deadline is when make test's whole budget
+	// ends (zero: none). The stage gets whichever ends first; grace is how long it has to end
+	// after SIGQUIT before SIGKILL.
+	limit    time.Duration
+	deadline time.Time
+	grace    time.Duration
+}
+
+// timeLimit is how long the stage may run from now, and whether it is limited at all.
+func (o stageOptions) timeLimit(now time.Time) (time.Duration, bool) {
+	lim, limited := o.limit, o.limit > 0
+	if !o.deadline.IsZero() {
+		if rem := o.deadline.Sub(now); !limited || rem < lim {
+			lim, limited = rem, true
+		}
+	}
+	return lim, limited
 }
 
 // excerpt keeps what a failed stage shows of its log: each line that says FAIL or panic with
@@ -132,8 +156,18 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 	}
 	defer log.Close()
 	con.println(fmt.Sprintf("== %s (log: %s)", o.name, o.log))
+	limit, limited := o.timeLimit(start)
+	if limited && limit <= 0 {
+		why := "not run: make test's time budget was spent before it started"
+		con.println(fmt.Sprintf("FAIL %s: %s", o.name, why))
+		appendResult(o.results, stageResult{Stage: o.name, Closing: why, Log: o.log})
+		return 1
+	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// Its own process group, so that a stage past its limit is stopped whole (make, go test,
+	// the test binaries, QEMU).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		fmt.Fprintln(out, "testreport:", err)
@@ -174,6 +208,33 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 		}()
 	}
 
+	var stopped atomic.Bool
+	if limited {
+		go func() {
+			select {
+			case <-done:
+				return
+			case <-time.After(limit):
+			}
+			stopped.Store(true)
+			con.println(fmt.Sprintf("     %s: stopped at its time limit (%s): SIGQUIT to all it runs (go test's binaries print their goroutines to the log)", o.name, fmtDur(limit)))
+			pgid := cmd.Process.Pid
+			syscall.Kill(-pgid, syscall.SIGQUIT)
+			select {
+			case <-done:
+				return
+			case <-time.After(o.grace):
+			}
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			// A process that left the group may still hold the pipe: stop reading it.
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				pr.Close()
+			}
+		}()
+	}
+
 	var ex excerpt
 	var closing, lastProgress string
 	sc := bufio.NewScanner(pr)
@@ -201,7 +262,18 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 	err = cmd.Wait()
 	close(done)
 
-	r := stageResult{Stage: o.name, OK: err == nil, Seconds: time.Since(start).Seconds(), Closing: closing, Log: o.log}
+	r := stageResult{Stage: o.name, OK: err == nil && !stopped.Load(), Seconds: time.Since(start).Seconds(), Closing: closing, Log: o.log}
+	if stopped.Load() {
+		r.Closing = fmt.Sprintf("stopped at its time limit (%s)", fmtDur(limit))
+		if closing != "" {
+			r.Closing += "; " + closing
+		} else if lastProgress != "" {
+			r.Closing += "; its last line: " + lastProgress
+		}
+		if err == nil {
+			err = errors.New("stopped at its time limit")
+		}
+	}
 	if m := countsRE.FindStringSubmatch(closing); m != nil {
 		r.Counted = true
 		r.Passed, _ = strconv.Atoi(m[1])

@@ -153,10 +153,10 @@ func TestReportStillRunning(t *testing.T) {
 	}
 }
 
-// TestMakeTestRunsEveryStage runs the Makefile's own test target on three stand-in stages
-// (MAKEFILES adds them to every make, the stages' own included): one fails, the next still
-// runs and passes, one never starts (its target fails first); the summary names each and
-// make test exits non-zero.
+// TestMakeTestRunsEveryStage runs the Makefile's own test target on four stand-in stages
+// (MAKEFILES adds them to every make, the stages' own included): one fails, one never starts
+// (its target fails first), one hangs past its limit (LIMIT_stage) and is stopped, and the
+// last still runs and passes; the summary names each and make test exits non-zero.
 func TestMakeTestRunsEveryStage(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
@@ -174,12 +174,16 @@ stage-fake-pass:
 	@echo "progress: step two ok (2s)"; echo "fake-pass: 2 passed, 0 failed, 1 skipped"
 fake-never:
 	@echo "installing: nothing"; exit 1
+fake-hang: testreport
+	$(call stage,fake-hang)
+stage-fake-hang:
+	@echo "progress: hanging"; while :; do sleep 0.05; done
 `
 	if err := os.WriteFile(extra, []byte(mk), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	build := filepath.Join(dir, "build")
-	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "test", "STAGES=fake-fail fake-never fake-pass", "BUILD="+build)
+	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "test", "STAGES=fake-fail fake-never fake-hang fake-pass", "BUILD="+build, "LIMIT_fake-hang=100ms", "STAGE_GRACE=100ms")
 	cmd.Env = append(os.Environ(), "MAKEFILES="+extra, "MAKEFLAGS=")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
@@ -193,9 +197,56 @@ fake-never:
 		"== fake-pass", "     step two ok (2s)\n", "ok   fake-pass D: fake-pass: 2 passed, 0 failed, 1 skipped",
 		"== summary\n",
 		"FAIL fake-fail ", "FAIL fake-never ", "did not run: make fake-never failed before the stage started",
+		"FAIL fake-hang D: stopped at its time limit (0s); its last line: hanging",
 		"ok   fake-pass ",
-		"make test: FAIL (fake-fail, fake-never): 1 of 3 stages passed; tests 3 passed, 1 failed, 1 skipped; D in all")
+		"make test: FAIL (fake-fail, fake-never, fake-hang): 1 of 4 stages passed; tests 3 passed, 1 failed, 1 skipped; D in all")
 	if i, j := strings.Index(got, "== fake-fail"), strings.Index(got, "== fake-pass"); i < 0 || j < i {
 		t.Errorf("the stages did not run in order:\n%s", got)
 	}
+}
+
+// TestStageTimeLimit: a stage past its limit gets SIGQUIT in all it runs (its shell's trap
+// says so in the log) and fails saying it was stopped; one that ignores SIGQUIT is killed
+// after the grace; one whose make test budget is spent before it starts does not run. The
+// limits are short so that the stages reach them; nothing here asserts how long anything took.
+func TestStageTimeLimit(t *testing.T) {
+	dir := t.TempDir()
+	run := func(name, script string, o stageOptions) (int, string, string) {
+		t.Helper()
+		var con strings.Builder
+		o.name, o.log, o.results = name, filepath.Join(dir, name+".log"), filepath.Join(dir, "results")
+		code := runStage(o, []string{"sh", "-c", script}, &con)
+		log, _ := os.ReadFile(o.log)
+		return code, durations.ReplaceAllString(con.String(), "${1}D"), string(log)
+	}
+	code, con, log := run("hang", `echo "progress: booting"; trap 'echo "got QUIT"; exit 7' QUIT; while :; do sleep 0.05; done`,
+		stageOptions{limit: 100 * time.Millisecond, grace: time.Hour})
+	if code != 1 {
+		t.Errorf("a stage past its limit: exit %d, want 1", code)
+	}
+	contains(t, "a stopped stage's console", con, "     hang: stopped at its time limit (", "SIGQUIT to all it runs",
+		"FAIL hang D: stopped at its time limit (")
+	contains(t, "a stopped stage's log", log, "got QUIT")
+
+	code, con, _ = run("deaf", `trap '' QUIT; while :; do sleep 0.05; done`,
+		stageOptions{limit: 100 * time.Millisecond, grace: 100 * time.Millisecond})
+	if code != 1 {
+		t.Errorf("a stage that ignores SIGQUIT: exit %d, want 1", code)
+	}
+	contains(t, "a killed stage's console", con, "FAIL deaf D: stopped at its time limit (")
+
+	code, con, _ = run("late", `echo ran`, stageOptions{deadline: time.Now().Add(-time.Second), grace: time.Second})
+	if code != 1 {
+		t.Errorf("a stage after the budget's end: exit %d, want 1", code)
+	}
+	contains(t, "a stage after the budget's end", con, "FAIL late: not run: make test's time budget was spent")
+
+	// Within its limit and the budget a stage runs as ever.
+	code, con, _ = run("quick", `echo "quick: 1 passed, 0 failed"`, stageOptions{limit: time.Hour, deadline: time.Now().Add(time.Hour), grace: time.Second})
+	if code != 0 {
+		t.Errorf("a stage within its limit: exit %d\n%s", code, con)
+	}
+	var sum strings.Builder
+	summary(filepath.Join(dir, "results"), []string{"hang", "deaf", "late", "quick"}, &sum)
+	contains(t, "the summary", sum.String(), "FAIL hang ", "stopped at its time limit", "FAIL late ", "not run: make test's time budget", "ok   quick ")
 }
