@@ -115,6 +115,39 @@ func sigcontext(arch string, regs map[uint64]uint64, sp uint64, mem MemReader) (
 // on to sigtramp by a jump): the kernel's rt_sigframe is at their CFA.
 var goSigtramps = map[string]bool{"runtime.sigtramp": true, "runtime.cgoSigtramp": true}
 
+// goInjected are the functions the Go runtime's signal handler makes a thread call as if the
+// code the signal interrupted had called them at the pc it was interrupted at
+// (sigctxt.pushCall for asyncPreempt and debugCallV2, preparePanic for sigpanic): the frame
+// below them is that code at an exact pc, not at a return address (runtime's traceback:
+// "injectedCall"). A goroutine preempted at a function's first instruction is in that
+// function, not in the one before it.
+var goInjected = map[string]bool{"runtime.asyncPreempt": true, "runtime.sigpanic": true, "runtime.debugCallV2": true}
+
+// goInjectedSlot is, on the link-register arches, what the handler took off the stack pointer
+// before the injected call, beyond the call itself: a slot where it saved the interrupted
+// code's link register, which the call overwrote with the interrupted pc (runtime's
+// traceback: alignUp(sys.MinFrameSize, sys.StackAlign)). The interrupted code's stack
+// pointer is the injected function's CFA plus the slot, and its link register the slot's
+// first word. amd64 pushes the pc as a call does, and has no slot.
+var goInjectedSlot = map[string]uint64{"arm64": 16, "ppc64le": 32}
+
+// goInjectedCaller turns the registers a CFI step out of an injected call gave (regs, at its
+// CFA) into the interrupted code's: its stack pointer past the handler's slot and its link
+// register from it.
+func goInjectedCaller(arch string, regs map[uint64]uint64, ur unwindRegs, mem MemReader) bool {
+	slot := goInjectedSlot[arch]
+	if slot == 0 {
+		return true
+	}
+	cfa := regs[ur.sp]
+	lr, err := readWord(mem, cfa)
+	if err != nil {
+		return false
+	}
+	regs[ur.lr], regs[ur.sp] = lr, cfa+slot
+	return true
+}
+
 // sigreturnSyms are signal trampolines with no signal-frame CFI: the Go runtime's (a Go
 // program without cgo installs its handlers with its own restorer on amd64).
 var sigreturnSyms = map[string]bool{"runtime.sigreturn__sigaction": true, "runtime.sigreturn": true}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // sighandlerProgram is testdata/sighandler.c built -O2 without frame pointers: by the gcc
@@ -267,28 +268,7 @@ func TestSignalFrameGo(t *testing.T) {
 	exe := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
 	for _, tc := range []struct{ name, fn string }{{"read", "main.blockRead"}, {"spin", "main.spin"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(exe, "hang")
-			stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := cmd.Process.Pid
-			t.Cleanup(func() {
-				syscall.Kill(pid, syscall.SIGKILL)
-				stdin.Close()
-				cmd.Wait()
-			})
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-				t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
-			}
+			pid := startHang(t, exe)
 			runtime.LockOSThread() // every ptrace request must come from the thread that seized
 			defer runtime.UnlockOSThread()
 			mem := procMem(t, pid)
@@ -418,4 +398,205 @@ func checkInterrupted(t *testing.T, fs []Frame, fn string) []Frame {
 		t.Fatalf("the interrupted code's stack ends in %s", fs[len(fs)-1].Location)
 	}
 	return fs
+}
+
+// TestSignalFrameGoPreempt: a goroutine the runtime preempts asynchronously. Its SIGURG
+// handler makes the spinning thread return from the signal into runtime.asyncPreempt as if
+// main.spin had called it at the pc the signal hit (sigctxt.pushCall); on arm64 and ppc64le
+// it also moves the stack pointer past a slot holding the interrupted code's link register.
+// From every instruction of asyncPreempt's entry, up to its call of asyncPreempt2, the stack
+// is asyncPreempt, then main.spin at that very pc (not a return address), down to
+// runtime.goexit: no wrong caller read from a stack pointer 16 (arm64) or 32 (ppc64le) bytes
+// off. The thread is followed by this test's own ptrace (PTRACE_SYSCALL from the runtime's
+// SIGURG to the rt_sigreturn that enters asyncPreempt, then single steps).
+func TestSignalFrameGoPreempt(t *testing.T) {
+	exe := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
+	pid := startHang(t, exe)
+	runtime.LockOSThread() // every ptrace request must come from the thread that seized
+	defer runtime.UnlockOSThread()
+	mem := procMem(t, pid)
+	r := NewResolver()
+	defer r.Close()
+	locate := func(tid int) (uint64, *syscall.PtraceRegs, Location) {
+		var rg syscall.PtraceRegs
+		if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
+			t.Fatalf("registers of %d: %v", tid, err)
+		}
+		maps, err := ReadMaps(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, _, _, _ := startRegs(&rg)
+		return pc, &rg, r.Locate(pid, maps, pc)
+	}
+	for try := 0; ; try++ {
+		if try == 20 {
+			t.Fatalf("the spinner's thread entered runtime.asyncPreempt in none of %d tries", try)
+		}
+		tid := spinnerThread(t, r, pid, mem)
+		if !followIntoAsyncPreempt(t, tid, func() bool { _, _, l := locate(tid); return l.Function == "runtime.asyncPreempt" }) {
+			continue
+		}
+		// At its entry: the interrupted pc is the link register on arm64 and ppc64le, the
+		// word pushCall pushed on amd64.
+		_, rg, _ := locate(tid)
+		_, sp, _, resume := startRegs(rg)
+		if runtime.GOARCH == "amd64" {
+			var err error
+			if resume, err = readWord(mem, sp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		maps, err := ReadMaps(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.Locate(pid, maps, resume)
+		if want.Function != "main.spin" {
+			t.Fatalf("asyncPreempt entered to resume at %#x in %s, want main.spin", resume, want)
+		}
+		steps := 0
+		for ; ; steps++ {
+			pc, _, loc := locate(tid)
+			if loc.Function != "runtime.asyncPreempt" {
+				break // called asyncPreempt2
+			}
+			fs := unwindThread(t, r, pid, tid, mem)
+			if len(fs) < 3 || fs[0].PC != pc || fs[1].PC != resume || fs[1].Function != want.Function || fs[1].FuncOff != want.FuncOff || fs[len(fs)-1].Function != "runtime.goexit" {
+				t.Fatalf("asyncPreempt+%#x, %d steps in, resuming at %#x (%s): %s\nwant runtime.asyncPreempt, main.spin at that pc, ..., runtime.goexit",
+					loc.FuncOff, steps, resume, want, frameList(fs))
+			}
+			if steps == 500 {
+				t.Fatalf("still in runtime.asyncPreempt after %d single steps", steps)
+			}
+			for {
+				ptraceStep(t, tid, 0)
+				var ws syscall.WaitStatus
+				if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
+					t.Fatalf("single step %d of %d: %v %#x", steps, tid, err, ws)
+				}
+				if sig := ws.StopSignal(); sig != syscall.SIGTRAP {
+					// The runtime's next SIGURG: held back while stepping (a handler would
+					// run in the middle of asyncPreempt), sent again when the test is done,
+					// so the runtime, which sends no other until it was handled, preempts on.
+					t.Cleanup(func() { syscall.Tgkill(pid, tid, sig) })
+					continue
+				}
+				break
+			}
+		}
+		t.Logf("the stack was right at %d instructions of runtime.asyncPreempt, resuming main.spin at %#x", steps, resume)
+		if steps < 3 {
+			t.Fatalf("only %d instructions of asyncPreempt were checked", steps)
+		}
+		return
+	}
+}
+
+// startHang starts crashprog hang (a goroutine spinning in main.spin, main blocked in a read
+// of stdin) and returns its pid once it said ready; t.Cleanup kills and reaps it.
+func startHang(t *testing.T, exe string) int {
+	t.Helper()
+	cmd := exec.Command(exe, "hang")
+	stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		syscall.Kill(pid, syscall.SIGKILL)
+		stdin.Close()
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+		t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
+	}
+	return pid
+}
+
+// spinnerThread is a thread of crashprog hang found running main.spin (stopped a moment to
+// look, and let go), once its main goroutine sits in its read.
+func spinnerThread(t *testing.T, r *Resolver, pid int, mem MemReader) (tid int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		nrs := taskSyscalls(pid)
+		if countNr(nrs, syscall.SYS_READ) == 0 {
+			return false // the scheduler may yet run main on the spinner's thread
+		}
+		for id, nr := range nrs {
+			if nr == -1 && stopsIn(t, r, pid, id, mem, "main.spin") {
+				tid = id
+				return true
+			}
+		}
+		return false
+	}, "a thread of crashprog in main.spin")
+	return tid
+}
+
+// followIntoAsyncPreempt seizes thread tid and follows it through the runtime's next SIGURGs
+// (delivered, then PTRACE_SYSCALL to the rt_sigreturn out of the handler) until it returns
+// from one into asyncPreempt (in says where it is), and leaves it stopped there; t.Cleanup
+// detaches. It lets go and returns false when the thread gets no SIGURG for a while (the
+// scheduler moved the spinner to another thread) or a handler returns elsewhere too often.
+func followIntoAsyncPreempt(t *testing.T, tid int, in func() bool) bool {
+	t.Helper()
+	if err := ptraceSeize(tid); err != nil {
+		t.Fatalf("seize %d: %v", tid, err)
+	}
+	t.Cleanup(func() { syscall.PtraceDetach(tid) })
+	giveUp := func() bool {
+		syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0) // PTRACE_INTERRUPT
+		var ws syscall.WaitStatus
+		syscall.Wait4(tid, &ws, syscall.WALL, nil)
+		syscall.PtraceDetach(tid)
+		return false
+	}
+	// wait is the thread's next stop, or false after 20 s without one (a parked thread).
+	wait := func() (syscall.WaitStatus, bool) {
+		var ws syscall.WaitStatus
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if id, err := syscall.Wait4(tid, &ws, syscall.WALL|syscall.WNOHANG, nil); err != nil {
+				t.Fatalf("wait %d: %v", tid, err)
+			} else if id == tid {
+				return ws, true
+			}
+		}
+		return ws, false
+	}
+	resume := func(req int, sig syscall.Signal) {
+		if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, uintptr(req), uintptr(tid), 0, uintptr(sig), 0, 0); e != 0 {
+			t.Fatalf("ptrace %d on %d: %v", req, tid, e)
+		}
+	}
+	for handlers := 0; handlers < 50; {
+		ws, ok := wait()
+		if !ok {
+			return giveUp()
+		}
+		sig, event := ws.StopSignal(), int(ws)>>16 // PTRACE_EVENT_*: 0 for a signal's or a syscall's stop
+		switch {
+		case event != 0: // an event or group stop (PTRACE_EVENT_STOP): nothing to deliver
+			resume(syscall.PTRACE_CONT, 0)
+		case sig == syscall.SIGURG:
+			resume(syscall.PTRACE_SYSCALL, sig) // into the handler, stopping at its syscalls
+			handlers++
+		case sig == syscall.SIGTRAP: // a syscall stop
+			if in() {
+				return true
+			}
+			resume(syscall.PTRACE_SYSCALL, 0)
+		default:
+			resume(syscall.PTRACE_CONT, sig)
+		}
+	}
+	return giveUp()
 }

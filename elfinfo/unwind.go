@@ -318,7 +318,8 @@ func (r *Resolver) walk(pid int, maps []Mapping, pc uint64, regs map[uint64]uint
 	}
 	for len(frames) < max {
 		prevSP := regs[ur.sp]
-		if goSigtramps[strings.TrimSuffix(frames[len(frames)-1].Function, ".abi0")] {
+		callee := strings.TrimSuffix(frames[len(frames)-1].Function, ".abi0")
+		if goSigtramps[callee] {
 			// Go's signal handler entry: its CFA is where the kernel's rt_sigframe is, and its
 			// CFI does not say where it returns (goSigreturn).
 			if _, cfa, err := r.cfa(pid, maps, pc, !exact, regs); err == nil {
@@ -346,10 +347,19 @@ func (r *Resolver) walk(pid int, maps []Mapping, pc uint64, regs map[uint64]uint
 			ended = err == nil // CFI says there is no caller
 			break
 		}
+		injected := err == nil && goInjected[callee]
+		if injected && !goInjectedCaller(arch, regs, ur, mem) {
+			break
+		}
 		if regs[ur.sp] < prevSP || (regs[ur.sp] == prevSP && ra == pc) {
 			break // a corrupt stack going backwards
 		}
-		pc, exact = ra, false
+		pc, exact = ra, injected
+		if injected {
+			// The code the runtime's signal handler interrupted, at the pc it was at.
+			frames = append(frames, Frame{PC: pc, Location: r.Locate(pid, maps, pc)})
+			continue
+		}
 		if r.isSigreturn(pid, maps, arch, pc, mem) {
 			// A handler returns to the trampoline, which is not a call: what called it is the
 			// code the signal interrupted, whose registers the kernel saved in the rt_sigframe
@@ -403,9 +413,10 @@ func (r *Resolver) addTailCalls(pid int, maps []Mapping, frames []Frame) {
 }
 
 // exactPC says whether frame i's PC is where its code is (the innermost frame, a signal
-// trampoline, the code a signal interrupted) rather than a return address.
+// trampoline, the code a signal interrupted, the code Go's runtime made call an injected
+// function) rather than a return address.
 func exactPC(frames []Frame, i int) bool {
-	return i == 0 || frames[i].Signal || frames[i-1].Signal
+	return i == 0 || frames[i].Signal || frames[i-1].Signal || goInjected[strings.TrimSuffix(frames[i-1].Function, ".abi0")]
 }
 
 // moduleAt is the module and link-time address of a frame's pc (of the call before it, for

@@ -151,8 +151,9 @@ func goBusy(status string) bool {
 func TestGoroutineFramesEndAtGoexit(t *testing.T) {
 	spin := []sessions.Frame{{Function: "main.spin"}, {Function: "runtime.goexit"}}
 	vdso := []elfinfo.Frame{{PC: 0x7fff85e10450}, {PC: 0x1481a35cefc0}, {PC: 0x7fff85e10454}}
-	// arm64: the thread in the runtime's preemption, unwound to a wrong caller; the reader's
-	// own frames across the signal frame skip main.spin.
+	// arm64: the thread in the runtime's preemption, unwound to a wrong caller (as elfinfo did
+	// before it knew the slot an injected call leaves: TestSignalFrameGoPreempt); the
+	// reader's own frames across the signal frame skip main.spin.
 	lost := []elfinfo.Frame{{PC: 0x8ae50}, {PC: 0xffffa474b7bc, Signal: true}, {PC: 0x8a094}}
 	lost[2].Function = "runtime.goexit"
 	gs := []elfinfo.Goroutine{
