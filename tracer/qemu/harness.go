@@ -73,7 +73,7 @@ var PPC64LE = &Arch{
 	// TestYama also measures the matrix by syscall injection (sc) on a real ppc64le kernel;
 	// TestCrashGo groups crashes and follows a handled fault there.
 	// TestGlibcSigpending checkpoints glibc's own scv (or sc) calls, TestGuestCrashSuite is
-	// the C crash suite; TestSignalFrameC and TestSignalFrameGo (elfinfo) unwind through the
+	// the C crash suite; TestSignalFrameC and TestSignalFrameGo[Preempt] (elfinfo) unwind through the
 	// vDSO's signal trampoline.
 	CPUs: DefaultCPUs, Run: "PPC64LE|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite|SignalFrame",
 	Helpers:  []string{"./tracer/qemu/guest/scvprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
@@ -100,7 +100,7 @@ var ARM64 = &Arch{
 	QEMU: "qemu-system-aarch64", QEMUPkg: "qemu-system-arm",
 	// TestYama runs here because Debian's kernel has Yama and this machine's may not;
 	// TestCrashGo groups crashes and follows a handled fault on arm64; TestSignalFrameC and
-	// TestSignalFrameGo (elfinfo) unwind through the vDSO's signal trampoline.
+	// TestSignalFrameGo[Preempt] (elfinfo) unwind through the vDSO's signal trampoline and Go's asyncPreempt.
 	CPUs: []string{"max"}, Run: "ARM64|Yama|CrashGo|InjectionDeath|StacksGo|GlibcSigpending|GuestCrashSuite|SignalFrame",
 	Helpers:  []string{"./tracer/qemu/guest/svcprog", "./demo/access/peer", "./tracer/qemu/guest/crashprog"},
 	CC:       "aarch64-linux-gnu-gcc",
