@@ -54,6 +54,7 @@ type (
 	eventsMsg struct {
 		evs    []sessions.Event
 		closed bool
+		at     time.Time // when the batch was taken (the next waits eventFrame from it)
 	}
 	// tickMsg drives the replay player.
 	tickMsg struct {
@@ -71,13 +72,23 @@ type (
 // maxBatch bounds the events applied per message, so input stays responsive under a flood.
 const maxBatch = 1024
 
-// waitEvents blocks (in its own goroutine, as a tea.Cmd) for the next event, then drains
-// whatever else is already queued.
-func waitEvents(ch <-chan sessions.Event) tea.Cmd {
+// eventFrame is the least time between two batches of events: each batch is an Update and a
+// View under the State's lock, and a job's storm of events (a fork+exec loop: five each)
+// drawn one by one took the CPU the job and the tracer needed on a 2-CPU machine
+// (BenchmarkJobTime's tui mode). Thirty screens a second is what a person sees of it.
+const eventFrame = time.Second / 30
+
+// waitEvents blocks (in its own goroutine, as a tea.Cmd) for the next event, waits until
+// eventFrame has passed since the last batch (prev) came, then drains whatever else is
+// queued.
+func waitEvents(ch <-chan sessions.Event, prev time.Time) tea.Cmd {
 	return func() tea.Msg {
 		e, ok := <-ch
 		if !ok {
 			return eventsMsg{closed: true}
+		}
+		if wait := eventFrame - time.Since(prev); wait > 0 {
+			time.Sleep(wait)
 		}
 		evs := []sessions.Event{e}
 		for len(evs) < maxBatch {
@@ -88,10 +99,10 @@ func waitEvents(ch <-chan sessions.Event) tea.Cmd {
 				}
 				evs = append(evs, e)
 			default:
-				return eventsMsg{evs: evs}
+				return eventsMsg{evs: evs, at: time.Now()}
 			}
 		}
-		return eventsMsg{evs: evs}
+		return eventsMsg{evs: evs, at: time.Now()}
 	}
 }
 
@@ -274,7 +285,7 @@ func (m *Model) initWait() tea.Cmd {
 	case m.player != nil:
 		return m.tick(0)
 	case m.events != nil:
-		return waitEvents(m.events)
+		return waitEvents(m.events, time.Time{})
 	}
 	return nil
 }
@@ -379,7 +390,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, tour
 		}
-		return m, tea.Batch(waitEvents(m.events), tour)
+		return m, tea.Batch(waitEvents(m.events, msg.at), tour)
 	case sourceMsg:
 		if m.stk.sourceOf == msg.key {
 			m.stk.source = append([]string{}, msg.lines...) // never nil: nil asks for a read
