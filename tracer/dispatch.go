@@ -223,9 +223,10 @@ func (t *Tracer) onExec(tk *task) {
 		t.freshen(p)
 		return
 	}
-	// Its image is read once it runs again, off the path of its stop (freshen): the exec'ing
-	// thread does not wait for six /proc reads.
+	// Its image is read while it runs again, off the loop thread (execImage): the exec'ing
+	// thread does not wait for five /proc reads, nor do the job's other stops.
 	p.stale, p.inherited = true, false
+	p.reading = t.execImage(p.pid)
 	t.stale = append(t.stale, p)
 }
 

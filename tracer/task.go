@@ -100,8 +100,10 @@ type proc struct {
 	// inherited: the image fields are current without reading /proc: a forked child's copied
 	// from its parent, or read since the last exec.
 	inherited bool
-	// stale: it has exec'd and its image fields are read after it runs again (freshen).
-	stale bool
+	// stale: it has exec'd and its Exec is not told yet (freshen); reading is the read of its
+	// new image under way off the loop thread (execImage), nil once taken.
+	stale   bool
+	reading *imageRead
 	// preStat is its stat line as the attach's scan of /proc read it: readImage takes ppid
 	// and comm from it instead of reading them again.
 	preStat *procfs.Stat

@@ -65,7 +65,7 @@ type Tracer struct {
 	// filters caches each thread's seccomp filters, by how many it had (gate.go).
 	filters  map[int]threadFilters
 	released map[int]bool // processes let go of for another debugger (release.go)
-	stale    []*proc      // processes that exec'd, read when the loop is idle (freshen)
+	stale    []*proc      // processes that exec'd, told when their image is read (freshen)
 	// earlyGone are tasks gone before their creation event (goneBeforeCreation).
 	earlyGone map[int]bool
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
@@ -189,7 +189,7 @@ func (t *Tracer) loop(started chan struct{}) {
 		if t.drain() > 0 {
 			t.burst()
 		}
-		t.freshenAll()
+		t.freshenAll(false)
 		t.checkDone()
 		if t.closing && len(t.tasks) == 0 {
 			return
@@ -342,13 +342,70 @@ func (t *Tracer) dropProc(p *proc) {
 	delete(t.caves, p.pid)
 }
 
-// freshen reads a process's image after an exec and tells it: a Process event if it was not
-// announced yet, else an Exec event.
+// image is what /proc says of a process's program after an exec.
+type image struct {
+	exe, comm string
+	argv      []string
+	uid       int
+	rank      sessions.Rank
+}
+
+// imageRead is one read of a process's image off the loop thread: img is set when done is
+// closed.
+type imageRead struct {
+	done chan struct{}
+	img  image
+}
+
+// ready says the read is done.
+func (r *imageRead) ready() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// execImage starts reading pid's image after its exec, on a goroutine of its own. A process
+// fresh from an exec costs the kernel about a hundred microseconds for its first /proc files
+// (its /proc/PID entries are made on the first look), and /proc/PID/stat more than any:
+// read on the loop thread, as it was, they kept the job's next stops waiting (a fork+exec
+// loop under crashtui took twice the floor tracer's added time, BenchmarkJobTime), and they
+// need no stop. comm replaces stat (an exec changes the name, never the parent). The loop
+// takes the result when the process next stops (the read is then surely done: a stopped
+// process's /proc is there), or when idle once it is done; the reader kicks an idle loop.
+func (t *Tracer) execImage(pid int) *imageRead {
+	r := &imageRead{done: make(chan struct{})}
+	go func() {
+		r.img = image{comm: procfs.Comm(pid), exe: procfs.Exe(pid), argv: procfs.Argv(pid),
+			uid: procfs.UID(pid), rank: procfs.Rank(pid)}
+		close(r.done)
+		if t.idle.Load() {
+			t.kick()
+		}
+	}()
+	return r
+}
+
+// freshen tells a process's exec once its image is read (waiting for the read under way): a
+// Process event if it was not announced yet, else an Exec event.
 func (t *Tracer) freshen(p *proc) {
 	if !p.stale {
 		return
 	}
 	p.stale = false
+	if r := p.reading; r != nil {
+		p.reading = nil
+		<-r.done
+		if r.img.exe != "" || r.img.comm != "" { // else gone meanwhile: what it had stays
+			p.exe, p.comm, p.argv, p.uid = r.img.exe, r.img.comm, r.img.argv, r.img.uid
+			if r.img.rank != sessions.NoRank {
+				p.rank = r.img.rank
+			}
+		}
+		p.inherited = true
+	}
 	if !p.inherited {
 		p.readImage()
 		p.inherited = true
@@ -360,15 +417,21 @@ func (t *Tracer) freshen(p *proc) {
 	t.emit(sessions.Exec{PID: p.pid, Exe: p.exe, Comm: p.comm, Argv: p.argv, Rank: p.rank})
 }
 
-// freshenAll freshens every process that exec'd since the loop last went idle.
-func (t *Tracer) freshenAll() {
+// freshenAll freshens every process that exec'd since the loop last went idle: all of them
+// when wait is set (a request sees every image current), else those whose read is done.
+func (t *Tracer) freshenAll(wait bool) {
+	keep := t.stale[:0]
 	for _, p := range t.stale {
-		if t.procs[p.pid] == p {
+		switch {
+		case t.procs[p.pid] != p || !p.stale:
+		case !wait && p.reading != nil && !p.reading.ready():
+			keep = append(keep, p)
+		default:
 			t.freshen(p)
 		}
 	}
-	clear(t.stale)
-	t.stale = t.stale[:0]
+	clear(t.stale[len(keep):])
+	t.stale = keep
 }
 
 // goneBeforeCreation remembers a task reported gone before its parent's fork or clone event

@@ -203,7 +203,7 @@ func (t *Tracer) do(fn func() error) error {
 
 // serve runs a request on the loop thread, with every process's image current.
 func (t *Tracer) serve(r request) {
-	t.freshenAll()
+	t.freshenAll(true)
 	r.done <- r.fn()
 }
 
