@@ -176,7 +176,7 @@ func (t *Tracer) child(tk *task, cause int) {
 		return
 	}
 	// Otherwise it has not been reported at all: it waits at its first stop.
-	if cause == unix.PTRACE_EVENT_CLONE && procfs.IsThreadOf(tk.pid, child) {
+	if cause == unix.PTRACE_EVENT_CLONE && isThread(tk.pid, child) {
 		t.addTask(child, tk.pid) // a thread of tk's process
 		return
 	}
@@ -194,6 +194,16 @@ func (t *Tracer) child(tk *task, cause int) {
 		p.ppid = tk.pid
 	}
 	t.announce(p)
+}
+
+// isThread says whether child, new from a clone by a thread of process pid, is a thread of
+// it (CLONE_THREAD) rather than a process: it is one exactly when it is not its group's
+// leader.
+func isThread(pid, child int) bool {
+	if leader, known := procfs.IsLeader(child); known {
+		return !leader
+	}
+	return procfs.IsThreadOf(pid, child)
 }
 
 func (t *Tracer) onExec(tk *task) {

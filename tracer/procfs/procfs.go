@@ -323,6 +323,23 @@ func IsThreadOf(pid, tid int) bool {
 	return unix.Stat("/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid), &st) == nil
 }
 
+// IsLeader says whether task tid leads its thread group (is a process, not another's
+// thread), and whether that could be told, without /proc: pidfd_open without PIDFD_THREAD
+// opens only a leader (since 5.3; a thread is EINVAL, ENOENT since 6.9's pidfd_prepare, and
+// a task that is gone ESRCH). The first look at a new task's /proc entry costs the kernel
+// several microseconds (IsThreadOf: 7 µs inside a loop of thread creations), this about one.
+func IsLeader(tid int) (leader, known bool) {
+	fd, err := unix.PidfdOpen(tid, 0)
+	switch err {
+	case nil:
+		unix.Close(fd)
+		return true, true
+	case unix.EINVAL, unix.ENOENT:
+		return false, true
+	}
+	return false, false // ENOSYS (before 5.3), ESRCH, EMFILE: ask /proc
+}
+
 // RankVars are read in this order from a process's environment (README.md).
 var RankVars = []string{"CRASHTUI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}
 

@@ -163,3 +163,34 @@ func TestParseTaskSyscall(t *testing.T) {
 		}
 	}
 }
+
+// TestIsLeader: this process leads its group, each of its other threads (the Go runtime's)
+// does not, and each answer agrees with /proc (IsThreadOf); a task that is gone cannot be
+// told (the caller asks /proc).
+func TestIsLeader(t *testing.T) {
+	pid := os.Getpid()
+	if leader, known := IsLeader(pid); !leader || !known {
+		t.Errorf("IsLeader(%d), this process: %v %v, want a leader", pid, leader, known)
+	}
+	threads := 0
+	for _, tid := range Tasks(pid) {
+		if tid == pid {
+			continue
+		}
+		threads++
+		leader, known := IsLeader(tid)
+		if leader || !known || !IsThreadOf(pid, tid) {
+			t.Errorf("IsLeader(%d), a thread of %d: %v %v (IsThreadOf %v)", tid, pid, leader, known, IsThreadOf(pid, tid))
+		}
+	}
+	if threads == 0 {
+		t.Fatalf("no thread of %d but itself: %v", pid, Tasks(pid))
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, known := IsLeader(cmd.Process.Pid); known {
+		t.Errorf("IsLeader(%d), reaped: known", cmd.Process.Pid)
+	}
+}
