@@ -3,7 +3,6 @@
 package elfinfo
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -55,24 +54,7 @@ func buildGowait(t testing.TB, toolchain string, cgo, pie bool) string {
 // startGowait runs it and returns once it printed "ready"; t.Cleanup kills and reaps it.
 func startGowait(t testing.TB, exe string) int {
 	t.Helper()
-	cmd := exec.Command(exe)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("gowait printed %q (%v), want ready", line, err)
-	}
+	pid, _ := startReady(t, exec.Command(exe))
 	return pid
 }
 

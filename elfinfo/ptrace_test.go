@@ -99,6 +99,16 @@ func threadRegs(t *testing.T, pid int) map[int]syscall.PtraceRegs {
 // after "ready". t.Cleanup kills and reaps it.
 func startStopped(t *testing.T, cmd *exec.Cmd, ready func(pid int) bool) (int, []string) {
 	t.Helper()
+	pid, words := startReady(t, cmd)
+	waitFor(t, func() bool { return ready(pid) }, "threads of "+cmd.Path+" in place")
+	groupStop(t, pid)
+	return pid, words
+}
+
+// startReady starts cmd and returns its pid once its first line said "ready", and the words
+// after it; t.Cleanup kills and reaps it (closing a stdin pipe the caller made).
+func startReady(t testing.TB, cmd *exec.Cmd) (int, []string) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +127,6 @@ func startStopped(t *testing.T, cmd *exec.Cmd, ready func(pid int) bool) (int, [
 	if err != nil || len(words) == 0 || words[0] != "ready" {
 		t.Fatalf("%s printed %q (%v), want ready", cmd.Path, line, err)
 	}
-	waitFor(t, func() bool { return ready(pid) }, "threads of "+cmd.Path+" in place")
-	groupStop(t, pid)
 	return pid, words[1:]
 }
 

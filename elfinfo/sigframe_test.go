@@ -7,7 +7,6 @@ package elfinfo
 // returns to is the vDSO's and the kernel's rt_sigframe has each arch's own layout.
 
 import (
-	"bufio"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -244,6 +243,14 @@ func ptraceStep(t *testing.T, tid int, sig syscall.Signal) {
 // unwindThread unwinds a ptrace-stopped thread.
 func unwindThread(t *testing.T, r *Resolver, pid, tid int, mem MemReader) []Frame {
 	t.Helper()
+	rg, maps := stoppedAt(t, pid, tid)
+	pc, sp, fp, lr := startRegs(rg)
+	return r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
+}
+
+// stoppedAt is a ptrace-stopped thread's registers, and its process's mappings now.
+func stoppedAt(t *testing.T, pid, tid int) (*syscall.PtraceRegs, []Mapping) {
+	t.Helper()
 	var rg syscall.PtraceRegs
 	if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
 		t.Fatalf("registers of %d: %v", tid, err)
@@ -252,8 +259,7 @@ func unwindThread(t *testing.T, r *Resolver, pid, tid int, mem MemReader) []Fram
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, sp, fp, lr := startRegs(&rg)
-	return r.Unwind(pid, maps, pc, sp, fp, lr, runtime.GOARCH, mem, 64)
+	return &rg, maps
 }
 
 // TestSignalFrameGo: the Go runtime's own signal handler path (sigtramp, entered from the
@@ -326,15 +332,8 @@ func TestSignalFrameGo(t *testing.T) {
 
 			// Into the handler, to its call of sigtrampgo: sigtramp is a caller now.
 			for n := 0; ; n++ {
-				var rg syscall.PtraceRegs
-				if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
-					t.Fatal(err)
-				}
-				maps, err := ReadMaps(pid)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pc, _, _, _ := startRegs(&rg)
+				rg, maps := stoppedAt(t, pid, tid)
+				pc, _, _, _ := startRegs(rg)
 				if r.Locate(pid, maps, pc).Function == "runtime.sigtrampgo" {
 					break
 				}
@@ -418,16 +417,9 @@ func TestSignalFrameGoPreempt(t *testing.T) {
 	r := NewResolver()
 	defer r.Close()
 	locate := func(tid int) (uint64, *syscall.PtraceRegs, Location) {
-		var rg syscall.PtraceRegs
-		if err := syscall.PtraceGetRegs(tid, &rg); err != nil {
-			t.Fatalf("registers of %d: %v", tid, err)
-		}
-		maps, err := ReadMaps(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pc, _, _, _ := startRegs(&rg)
-		return pc, &rg, r.Locate(pid, maps, pc)
+		rg, maps := stoppedAt(t, pid, tid)
+		pc, _, _, _ := startRegs(rg)
+		return pc, rg, r.Locate(pid, maps, pc)
 	}
 	for try := 0; ; try++ {
 		if try == 20 {
@@ -498,27 +490,10 @@ func TestSignalFrameGoPreempt(t *testing.T) {
 func startHang(t *testing.T, exe string) int {
 	t.Helper()
 	cmd := exec.Command(exe, "hang")
-	stdin, err := cmd.StdinPipe() // open until the end: crashprog exits at EOF
-	if err != nil {
+	if _, err := cmd.StdinPipe(); err != nil { // open until the end: crashprog exits at EOF
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		stdin.Close()
-		cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("crashprog printed %q (%v), want ready PID", line, err)
-	}
+	pid, _ := startReady(t, cmd)
 	return pid
 }
 
