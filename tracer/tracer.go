@@ -106,6 +106,9 @@ func New(opts Options) *Tracer {
 	// The loop must not run on the process's main thread: a goroutine locked to it that
 	// ends does not end the thread (the runtime parks it), and detaching relies on the loop's
 	// thread ending (detachAll). Holding the main thread while the loop starts keeps it off.
+	if t.blocking {
+		go t.watchWaits()
+	}
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {

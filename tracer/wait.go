@@ -300,17 +300,23 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		default:
 		}
 	}
-	timer := time.AfterFunc(d, func() {
-		// Past the deadline: kick until this wait is over (a kick just before waitid is lost).
-		for t.waiting.Load() == gen {
-			t.kick()
-			time.Sleep(time.Millisecond)
-		}
-	})
+	// The loop's own idle wait is ended by watchWaits; a shorter one (a holder's) by a timer
+	// of its own: a timer set and stopped at every wait of the loop, after every burst of a
+	// fork+exec storm, was a netpoller wake apiece.
+	stop := func() bool { return false }
+	if d < pollInterval {
+		stop = time.AfterFunc(d, func() {
+			// Past the deadline: kick until this wait is over (a kick just before waitid is lost).
+			for t.waiting.Load() == gen {
+				t.kick()
+				time.Sleep(time.Millisecond)
+			}
+		}).Stop
+	}
 	s, e := peek(0, false)
 	t.waiting.Store(0)
 	t.idle.Store(false)
-	timer.Stop()
+	stop()
 	switch {
 	case e == 0 && s.pid > 0:
 		t.dispatch(s)
@@ -320,6 +326,28 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return false
+}
+
+// watchWaits kicks the loop out of a blocking wait that has lasted from one of its looks to
+// the next, pollInterval/2 apart: the loop's idle wait so lasts at most pollInterval (and the
+// watcher's Tick comes), and a kick lost just before waitid is repeated. It ends with the
+// loop.
+func (t *Tracer) watchWaits() {
+	tick := time.NewTicker(pollInterval / 2)
+	defer tick.Stop()
+	var last uint64
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		if g := t.waiting.Load(); g != 0 && g == last {
+			t.kick()
+		} else {
+			last = g
+		}
+	}
 }
 
 // waitUntil handles wait statuses until cond holds or timeout passes, and says whether cond
