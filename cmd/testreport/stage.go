@@ -75,6 +75,8 @@ type stageOptions struct {
 	limit    time.Duration
 	deadline time.Time
 	grace    time.Duration
+	// expire, when not nil, ends the limit early (tests: a stage stopped once it is in place).
+	expire <-chan struct{}
 }
 
 // timeLimit is how long the stage may run from now, and whether it is limited at all.
@@ -215,6 +217,7 @@ func runStage(o stageOptions, argv []string, out io.Writer) int {
 			case <-done:
 				return
 			case <-time.After(limit):
+			case <-o.expire:
 			}
 			stopped.Store(true)
 			con.println(fmt.Sprintf("     %s: stopped at its time limit (%s): SIGQUIT to all it runs (go test's binaries print their goroutines to the log)", o.name, fmtDur(limit)))

@@ -4,6 +4,7 @@
 package tuitest
 
 import (
+	"fmt"
 	"image/color"
 	"io"
 	"os"
@@ -120,21 +121,29 @@ var KeyTimeout = 10 * time.Second
 // or fails the test after timeout.
 func (s *Screen) WaitFor(t testing.TB, timeout time.Duration, want ...string) string {
 	t.Helper()
+	return s.WaitUntil(t, timeout, func(txt string) string {
+		for _, w := range want {
+			if !strings.Contains(txt, w) {
+				return fmt.Sprintf("%q", w)
+			}
+		}
+		return ""
+	})
+}
+
+// WaitUntil polls the screen until missing says nothing is missing from it (""), or fails the
+// test after timeout with what missing said last.
+func (s *Screen) WaitUntil(t testing.TB, timeout time.Duration, missing func(txt string) string) string {
+	t.Helper()
 	deadline := patience.New(timeout) // in quiet-machine time: it stretches under load
 	for {
 		txt := s.Text()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(txt, w) {
-				missing = w
-				break
-			}
-		}
-		if missing == "" {
+		m := missing(txt)
+		if m == "" {
 			return txt
 		}
 		if deadline.Passed() {
-			t.Fatalf("the screen never showed %q:\n%s", missing, txt)
+			t.Fatalf("the screen never showed %s:\n%s", m, txt)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
