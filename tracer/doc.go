@@ -77,12 +77,17 @@
 // come in bursts; the polls and the resumes do not wait for a tracee, so they are raw
 // syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
 // wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
-// waitid returns EINTR; a lost kick is repeated every millisecond. Work a stop does not need
-// is done after the tracee runs again: an exec is read from /proc when the loop is next idle
-// (freshen), a new thread is recognised by one stat of /proc/PID/task/TID, and a fork copies
-// what its child inherits. An attach reads /proc on every CPU at once (procfs.InParallel).
-// BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench) measure each cost against a
-// C floor tracer in the same run.
+// waitid returns EINTR; a request's lost kick is repeated every millisecond, and the idle
+// wait is ended every 100 ms at most by one watching goroutine (watchWaits), never by a timer
+// per wait. Work a stop does not need is done after the tracee runs again, and off the loop
+// thread where it can: an exec'd process's image is read from /proc by a goroutine of its
+// own while it runs, and told at its next stop or once read (execImage: a fresh process's
+// first /proc files are the kernel's dearest), a new thread is told from a new process by
+// pidfd_open, which opens only a group's leader (no /proc entry made for it), and a fork
+// copies what its child inherits. An attach reads /proc on every CPU at once
+// (procfs.InParallel). BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench)
+// measure each cost against a C floor tracer in the same run, BenchmarkJobTime what the
+// job's own clock sees.
 //
 // # What a SIGKILL of crashtui leaves behind
 //
