@@ -129,6 +129,14 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 				v.Rank = r.rank()
 			case "held_us":
 				v.HeldUS = r.int()
+			case "stopped":
+				v.Stopped = r.int()
+			case "unstopped":
+				v.Unstopped = r.int()
+			case "exe":
+				v.Exe = r.str()
+			case "ppid":
+				v.PPID = r.int()
 			case "threads":
 				v.Threads = v.Threads[:0]
 				if null := r.array(func() {
@@ -280,7 +288,7 @@ func (r *jreader) fields(field func(key string) bool, fold bool) {
 var knownKeys = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range strings.Fields(`pid ppid rank exe comm argv uid threads stopped tid exited code signal
-		core_dumped detached seq held_us state held syscall cpu frames note pc module offset function file line
+		core_dumped detached seq held_us unstopped state held syscall cpu run_ns frames note pc module offset function file line
 		func_off inlined addr user_sent key group representative abort_message handler_tries unrepaired stack core
 		no_core regs disasm bytes text fault`) {
 		m[k] = true
@@ -556,10 +564,14 @@ func (r *jreader) threadSample(key string, t *ThreadSample) bool {
 		t.State = r.str()
 	case "held":
 		t.Held = r.bool()
+	case "unstopped":
+		t.Unstopped = r.bool()
 	case "syscall":
 		t.Syscall = r.str()
 	case "cpu":
 		t.CPU = r.uint64()
+	case "run_ns":
+		t.RunNS = r.uint64()
 	case "frames":
 		t.Frames = r.frames()
 	case "note":
