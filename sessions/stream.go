@@ -26,6 +26,10 @@ type lineBatch struct {
 	lines   [][]byte
 	numbers []int
 	long    []bool
+	// buf holds the lines' bytes (but a line that did not fit, copied alone): one buffer a
+	// batch, reused once the batch is decoded, not an allocation a line (the lines are a
+	// tree's whole input).
+	buf     []byte
 	events  []Event
 	errs    []error
 	headers []*Header // a recording's header line
@@ -42,11 +46,22 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 	stop := make(chan struct{})
 	var readErr error
 	var readLine int
+	// free are decoded batches' buffers: as many as there can be batches on their way.
+	free := make(chan []byte, 3*workers+2)
+	newBatch := func() *lineBatch {
+		b := &lineBatch{done: make(chan struct{})}
+		select {
+		case b.buf = <-free:
+		default:
+			b.buf = make([]byte, 0, batchBytes)
+		}
+		return b
+	}
 	go func() {
 		defer close(work)
 		defer close(order)
 		sc := NewLineScanner(r, MaxLine)
-		b := &lineBatch{done: make(chan struct{})}
+		b := newBatch()
 		size := 0
 		send := func() bool {
 			select {
@@ -59,7 +74,7 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			case <-stop:
 				return false
 			}
-			b, size = &lineBatch{done: make(chan struct{})}, 0
+			b, size = newBatch(), 0
 			return true
 		}
 		for sc.Scan() {
@@ -67,7 +82,12 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			if !sc.TooLong() && len(line) == 0 {
 				continue
 			}
-			b.lines = append(b.lines, append([]byte(nil), line...))
+			if n := len(b.buf); n+len(line) <= cap(b.buf) {
+				b.buf = append(b.buf, line...)
+				b.lines = append(b.lines, b.buf[n:len(b.buf):len(b.buf)])
+			} else {
+				b.lines = append(b.lines, append([]byte(nil), line...))
+			}
 			b.numbers = append(b.numbers, sc.Line())
 			b.long = append(b.long, sc.TooLong())
 			size += len(line)
@@ -85,6 +105,11 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			d := newLineDecoder()
 			for b := range work {
 				b.decode(d)
+				select {
+				case free <- b.buf[:0]: // nothing decoded refers to it
+				default:
+				}
+				b.buf = nil
 				close(b.done)
 			}
 		}()
