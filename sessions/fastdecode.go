@@ -11,16 +11,20 @@ import (
 // lineDecoder decodes event lines. The kinds an agent sends per task (process, task, exit,
 // sample, crash) are read in one pass without reflection (fastDecode), with the strings they
 // repeat (modules, functions, files) and the stacks they repeat (every rank waiting in the
-// same place sends the same frames) decoded once; anything it does not expect (an escape in
-// a string, a null, a number where a string goes, a key in another case) goes to
-// encoding/json instead, so both read every line the same way (FuzzFastDecode). A view at the
-// root of a tree reads millions of these; encoding/json alone made it several times slower.
+// same place sends the same frames) decoded once, and those frames shared by the events that
+// repeat them (a decoded event's Frames, Stack and Disasm are read-only); anything it does
+// not expect (an escape in a string, a null, a number where a string goes, a key in another
+// case) goes to encoding/json instead, so both read every line the same way
+// (FuzzFastDecode). A view at the root of a tree reads millions of these; encoding/json
+// alone made it several times slower.
 //
 // A lineDecoder belongs to one goroutine (one stream).
 type lineDecoder struct {
 	strs   map[string]string
 	frames map[string][]Frame
 	insns  map[string][]Insn
+	// nregs is how many registers the last crash had: the next one's map is made that big.
+	nregs int
 }
 
 func newLineDecoder() *lineDecoder {
@@ -74,12 +78,12 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 	switch k {
 	case KindProcess:
 		v := Process{Rank: NoRank}
-		r.object(func(key string) bool { return r.process(key, &v) })
+		r.object(func(key []byte) bool { return r.process(key, &v) })
 		body = v
 	case KindTask:
 		var v Task
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "pid":
 				v.PID = r.int()
 			case "tid":
@@ -94,8 +98,8 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindExit:
 		var v Exit
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "pid":
 				v.PID = r.int()
 			case "code":
@@ -119,8 +123,8 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindSample:
 		v := Sample{Rank: NoRank}
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "seq":
 				v.Seq = r.int()
 			case "pid":
@@ -141,7 +145,7 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 				v.Threads = v.Threads[:0]
 				if null := r.array(func() {
 					var t ThreadSample
-					r.object(func(key string) bool { return r.threadSample(key, &t) })
+					r.object(func(key []byte) bool { return r.threadSample(key, &t) })
 					v.Threads = append(v.Threads, t)
 				}); null {
 					v.Threads = nil
@@ -156,7 +160,7 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindCrash:
 		v := Crash{Rank: NoRank}
-		r.object(func(key string) bool { return r.crash(key, &v) })
+		r.object(func(key []byte) bool { return r.crash(key, &v) })
 		body = v
 	default:
 		return nil, false
@@ -196,12 +200,12 @@ func (r *jreader) space() {
 // false for a key it does not know (the value is then skipped, as encoding/json skips
 // unknown keys, unless it differs from a known one only in case: encoding/json would
 // match it, so the fast reader gives up).
-func (r *jreader) object(field func(key string) bool) {
+func (r *jreader) object(field func(key []byte) bool) {
 	if env := r.env; env != nil {
 		r.env = nil // only the top level's
 		body := field
-		field = func(key string) bool {
-			switch key {
+		field = func(key []byte) bool {
+			switch string(key) {
 			case "event":
 				env.Event = Kind(r.str())
 			case "time":
@@ -214,7 +218,7 @@ func (r *jreader) object(field func(key string) bool) {
 					env.Host = r.str()
 				}
 			default:
-				if strings.EqualFold(key, "event") || strings.EqualFold(key, "time") || strings.EqualFold(key, "host") {
+				if foldsEnvelope(key) {
 					r.fail() // encoding/json would take it for the envelope's
 					return true
 				}
@@ -228,7 +232,7 @@ func (r *jreader) object(field func(key string) bool) {
 
 // fields is object; fold says whether an unknown key is checked against the known ones (not
 // when skipping a value whole).
-func (r *jreader) fields(field func(key string) bool, fold bool) {
+func (r *jreader) fields(field func(key []byte) bool, fold bool) {
 	if !r.ok {
 		return
 	}
@@ -257,9 +261,8 @@ func (r *jreader) fields(field func(key string) bool, fold bool) {
 		}
 		r.i++
 		r.space()
-		if !field(string(key)) {
-			if fold && !strings.EqualFold(string(key), "event") && !strings.EqualFold(string(key), "time") &&
-				!strings.EqualFold(string(key), "host") && foldsKnown(string(key)) {
+		if !field(key) {
+			if fold && !foldsEnvelope(key) && foldsKnown(string(key)) {
 				r.fail()
 				return
 			}
@@ -295,6 +298,11 @@ var knownKeys = func() map[string]bool {
 	}
 	return m
 }()
+
+// foldsEnvelope says whether key is one of the envelope's keys but for case.
+func foldsEnvelope(key []byte) bool {
+	return bytes.EqualFold(key, []byte("event")) || bytes.EqualFold(key, []byte("time")) || bytes.EqualFold(key, []byte("host"))
+}
 
 func foldsKnown(key string) bool {
 	if knownKeys[key] {
@@ -388,14 +396,7 @@ func (r *jreader) str() string {
 		r.fail()
 		return ""
 	}
-	if v, ok := r.d.strs[string(s)]; ok {
-		return v
-	}
-	v := string(s)
-	if len(r.d.strs) < maxCachedStrings && len(v) <= 256 {
-		r.d.strs[v] = v
-	}
-	return v
+	return r.d.intern(s)
 }
 
 func (r *jreader) number() []byte {
@@ -492,7 +493,7 @@ func (r *jreader) skip() {
 	}
 	switch c := r.b[r.i]; {
 	case c == '{':
-		r.fields(func(string) bool { return false }, false)
+		r.fields(func([]byte) bool { return false }, false)
 	case c == '[':
 		r.array(r.skip)
 	case c == '"':
@@ -525,8 +526,8 @@ func (r *jreader) quickSpan() []byte {
 	return r.b[start:end]
 }
 
-func (r *jreader) process(key string, v *Process) bool {
-	switch key {
+func (r *jreader) process(key []byte, v *Process) bool {
+	switch string(key) {
 	case "pid":
 		v.PID = r.int()
 	case "ppid":
@@ -556,8 +557,8 @@ func (r *jreader) process(key string, v *Process) bool {
 	return true
 }
 
-func (r *jreader) threadSample(key string, t *ThreadSample) bool {
-	switch key {
+func (r *jreader) threadSample(key []byte, t *ThreadSample) bool {
+	switch string(key) {
 	case "tid":
 		t.TID = r.int()
 	case "state":
@@ -593,7 +594,7 @@ func (r *jreader) frames() []Frame {
 		return nil
 	}
 	if f, ok := r.d.frames[string(raw)]; ok {
-		return slices.Clone(f) // these very bytes were read (and checked) before
+		return f // these very bytes were read (and checked) before: the same frames, shared
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Frame
@@ -602,7 +603,7 @@ func (r *jreader) frames() []Frame {
 		out = []Frame{}
 		sub.array(func() {
 			var f Frame
-			sub.object(func(key string) bool { return sub.frame(key, &f) })
+			sub.object(func(key []byte) bool { return sub.frame(key, &f) })
 			out = append(out, f)
 		})
 	}
@@ -610,15 +611,15 @@ func (r *jreader) frames() []Frame {
 		r.fail()
 		return nil
 	}
+	out = slices.Clip(out) // an append to a shared stack makes a copy
 	if len(r.d.frames) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
 		r.d.frames[string(raw)] = out
-		return slices.Clone(out)
 	}
 	return out
 }
 
-func (r *jreader) frame(key string, f *Frame) bool {
-	switch key {
+func (r *jreader) frame(key []byte, f *Frame) bool {
+	switch string(key) {
 	case "pc":
 		f.PC = r.hex()
 	case "module":
@@ -641,8 +642,8 @@ func (r *jreader) frame(key string, f *Frame) bool {
 	return true
 }
 
-func (r *jreader) crash(key string, v *Crash) bool {
-	switch key {
+func (r *jreader) crash(key []byte, v *Crash) bool {
+	switch string(key) {
 	case "pid":
 		v.PID = r.int()
 	case "tid":
@@ -700,12 +701,13 @@ func (r *jreader) crash(key string, v *Crash) bool {
 			break
 		}
 		if v.Regs == nil {
-			v.Regs = map[string]Hex{}
+			v.Regs = make(map[string]Hex, r.d.nregs)
 		}
-		r.object(func(name string) bool {
+		r.object(func(name []byte) bool {
 			v.Regs[r.d.intern(name)] = r.hex()
 			return true
 		})
+		r.d.nregs = len(v.Regs)
 	case "disasm":
 		v.Disasm = r.disasm()
 	default:
@@ -714,14 +716,17 @@ func (r *jreader) crash(key string, v *Crash) bool {
 	return true
 }
 
-func (d *lineDecoder) intern(s string) string {
-	if v, ok := d.strs[s]; ok {
+// intern is b as a string, the same one for the same bytes (the keys, paths and names a
+// stream repeats): no allocation for one seen before.
+func (d *lineDecoder) intern(b []byte) string {
+	if v, ok := d.strs[string(b)]; ok {
 		return v
 	}
-	if len(d.strs) < maxCachedStrings {
-		d.strs[s] = s
+	v := string(b)
+	if len(d.strs) < maxCachedStrings && len(v) <= 256 {
+		d.strs[v] = v
 	}
-	return s
+	return v
 }
 
 // disasm reads a disasm array, one seen before by its bytes as a copy of its decode.
@@ -735,7 +740,7 @@ func (r *jreader) disasm() []Insn {
 		return nil
 	}
 	if in, ok := r.d.insns[string(raw)]; ok {
-		return slices.Clone(in) // these very bytes were read (and checked) before
+		return in // these very bytes were read (and checked) before: shared
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Insn
@@ -744,8 +749,8 @@ func (r *jreader) disasm() []Insn {
 		out = []Insn{}
 		sub.array(func() {
 			var in Insn
-			sub.object(func(key string) bool {
-				switch key {
+			sub.object(func(key []byte) bool {
+				switch string(key) {
 				case "pc":
 					in.PC = sub.hex()
 				case "bytes":
@@ -766,9 +771,9 @@ func (r *jreader) disasm() []Insn {
 		r.fail()
 		return nil
 	}
+	out = slices.Clip(out)
 	if len(r.d.insns) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
 		r.d.insns[string(raw)] = out
-		return slices.Clone(out)
 	}
 	return out
 }
