@@ -269,7 +269,11 @@ func (s *State) Apply(e Event) {
 		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
 	}
 	if len(s.Log) > MaxLog {
-		s.Log = append(s.Log[:0:0], s.Log[len(s.Log)-MaxLog/2:]...)
+		// A new array (the TUI may hold rows of the old one), with room for the next
+		// MaxLog/2 events: appends do not grow it again.
+		l := make([]LogEntry, MaxLog/2, MaxLog+1)
+		copy(l, s.Log[len(s.Log)-MaxLog/2:])
+		s.Log = l
 	}
 	h := e.Host
 	switch b := e.Body.(type) {
