@@ -36,6 +36,7 @@ const MaxListedPIDs = 256
 type threadTrack struct {
 	host   string
 	pid    int
+	proc   int32 // its process's index in the store (one per host and pid)
 	rank   Rank
 	tid    int
 	keys   []uint32 // path key per sample, oldest first (pathInfo.key)
@@ -96,11 +97,12 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedCl
 	w := st.window(o)
 	out.Samples = w.n
 	m := newMerger(st, o)
+	m.hostIDs()
 	refs := m.refs(w)
 	all, cur := m.threadTracks(refs, w)
-	alive := map[pkey]bool{}
+	alive := make([]bool, len(st.procs)) // by the process's index in the store
 	for _, tr := range cur {
-		alive[pkey{tr.host, tr.pid}] = true
+		alive[tr.proc] = true
 	}
 	gall, gcur, unread, goProcs := m.goroutineTracks(refs, alive)
 	launchers := m.launchers(refs)
@@ -109,11 +111,13 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedCl
 
 	mt := m.mergeTracks(cur, all, w.qs, 1)
 	out.Classes = mt.classes
-	procs := map[pkey]bool{}
+	counted := make([]bool, len(st.procs))
 	for _, tr := range cur {
-		procs[pkey{tr.host, tr.pid}] = true
+		if !counted[tr.proc] {
+			counted[tr.proc] = true
+			out.Processes++
+		}
 	}
-	out.Processes = len(procs)
 	if tree {
 		out.Tree = mt.tree(m)
 		out.Ranks = rankStates(cur, mt.classOf)
@@ -192,16 +196,25 @@ func (st *sampleStore) window(o StackOptions) storeWindow {
 
 // merger holds what one merge derives from the store's stacks.
 type merger struct {
-	st   *sampleStore
-	o    StackOptions
-	info map[uint32]*pathInfo
-	ids  map[string]uint32 // interned path keys
-	pair map[[2]uint32]uint32
-	code map[[2]uint32]uint8 // (stack, exe) -> ownCode | goRuntimeOnly<<1
+	st *sampleStore
+	o  StackOptions
+	// hostID numbers each process's host (by its index in the store), for keys without
+	// strings.
+	hostID []int32
+	slab   trackSlab
+	info   []*pathInfo       // by stack id
+	ids    map[string]uint32 // interned path keys
+	pair   map[[2]uint32]uint32
+	code   map[[2]uint32]uint8 // (stack, exe) -> ownCode | goRuntimeOnly<<1
+	// lastCode is the last code looked up (the same stack in the same executable comes in
+	// runs), valid when hasLast.
+	lastKey  [2]uint32
+	lastCode uint8
+	hasLast  bool
 }
 
 func newMerger(st *sampleStore, o StackOptions) *merger {
-	return &merger{st: st, o: o, info: map[uint32]*pathInfo{}, ids: map[string]uint32{},
+	return &merger{st: st, o: o, info: make([]*pathInfo, len(st.tab.stacks)), ids: map[string]uint32{},
 		pair: map[[2]uint32]uint32{}, code: map[[2]uint32]uint8{}}
 }
 
@@ -246,6 +259,9 @@ func (m *merger) waitKey(wait, key uint32) uint32 {
 // codeOf is ownCode and goRuntimeOnly of a stack in executable exe, once per merge.
 func (m *merger) codeOf(stack, exe uint32) (own, goRuntime bool) {
 	k := [2]uint32{stack, exe}
+	if m.hasLast && m.lastKey == k {
+		return m.lastCode&1 != 0, m.lastCode&2 != 0
+	}
 	c, ok := m.code[k]
 	if !ok {
 		frames := m.st.tab.stacks[stack]
@@ -257,6 +273,7 @@ func (m *merger) codeOf(stack, exe uint32) (own, goRuntime bool) {
 		}
 		m.code[k] = c
 	}
+	m.lastKey, m.lastCode, m.hasLast = k, c, true
 	return c&1 != 0, c&2 != 0
 }
 
@@ -270,7 +287,11 @@ type sampleRef struct {
 // refs are the samples in the window in the order they were added (MergeStacks: by seq, then
 // as given).
 func (m *merger) refs(w storeWindow) []sampleRef {
-	var refs []sampleRef
+	n := 0
+	for i := range m.st.procs {
+		n += len(m.st.procs[i].heads)
+	}
+	refs := make([]sampleRef, 0, n)
 	for i := range m.st.procs {
 		p := &m.st.procs[i]
 		in := w.in[p.host]
@@ -286,32 +307,82 @@ func (m *merger) refs(w storeWindow) []sampleRef {
 	return refs
 }
 
-// newTrack is a track with room for n samples.
-func (m *merger) newTrack(host string, pid, tid, n int) *threadTrack {
-	return &threadTrack{host: host, pid: pid, tid: tid, keys: make([]uint32, 0, n), times: make([]int64, 0, n),
-		cpu: make([]uint64, 0, n), runNS: make([]uint64, 0, n), framed: make([]bool, 0, n), seqs: make([]int32, 0, n)}
+// newTrack is a track of process proc with room for n samples.
+func (m *merger) newTrack(proc int32, tid, n int) *threadTrack {
+	p := &m.st.procs[proc]
+	return m.slab.track(threadTrack{host: p.host, pid: int(p.pid), proc: proc, tid: tid}, n)
+}
+
+// hostIDs numbers the hosts of the store's processes (merger.hostID).
+func (m *merger) hostIDs() {
+	ids := map[string]int32{}
+	m.hostID = make([]int32, len(m.st.procs))
+	for i := range m.st.procs {
+		h := m.st.procs[i].host
+		id, ok := ids[h]
+		if !ok {
+			id = int32(len(ids))
+			ids[h] = id
+		}
+		m.hostID[i] = id
+	}
+}
+
+// trackSlab makes tracks and their per-sample slices out of bigger arrays: a merge makes
+// one track a thread, tens of thousands at a tree's first level.
+type trackSlab struct {
+	tracks []threadTrack
+	u32    []uint32
+	i32    []int32
+	i64    []int64
+	u64    []uint64
+	bools  []bool
+}
+
+const slabTracks = 1024
+
+// track is a copy of t in the slab, with room for n samples in each of its slices.
+func (sl *trackSlab) track(t threadTrack, n int) *threadTrack {
+	if len(sl.tracks) == 0 {
+		sl.tracks = make([]threadTrack, slabTracks)
+	}
+	if len(sl.u32) < n {
+		sl.u32, sl.i32 = make([]uint32, slabTracks*n), make([]int32, slabTracks*n)
+		sl.i64, sl.u64 = make([]int64, slabTracks*n), make([]uint64, 2*slabTracks*n)
+		sl.bools = make([]bool, slabTracks*n)
+	}
+	tr := &sl.tracks[0]
+	sl.tracks = sl.tracks[1:]
+	*tr = t
+	// Each slice ends at its room: appending beyond it copies, never into the next track's.
+	tr.keys, sl.u32 = sl.u32[:0:n], sl.u32[n:]
+	tr.seqs, sl.i32 = sl.i32[:0:n], sl.i32[n:]
+	tr.times, sl.i64 = sl.i64[:0:n], sl.i64[n:]
+	tr.cpu, tr.runNS, sl.u64 = sl.u64[:0:n], sl.u64[n:n:2*n], sl.u64[2*n:]
+	tr.framed, sl.bools = sl.bools[:0:n], sl.bools[n:]
+	return tr
 }
 
 // threadTracks are the tracks of the threads in the window, in the order first seen (all),
 // and those in their host's latest sample (cur).
 func (m *merger) threadTracks(refs []sampleRef, w storeWindow) (all, cur []*threadTrack) {
 	type tkey struct {
-		host string
+		host int32 // hostID
 		tid  int32
 	}
-	byKey := map[tkey]*threadTrack{}
+	byKey := make(map[tkey]*threadTrack, len(refs))
 	var order []tkey
 	for _, r := range refs {
 		p := &m.st.procs[r.p]
 		h := &p.heads[r.h]
 		for _, t := range p.threads[r.t : r.t+h.n] {
-			k := tkey{p.host, t.tid}
+			k := tkey{m.hostID[r.p], t.tid}
 			tr := byKey[k]
 			if tr == nil || tr.pid != int(p.pid) {
 				if tr == nil {
 					order = append(order, k)
 				}
-				tr = m.newTrack(p.host, int(p.pid), int(t.tid), w.n)
+				tr = m.newTrack(r.p, int(t.tid), w.n)
 				byKey[k] = tr
 			}
 			pi := m.path(t.stack)
@@ -341,7 +412,9 @@ func (m *merger) threadTracks(refs []sampleRef, w storeWindow) (all, cur []*thre
 // process's latest sample that has them (cur; a process's goroutines come after its threads,
 // so its latest sample may not have them yet), the live Go processes whose latest reading of
 // goroutines failed, and how many were read.
-func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cur []*threadTrack, unread []GoroutinesUnread, procs int) {
+//
+// alive says which processes are live, by their index in the store.
+func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*threadTrack, unread []GoroutinesUnread, procs int) {
 	type gkey struct {
 		host string
 		pid  int32
@@ -361,7 +434,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 			k := gkey{p.host, p.pid, g.id}
 			tr := tracks[k]
 			if tr == nil {
-				tr = &threadTrack{host: p.host, pid: int(p.pid), goroutine: true, gid: g.id}
+				tr = &threadTrack{host: p.host, pid: int(p.pid), proc: r.p, goroutine: true, gid: g.id}
 				tracks[k] = tr
 				order = append(order, k)
 			}
@@ -385,7 +458,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 	}
 	var keys []pkey
 	for k, r := range latest {
-		if !alive[k] {
+		if !alive[r.p] {
 			continue
 		}
 		if m.st.procs[r.p].heads[r.h].goNote != 0 {
@@ -408,7 +481,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 		tr := tracks[k]
 		all = append(all, tr)
 		pk := pkey{k.host, int(k.pid)}
-		if r := latest[pk]; alive[pk] && tr.seqs[len(tr.seqs)-1] == m.st.procs[r.p].heads[r.h].seq {
+		if r := latest[pk]; alive[tr.proc] && tr.seqs[len(tr.seqs)-1] == m.st.procs[r.p].heads[r.h].seq {
 			cur = append(cur, tr)
 		}
 	}
@@ -418,41 +491,48 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 // launchers are the processes without a rank that are ancestors of ranks, by the parents
 // the samples name. Samples that name none (recorded before they did) leave only the ranks
 // to go by: then every process without a rank in a job with ranks is its launcher.
-func (m *merger) launchers(refs []sampleRef) map[pkey]bool {
-	parent := map[pkey]int{}
-	rank := map[pkey]Rank{}
+//
+// They are said by the processes' index in the store (a process is one host and pid).
+func (m *merger) launchers(refs []sampleRef) []bool {
+	n := len(m.st.procs)
+	in := make([]bool, n)    // in the window
+	rank := make([]Rank, n)  // its latest sample's
+	parent := make([]int, n) // its latest sample's that names one; 0 for none
 	known := false
 	for _, r := range refs {
-		p := &m.st.procs[r.p]
-		h := &p.heads[r.h]
-		k := pkey{p.host, int(p.pid)}
-		rank[k] = Rank(h.rank)
+		h := &m.st.procs[r.p].heads[r.h]
+		in[r.p], rank[r.p] = true, Rank(h.rank)
 		if h.ppid != 0 {
-			parent[k], known = int(h.ppid), true
+			parent[r.p], known = int(h.ppid), true
 		}
 	}
-	out := map[pkey]bool{}
+	out := make([]bool, n)
 	ranked := false
-	for k, r := range rank {
-		if r < 0 {
+	for k := range n {
+		if !in[k] || rank[k] < 0 {
 			continue
 		}
 		ranked = true
-		at := k
+		byPID := m.st.index[m.st.procs[k].host]
+		at := int32(k)
 		for range 64 { // a parent chain is short; a cycle (pid reuse) ends here
-			pp, ok := parent[at]
-			if !ok {
+			pp := parent[at]
+			if pp == 0 {
 				break
 			}
-			at = pkey{k.host, pp}
-			if ar, ok := rank[at]; ok && ar < 0 {
+			i, ok := byPID[int32(pp)]
+			if !ok || !in[i] {
+				break // a process out of the window names no parent, and has no rank
+			}
+			at = i
+			if rank[at] < 0 {
 				out[at] = true
 			}
 		}
 	}
 	if !known && ranked {
-		for k, r := range rank {
-			if r < 0 {
+		for k := range n {
+			if in[k] && rank[k] < 0 {
 				out[k] = true
 			}
 		}
@@ -463,10 +543,10 @@ func (m *merger) launchers(refs []sampleRef) map[pkey]bool {
 // setRoles gives each track its role (RoleHelper, RoleLauncher), launchers being the
 // launchers' processes. A thread with no stack read keeps the program's: nothing says it is
 // a helper.
-func setRoles(tracks []*threadTrack, launchers map[pkey]bool) {
+func setRoles(tracks []*threadTrack, launchers []bool) {
 	for _, tr := range tracks {
 		switch {
-		case launchers[pkey{tr.host, tr.pid}]:
+		case launchers[tr.proc]:
 			tr.role = RoleLauncher
 		case tr.goroutine:
 			if tr.system {
@@ -1022,19 +1102,23 @@ const maxUnrankedListed = 256
 // rankSet is the ranks of some threads' processes, those without a rank by pid ("412,418",
 // host:pid across hosts), and their pids (one per process) with hosts when there are several.
 func rankSet(ts []*threadTrack) threadRanks {
-	seen := map[pkey]Rank{}
+	seen := make(map[int32]bool, len(ts)) // by the process's index in the store
+	type procRank struct {
+		pkey
+		rank Rank
+	}
 	var add RankAdder
 	var unranked []pkey
-	var procs []pkey
+	var procs []procRank
 	multi := false
 	var hostNames []string
 	for _, t := range ts {
-		k := pkey{t.host, t.pid}
-		if _, dup := seen[k]; dup {
+		if seen[t.proc] {
 			continue
 		}
-		seen[k] = t.rank
-		procs = append(procs, k)
+		seen[t.proc] = true
+		k := pkey{t.host, t.pid}
+		procs = append(procs, procRank{k, t.rank})
 		if t.host != "" {
 			multi = true
 			if len(hostNames) == 0 || hostNames[len(hostNames)-1] != t.host {
@@ -1054,14 +1138,14 @@ func rankSet(ts []*threadTrack) threadRanks {
 		}
 		return a.pid - b.pid
 	}
-	slices.SortFunc(procs, byHostPID)
+	slices.SortFunc(procs, func(a, b procRank) int { return byHostPID(a.pkey, b.pkey) })
 	r := threadRanks{set: add.Set(), procs: len(procs), hostSet: HostSetOf(hostNames...), unranked: len(unranked),
 		pids: make([]int, 0, min(len(procs), MaxListedPIDs))}
 	for i, p := range procs[:min(len(procs), MaxListedPIDs)] {
 		r.pids = append(r.pids, p.pid)
 		r.hosts = append(r.hosts, p.host)
 		if i < MaxReducedMembers {
-			r.members = append(r.members, Member{Host: p.host, PID: p.pid, Rank: seen[p]})
+			r.members = append(r.members, Member{Host: p.host, PID: p.pid, Rank: p.rank})
 		}
 	}
 	if !multi {
