@@ -228,7 +228,8 @@ type classNode struct {
 	n        *StackNode
 	kids     map[string]*classNode
 	order    []string
-	ranks    RankSet
+	ranks    RankSet   // once built: the union of sets
+	sets     []RankSet // its classes' ranks
 	unranked int
 	procs    int
 	cpu      float64 // share of one CPU, summed over threads
@@ -248,7 +249,7 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 		at.n.Progress = combineProgress(at.n.Progress, c.Progress)
 		at.cpu += c.CPUShare * float64(c.Count)
 		at.main = at.main || c.Main > 0
-		at.ranks = at.ranks.Union(c.Ranks)
+		at.sets = append(at.sets, c.Ranks)
 		at.unranked += c.Unranked
 		at.procs += c.Procs
 		if len(at.classes) == 0 {
@@ -283,6 +284,7 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 	}
 	var build func(a *classNode, top bool)
 	build = func(a *classNode, top bool) {
+		a.ranks, a.sets = UnionAll(a.sets...), nil
 		a.n.Ranks, a.n.Unranked = a.ranks.String(), unrankedText(a.members, a.unranked)
 		if a.n.Count > 0 {
 			a.n.CPUShare = a.cpu / float64(a.n.Count)
