@@ -47,13 +47,18 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 	var readErr error
 	var readLine int
 	// free are decoded batches' buffers: as many as there can be batches on their way.
+	// They start small (a live stream's batches are a line or two) and double, up to
+	// batchBytes, each time a batch has more lines than its buffer holds.
 	free := make(chan []byte, 3*workers+2)
+	bufSize := 64 << 10
 	newBatch := func() *lineBatch {
 		b := &lineBatch{done: make(chan struct{})}
 		select {
 		case b.buf = <-free:
 		default:
-			b.buf = make([]byte, 0, batchBytes)
+		}
+		if cap(b.buf) < bufSize {
+			b.buf = make([]byte, 0, bufSize)
 		}
 		return b
 	}
@@ -87,6 +92,7 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 				b.lines = append(b.lines, b.buf[n:len(b.buf):len(b.buf)])
 			} else {
 				b.lines = append(b.lines, append([]byte(nil), line...))
+				bufSize = min(2*bufSize, batchBytes)
 			}
 			b.numbers = append(b.numbers, sc.Line())
 			b.long = append(b.long, sc.TooLong())
