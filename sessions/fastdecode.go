@@ -25,6 +25,9 @@ type lineDecoder struct {
 	insns  map[string][]Insn
 	// nregs is how many registers the last crash had: the next one's map is made that big.
 	nregs int
+	// lean leaves out what a reducing view keeps of no event: a crash's registers and
+	// instructions (checked as ever, then dropped: leanBody).
+	lean bool
 }
 
 func newLineDecoder() *lineDecoder {
@@ -50,7 +53,19 @@ func (d *lineDecoder) decode(b []byte) (Event, error) {
 	}
 	var e Event
 	err := e.UnmarshalJSON(b)
+	if d.lean {
+		e.Body = leanBody(e.Body)
+	}
 	return e, err
+}
+
+// leanBody is b without what a lean decoder leaves out.
+func leanBody(b Body) Body {
+	if c, ok := b.(Crash); ok {
+		c.Regs, c.Disasm = nil, nil
+		return c
+	}
+	return b
 }
 
 // prefixKind is the kind a line starts with, as crashtui writes it: {"event":"KIND",
@@ -700,6 +715,13 @@ func (r *jreader) crash(key []byte, v *Crash) bool {
 			v.Regs = nil
 			break
 		}
+		if r.d.lean {
+			r.object(func([]byte) bool {
+				r.hex()
+				return true
+			})
+			break
+		}
 		if v.Regs == nil {
 			v.Regs = make(map[string]Hex, r.d.nregs)
 		}
@@ -709,7 +731,9 @@ func (r *jreader) crash(key []byte, v *Crash) bool {
 		})
 		r.d.nregs = len(v.Regs)
 	case "disasm":
-		v.Disasm = r.disasm()
+		if v.Disasm = r.disasm(); r.d.lean {
+			v.Disasm = nil
+		}
 	default:
 		return false
 	}

@@ -42,6 +42,9 @@ var errUnknownKind = json.Unmarshal([]byte(`x`), &struct{}{})
 func sameDecode(t *testing.T, d *lineDecoder, b []byte) {
 	t.Helper()
 	want, werr := refDecode(b)
+	if d.lean {
+		want.Body = leanBody(want.Body)
+	}
 	got, gerr := d.decode(b)
 	if (werr != nil) != (gerr != nil) {
 		t.Fatalf("%q: encoding/json says %v, the line decoder %v", b, werr, gerr)
@@ -105,20 +108,27 @@ func fastSeeds(t testing.TB) [][]byte {
 // TestFastDecodeAsEncodingJSON: every seed decodes as encoding/json decodes it, twice (the
 // second time from the decoder's caches).
 func TestFastDecodeAsEncodingJSON(t *testing.T) {
-	d := newLineDecoder()
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
 	for _, b := range fastSeeds(t) {
 		sameDecode(t, d, b)
 		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
+		sameDecode(t, lean, b)
 	}
 }
 
+// FuzzFastDecode: every line decodes as encoding/json decodes it, and a lean decoder's as
+// encoding/json's without what it leaves out (an error for the same lines).
 func FuzzFastDecode(f *testing.F) {
 	for _, b := range fastSeeds(f) {
 		f.Add(b)
 	}
-	d := newLineDecoder()
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
 	})
 }
 
@@ -157,7 +167,8 @@ func TestFastDecodeTaken(t *testing.T) {
 // structs without the fast decoder knowing it sends every such line to encoding/json (a
 // sample's stopped and unstopped did: a tree's first level took twice as long).
 func TestFastDecodeEveryField(t *testing.T) {
-	d := newLineDecoder()
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
 	for _, body := range []Body{Process{}, Task{}, Exit{}, Sample{}, Crash{}} {
 		v := reflect.New(reflect.TypeOf(body)).Elem()
 		fillEvery(v, 1)
@@ -170,7 +181,13 @@ func TestFastDecodeEveryField(t *testing.T) {
 		if _, ok := d.fast(body.Kind(), b, &env); !ok || env.Event != body.Kind() {
 			t.Errorf("left to encoding/json: %s", b)
 		}
+		if got, ok := lean.fast(body.Kind(), b, &env); !ok {
+			t.Errorf("left to encoding/json by a lean decoder: %s", b)
+		} else if c, isCrash := got.(Crash); isCrash && (c.Regs != nil || c.Disasm != nil) {
+			t.Errorf("a lean decoder kept a crash's registers or instructions: %+v", c)
+		}
 		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
 	}
 }
 

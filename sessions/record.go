@@ -179,7 +179,16 @@ func parseHeader(b []byte) (Header, error) {
 // Lines are decoded on several goroutines (stream.go); fn and bad are called in order, on
 // the caller's.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
-	return streamEvents(r, streamWorkers(), fn, bad)
+	return streamEvents(r, streamWorkers(), false, fn, bad)
+}
+
+// StreamEventsLean is StreamEvents for a reducing view that records nothing: a crash's
+// registers and instructions, which only a screen of that one crash shows and a reducer
+// passes on neither, are checked as StreamEvents checks them and then left out (Regs and
+// Disasm nil). A tree's first level reads every task's crash: a map of registers each was a
+// tenth of its time.
+func StreamEventsLean(r io.Reader, fn func(Event), bad func(*LineError)) error {
+	return streamEvents(r, streamWorkers(), true, fn, bad)
 }
 
 // isHeader says whether a line is a recording's header (several, when recordings were

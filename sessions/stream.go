@@ -37,9 +37,9 @@ type lineBatch struct {
 	done    chan struct{}
 }
 
-func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)) error {
+func streamEvents(r io.Reader, workers int, lean bool, fn func(Event), bad func(*LineError)) error {
 	if workers < 2 {
-		return streamSequential(r, fn, bad)
+		return streamSequential(r, lean, fn, bad)
 	}
 	work := make(chan *lineBatch, workers)
 	order := make(chan *lineBatch, 2*workers)
@@ -109,6 +109,7 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 	for range workers {
 		go func() {
 			d := newLineDecoder()
+			d.lean = lean
 			for b := range work {
 				b.decode(d)
 				select {
@@ -168,9 +169,10 @@ func (b *lineBatch) decode(d *lineDecoder) {
 }
 
 // streamSequential is StreamEvents on the caller's goroutine alone.
-func streamSequential(r io.Reader, fn func(Event), bad func(*LineError)) error {
+func streamSequential(r io.Reader, lean bool, fn func(Event), bad func(*LineError)) error {
 	version := 0
 	dec := newLineDecoder()
+	dec.lean = lean
 	return eachLine(r, func(line int, b []byte) error {
 		if isHeader(b) {
 			h, err := parseHeader(b)

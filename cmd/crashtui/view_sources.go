@@ -123,14 +123,20 @@ func stdinSource(srcs []*source) bool {
 
 // readSources reads every source into s and returns a channel closed when all have ended.
 // Events without a host are stamped with their source's name when there are several
-// sources, or always in a reducing view (its counts are per named host).
+// sources, or always in a reducing view (its counts are per named host). A reducing view
+// that records nothing reads its streams lean (sessions.StreamEventsLean): what it keeps of
+// a crash is what it passes on.
 func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
+	stream := sessions.StreamEvents
+	if reduce && s.rec == nil {
+		stream = sessions.StreamEventsLean
+	}
 	var wg sync.WaitGroup
 	for _, src := range srcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readSource(src, s, reduce || len(srcs) > 1)
+			readSource(src, s, reduce || len(srcs) > 1, stream)
 		}()
 	}
 	done := make(chan struct{})
@@ -138,7 +144,7 @@ func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
 	return done
 }
 
-func readSource(src *source, s *session, stampAll bool) {
+func readSource(src *source, s *session, stampAll bool, stream func(io.Reader, func(sessions.Event), func(*sessions.LineError)) error) {
 	stamp := func(e sessions.Event) sessions.Event {
 		if e.Host == "" && stampAll {
 			e.Host = src.label
@@ -150,7 +156,7 @@ func readSource(src *source, s *session, stampAll bool) {
 			Message: fmt.Sprintf("%s: %v (line skipped)", src.label, le)}}))
 	}
 	var ended endings
-	err := sessions.StreamEvents(src.r, func(e sessions.Event) {
+	err := stream(src.r, func(e sessions.Event) {
 		e = stamp(e)
 		ended.see(e)
 		// Each stream's own summary and merged stacks are dropped: the view derives both
