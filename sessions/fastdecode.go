@@ -21,8 +21,8 @@ import (
 // A lineDecoder belongs to one goroutine (one stream).
 type lineDecoder struct {
 	strs   map[string]string
-	frames map[string][]Frame
-	insns  map[string][]Insn
+	frames spanCache[[]Frame]
+	insns  spanCache[[]Insn]
 	// nregs is how many registers the last crash had: the next one's map is made that big.
 	nregs int
 	// lean leaves out what a reducing view keeps of no event: a crash's registers and
@@ -31,7 +31,7 @@ type lineDecoder struct {
 }
 
 func newLineDecoder() *lineDecoder {
-	return &lineDecoder{strs: map[string]string{}, frames: map[string][]Frame{}, insns: map[string][]Insn{}}
+	return &lineDecoder{strs: map[string]string{}, frames: newSpanCache[[]Frame](), insns: newSpanCache[[]Insn]()}
 }
 
 // bounds of the decoder's caches: past them it decodes without caching.
@@ -40,6 +40,66 @@ const (
 	maxCachedStacks  = 1 << 12
 	maxCachedBytes   = 16 << 10 // a frames array longer than this is not cached
 )
+
+// spanCache is values decoded before, by their bytes. A value of headLen bytes or more is
+// found by its first headLen and then compared whole: its bytes are not walked for its end
+// again, as they are to look a shorter one up.
+type spanCache[T any] struct {
+	byHead map[string][]spanEntry[T]
+	short  map[string]T
+	n      int
+}
+
+type spanEntry[T any] struct {
+	raw string
+	v   T
+}
+
+const (
+	headLen      = 256
+	maxSameHeads = 16 // values kept with one head
+)
+
+func newSpanCache[T any]() spanCache[T] {
+	return spanCache[T]{byHead: map[string][]spanEntry[T]{}, short: map[string]T{}}
+}
+
+// find is the value b starts with, if it is one of headLen bytes or more seen before, and
+// its length.
+func (c *spanCache[T]) find(b []byte) (v T, n int, ok bool) {
+	if len(b) >= headLen {
+		for _, e := range c.byHead[string(b[:headLen])] {
+			// A JSON array ends where its bytes say: b starting with a whole one is it.
+			if len(b) >= len(e.raw) && string(b[:len(e.raw)]) == e.raw {
+				return e.v, len(e.raw), true
+			}
+		}
+	}
+	return v, 0, false
+}
+
+// findShort is the value of bytes raw, shorter than headLen, seen before.
+func (c *spanCache[T]) findShort(raw []byte) (T, bool) {
+	v, ok := c.short[string(raw)]
+	return v, ok
+}
+
+// add keeps v, decoded (and checked) from raw.
+func (c *spanCache[T]) add(raw []byte, v T) {
+	if c.n >= maxCachedStacks || len(raw) > maxCachedBytes {
+		return
+	}
+	if len(raw) < headLen {
+		c.short[string(raw)] = v
+		c.n++
+		return
+	}
+	k := string(raw[:headLen])
+	if l := c.byHead[k]; len(l) < maxSameHeads {
+		c.byHead[k] = append(l, spanEntry[T]{string(raw), v})
+		c.n++
+	}
+}
 
 // decode reads one event line. crashtui writes the kind first ({"event":"sample",...}): the
 // fast decoder takes it from there, reads the envelope's keys as it meets them, and keeps
@@ -603,13 +663,18 @@ func (r *jreader) frames() []Frame {
 	if !r.ok {
 		return nil
 	}
+	// These very bytes read (and checked) before: the same frames, shared.
+	if f, n, ok := r.d.frames.find(r.b[r.i:]); ok {
+		r.i += n
+		return f
+	}
 	start := r.i
 	raw := r.quickSpan()
 	if !r.ok {
 		return nil
 	}
-	if f, ok := r.d.frames[string(raw)]; ok {
-		return f // these very bytes were read (and checked) before: the same frames, shared
+	if f, ok := r.d.frames.findShort(raw); ok {
+		return f
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Frame
@@ -627,8 +692,8 @@ func (r *jreader) frames() []Frame {
 		return nil
 	}
 	out = slices.Clip(out) // an append to a shared stack makes a copy
-	if len(r.d.frames) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
-		r.d.frames[string(raw)] = out
+	if !null {
+		r.d.frames.add(raw, out)
 	}
 	return out
 }
@@ -758,13 +823,18 @@ func (r *jreader) disasm() []Insn {
 	if !r.ok {
 		return nil
 	}
+	// These very bytes read (and checked) before: the same instructions, shared.
+	if in, n, ok := r.d.insns.find(r.b[r.i:]); ok {
+		r.i += n
+		return in
+	}
 	start := r.i
 	raw := r.quickSpan()
 	if !r.ok {
 		return nil
 	}
-	if in, ok := r.d.insns[string(raw)]; ok {
-		return in // these very bytes were read (and checked) before: shared
+	if in, ok := r.d.insns.findShort(raw); ok {
+		return in
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Insn
@@ -796,8 +866,8 @@ func (r *jreader) disasm() []Insn {
 		return nil
 	}
 	out = slices.Clip(out)
-	if len(r.d.insns) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
-		r.d.insns[string(raw)] = out
+	if !null {
+		r.d.insns.add(raw, out)
 	}
 	return out
 }

@@ -226,3 +226,32 @@ func fillEvery(v reflect.Value, n int) int {
 	}
 	return n + 1
 }
+
+// TestFastDecodeCachedStacks: a stack read before is found by its first bytes and compared
+// whole; one that starts the same and differs further on, one followed by something else,
+// and one cut short are each read as encoding/json reads them.
+func TestFastDecodeCachedStacks(t *testing.T) {
+	frame := func(fn string, line int) string {
+		return fmt.Sprintf(`{"pc":"0x7f96e6f892ad","module":"/usr/lib/x86_64-linux-gnu/libc.so.6","offset":"0xf82ad","function":"%s","file":"../sysdeps/unix/sysv/linux/read.c","line":%d}`, fn, line)
+	}
+	stack := "[" + frame("read", 26) + "," + frame("block", 30) + "," + frame("main", 48) + "]"
+	other := "[" + frame("read", 26) + "," + frame("block", 30) + "," + frame("main", 49) + "]"
+	if len(stack) < headLen+64 {
+		t.Fatalf("the stack is %d bytes: too short to be found by its head", len(stack))
+	}
+	sample := func(frames string) []byte {
+		return []byte(`{"event":"sample","pid":4,"threads":[{"tid":4,"frames":` + frames + `}]}`)
+	}
+	crash := func(stack string) []byte { return []byte(`{"event":"crash","pid":5,"stack":` + stack + `}`) }
+	d := newLineDecoder()
+	for _, b := range [][]byte{
+		sample(stack), sample(stack), sample(other), sample(stack), sample(other),
+		sample(stack + `,"note":"x"`), // a key where a thread's object ends: an error
+		sample(stack[:len(stack)-1]),  // the array cut short
+		sample(stack[:headLen+5]),
+		crash(stack), crash(other), crash(stack + "]"), crash(stack[:len(stack)-2] + "]"),
+		crash("[]"), crash("[]"), crash("null"),
+	} {
+		sameDecode(t, d, b)
+	}
+}
