@@ -52,6 +52,9 @@ type common struct {
 	ranksLog string
 	// filter, when not nil, keeps a share of the job's processes (agent --share).
 	filter func(pid int) bool
+	// noDetail: the session's State keeps only what a reducer passes on (view --reduce:
+	// State.NoDetail).
+	noDetail bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -203,6 +206,9 @@ type session struct {
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
 		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
+	if c.noDetail {
+		s.state.NoDetail()
+	}
 	s.in.init()
 	s.writes.init()
 	if !c.json {

@@ -185,6 +185,8 @@ func viewSession(c *common, o viewOptions, stdout io.Writer, open func(*session)
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	// A reducing view has no screen: its State keeps what its reducer passes on.
+	c.noDetail = o.reduce
 	s, err := newSession(c, stdout, o.label, o.mode)
 	if err != nil {
 		return err
