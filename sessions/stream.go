@@ -37,9 +37,9 @@ type lineBatch struct {
 	done    chan struct{}
 }
 
-func streamEvents(r io.Reader, workers int, lean bool, fn func(Event), bad func(*LineError)) error {
+func streamEvents(r io.Reader, workers int, o StreamOptions, fn func(Event), bad func(*LineError)) error {
 	if workers < 2 {
-		return streamSequential(r, lean, fn, bad)
+		return streamSequential(r, o, fn, bad)
 	}
 	work := make(chan *lineBatch, workers)
 	order := make(chan *lineBatch, 2*workers)
@@ -109,7 +109,7 @@ func streamEvents(r io.Reader, workers int, lean bool, fn func(Event), bad func(
 	for range workers {
 		go func() {
 			d := newLineDecoder()
-			d.lean = lean
+			d.lean = o.Lean
 			for b := range work {
 				b.decode(d)
 				select {
@@ -141,6 +141,9 @@ func streamEvents(r io.Reader, workers int, lean bool, fn func(Event), bad func(
 				fn(upgrade(version, b.events[i]))
 			}
 		}
+		if o.Batch != nil {
+			o.Batch()
+		}
 	}
 	if readErr != nil {
 		return &LineError{readLine + 1, readErr}
@@ -169,10 +172,10 @@ func (b *lineBatch) decode(d *lineDecoder) {
 }
 
 // streamSequential is StreamEvents on the caller's goroutine alone.
-func streamSequential(r io.Reader, lean bool, fn func(Event), bad func(*LineError)) error {
+func streamSequential(r io.Reader, o StreamOptions, fn func(Event), bad func(*LineError)) error {
 	version := 0
 	dec := newLineDecoder()
-	dec.lean = lean
+	dec.lean = o.Lean
 	return eachLine(r, func(line int, b []byte) error {
 		if isHeader(b) {
 			h, err := parseHeader(b)
@@ -188,6 +191,9 @@ func streamSequential(r io.Reader, lean bool, fn func(Event), bad func(*LineErro
 			return nil
 		}
 		fn(upgrade(version, e))
+		if o.Batch != nil {
+			o.Batch()
+		}
 		return nil
 	}, func(line int) error {
 		bad(&LineError{line, errTooLong})

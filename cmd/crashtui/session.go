@@ -436,9 +436,13 @@ func (s *session) emit(e sessions.Event) { s.in.push(e) }
 // tree's first level would hold its whole input decoded (the tracer's emit never waits).
 const maxQueued = 1 << 14
 
-// emitRead queues an event read from a stream (a view's sources): it waits while maxQueued
-// are ahead of it, so the stream's reader goes at the pace the State is reduced at.
-func (s *session) emitRead(e sessions.Event) { s.in.pushWait(e, maxQueued) }
+// emitRead queues events read from a stream (a view's sources): it waits while maxQueued
+// are ahead of them, so the stream's reader goes at the pace the State is reduced at.
+func (s *session) emitRead(es []sessions.Event) {
+	if len(es) > 0 {
+		s.in.pushAllWait(es, maxQueued)
+	}
+}
 
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
@@ -506,14 +510,15 @@ func (q *batchQueue[T]) push(e T) {
 	q.cond.Broadcast()
 }
 
-// pushWait is push, after waiting while limit items wait to be taken (or until closed).
-func (q *batchQueue[T]) pushWait(e T, limit int) {
+// pushAllWait is pushAll, after waiting while limit items wait to be taken (or until
+// closed).
+func (q *batchQueue[T]) pushAllWait(es []T, limit int) {
 	q.mu.Lock()
 	for len(q.items) >= limit && !q.closed {
 		q.cond.Wait()
 	}
-	q.items = append(q.items, e)
-	q.pushed++
+	q.items = append(q.items, es...)
+	q.pushed += int64(len(es))
 	q.mu.Unlock()
 	q.cond.Broadcast()
 }
@@ -536,7 +541,7 @@ func (q *batchQueue[T]) take() (batch []T, ok bool) {
 	}
 	batch, q.items = q.items, nil
 	if len(batch) > 0 {
-		q.cond.Broadcast() // room again for pushWait
+		q.cond.Broadcast() // room again for pushAllWait
 	}
 	return batch, len(batch) > 0 || !q.closed
 }

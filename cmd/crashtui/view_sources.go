@@ -124,19 +124,16 @@ func stdinSource(srcs []*source) bool {
 // readSources reads every source into s and returns a channel closed when all have ended.
 // Events without a host are stamped with their source's name when there are several
 // sources, or always in a reducing view (its counts are per named host). A reducing view
-// that records nothing reads its streams lean (sessions.StreamEventsLean): what it keeps of
-// a crash is what it passes on.
+// that records nothing reads its streams lean (sessions.StreamOptions): what it keeps of a
+// crash is what it passes on.
 func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
-	stream := sessions.StreamEvents
-	if reduce && s.rec == nil {
-		stream = sessions.StreamEventsLean
-	}
+	lean := reduce && s.rec == nil
 	var wg sync.WaitGroup
 	for _, src := range srcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readSource(src, s, reduce || len(srcs) > 1, stream)
+			readSource(src, s, reduce || len(srcs) > 1, lean)
 		}()
 	}
 	done := make(chan struct{})
@@ -144,27 +141,36 @@ func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
 	return done
 }
 
-func readSource(src *source, s *session, stampAll bool, stream func(io.Reader, func(sessions.Event), func(*sessions.LineError)) error) {
+func readSource(src *source, s *session, stampAll, lean bool) {
 	stamp := func(e sessions.Event) sessions.Event {
 		if e.Host == "" && stampAll {
 			e.Host = src.label
 		}
 		return e
 	}
+	// The events of lines read together are queued together (one wait and one wake for
+	// them all), each batch as soon as it is read.
+	var read []sessions.Event
+	flush := func() {
+		s.emitRead(read)
+		read = read[:0]
+	}
 	bad := func(le *sessions.LineError) {
+		flush() // after the lines before it
 		s.emit(stamp(sessions.Event{Time: time.Now(), Body: sessions.Error{Op: "view",
 			Message: fmt.Sprintf("%s: %v (line skipped)", src.label, le)}}))
 	}
 	var ended endings
-	err := stream(src.r, func(e sessions.Event) {
+	err := sessions.StreamEventsWith(src.r, sessions.StreamOptions{Lean: lean, Batch: flush}, func(e sessions.Event) {
 		e = stamp(e)
 		ended.see(e)
 		// Each stream's own summary and merged stacks are dropped: the view derives both
 		// for all the streams.
 		if k := e.Kind(); k != sessions.KindSummary && k != sessions.KindStacks {
-			s.emitRead(e)
+			read = append(read, e)
 		}
 	}, bad)
+	flush()
 	why := "its stream ended without its summary"
 	if err != nil {
 		var le *sessions.LineError
