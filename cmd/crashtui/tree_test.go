@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,89 +66,124 @@ func recordAgent(tb testing.TB, n int) []byte {
 		tb.Fatalf("treerank said %q (%v, %v)", line, err, err2)
 	}
 
-	agent := exec.Command(crashtuiBin, "agent", "--control", "--host", "base", "--sample-every", "0", "--matrix", "off", "pgid:"+strconv.Itoa(pgid))
-	agent.Stderr = os.Stderr
-	in, err := agent.StdinPipe()
+	a := startAgentRec(tb, pgid, "base")
+	patient := time.Duration(60+n/8) * time.Second
+	a.wait("every rank attached", patient, func(k map[string]int) bool { return k["process"] >= n })
+	for round := 1; round <= 2; round++ {
+		a.request("sample")
+		a.wait("a sample of every rank", patient, func(k map[string]int) bool { return k["sample"] >= round*n })
+	}
+	w.Close() // the pipe ends: every rank crashes
+	a.wait("every crash and exit", patient, func(k map[string]int) bool { return k["summary"] >= 1 })
+	stream, kinds := a.end()
+	if kinds["crash"] != n || kinds["exit"] != n {
+		tb.Fatalf("the agent's stream: %v, want %d crashes and exits", kinds, n)
+	}
+	return stream
+}
+
+// agentRec is a real `crashtui agent --control` of a job, its stream kept as it comes and its
+// events counted by kind.
+type agentRec struct {
+	tb    testing.TB
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	kinds map[string]int
+	more  chan struct{}
+	ended chan struct{}
+}
+
+// startAgentRec starts an agent of process group pgid stamped host, sampling only when asked
+// and measuring no matrix; the test's cleanup detaches it.
+func startAgentRec(tb testing.TB, pgid int, host string) *agentRec {
+	tb.Helper()
+	a := &agentRec{tb: tb, kinds: map[string]int{}, more: make(chan struct{}, 1), ended: make(chan struct{})}
+	a.cmd = exec.Command(crashtuiBin, "agent", "--control", "--host", host, "--sample-every", "0", "--matrix", "off", "pgid:"+strconv.Itoa(pgid))
+	a.cmd.Stderr = os.Stderr
+	var err error
+	if a.in, err = a.cmd.StdinPipe(); err != nil {
+		tb.Fatal(err)
+	}
+	out, err := a.cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := agent.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := agent.Start(); err != nil {
+	if err := a.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		agent.Process.Signal(syscall.SIGTERM) // detaches
-		agent.Wait()
+		a.cmd.Process.Signal(syscall.SIGTERM) // detaches
+		a.cmd.Wait()
 	})
-	var mu sync.Mutex
-	var stream bytes.Buffer
-	kinds := map[string]int{}
-	more := make(chan struct{}, 1)
-	ended := make(chan struct{})
-	kindRE := regexp.MustCompile(`^\{"event":"([a-z_]+)"`)
 	go func() {
-		defer close(ended)
+		defer close(a.ended)
 		sc := sessions.NewLineScanner(out, sessions.MaxLine)
 		for sc.Scan() {
-			mu.Lock()
-			stream.Write(sc.Bytes())
-			stream.WriteByte('\n')
+			a.mu.Lock()
+			a.buf.Write(sc.Bytes())
+			a.buf.WriteByte('\n')
 			if m := kindRE.FindSubmatch(sc.Bytes()); m != nil {
-				kinds[string(m[1])]++
+				a.kinds[string(m[1])]++
 			}
-			mu.Unlock()
+			a.mu.Unlock()
 			select {
-			case more <- struct{}{}:
+			case a.more <- struct{}{}:
 			default:
 			}
 		}
 	}()
-	wait := func(what string, ok func(map[string]int) bool) {
-		tb.Helper()
-		deadline := patience.After(time.Duration(60+n/8) * time.Second)
-		for {
-			mu.Lock()
-			done := ok(kinds)
-			seen := fmt.Sprint(kinds)
-			mu.Unlock()
-			if done {
-				return
+	return a
+}
+
+// request writes one request line to the agent.
+func (a *agentRec) request(line string) {
+	a.tb.Helper()
+	if _, err := fmt.Fprintln(a.in, line); err != nil {
+		a.tb.Fatalf("request %q: %v", line, err)
+	}
+}
+
+// wait waits until ok holds of the kinds of events the agent wrote so far.
+func (a *agentRec) wait(what string, patient time.Duration, ok func(map[string]int) bool) {
+	a.tb.Helper()
+	deadline := patience.After(patient)
+	for {
+		a.mu.Lock()
+		done := ok(a.kinds)
+		seen := fmt.Sprint(a.kinds)
+		a.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-a.more:
+		case <-a.ended:
+			a.mu.Lock()
+			done, seen = ok(a.kinds), fmt.Sprint(a.kinds)
+			a.mu.Unlock()
+			if !done {
+				a.tb.Fatalf("the agent ended before %s: %s", what, seen)
 			}
-			select {
-			case <-more:
-			case <-ended:
-				mu.Lock()
-				done, seen = ok(kinds), fmt.Sprint(kinds)
-				mu.Unlock()
-				if !done {
-					tb.Fatalf("the agent ended before %s: %s", what, seen)
-				}
-				return
-			case <-deadline:
-				tb.Fatalf("waiting for %s: the agent said %s", what, seen)
-			}
+			return
+		case <-deadline:
+			a.tb.Fatalf("waiting for %s: the agent said %s", what, seen)
 		}
 	}
-	wait("every rank attached", func(k map[string]int) bool { return k["process"] >= n })
-	for round := 1; round <= 2; round++ {
-		fmt.Fprintln(in, "sample")
-		wait("a sample of every rank", func(k map[string]int) bool { return k["sample"] >= round*n })
+}
+
+// end waits for the agent to end (its job ended, or it was told to detach) and returns its
+// stream and the kinds of its events.
+func (a *agentRec) end() ([]byte, map[string]int) {
+	a.tb.Helper()
+	<-a.ended
+	if err := a.cmd.Wait(); err != nil {
+		a.tb.Fatalf("agent: %v", err)
 	}
-	w.Close() // the pipe ends: every rank crashes
-	wait("every crash and exit", func(k map[string]int) bool { return k["summary"] >= 1 })
-	<-ended
-	if err := agent.Wait(); err != nil {
-		tb.Fatalf("agent: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if kinds["crash"] != n || kinds["exit"] != n {
-		tb.Fatalf("the agent's stream: %v, want %d crashes and exits", kinds, n)
-	}
-	return stream.Bytes()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return bytes.Clone(a.buf.Bytes()), maps.Clone(a.kinds)
 }
 
 // streamTemplate is a recorded agent stream cut where its host and its ranks are, so that
