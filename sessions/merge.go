@@ -84,9 +84,10 @@ func (st *sampleStore) merge(o StackOptions) Stacks {
 	return out
 }
 
-// mergeFull is merge, with its thread classes as a reducer passes them on; without tree only
-// the classes and the count of processes (what a reducer sends: the tree is built at the top).
-func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedClass) {
+// mergeFull is merge, with what a reducer passes on of it (its classes of threads and of
+// goroutines, what is put aside, the goroutines by wait); without tree only the classes and
+// the count of processes (what a reducer sends: the tree is built at the top).
+func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasses) {
 	if o.Frames == "" {
 		o.Frames = "function"
 	}
@@ -118,33 +119,103 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedCl
 			out.Processes++
 		}
 	}
+	red := StackClasses{Samples: out.Samples, Frames: out.Frames, Cut: out.Cut, Processes: out.Processes,
+		Classes: mt.reduced(), Aside: reducedAside(cur)}
+	var g *mergedTracks
+	if len(gcur) > 0 || len(unread) > 0 {
+		g = m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
+		rg := &ReducedGoroutines{Processes: goProcs, Count: len(gcur), Classes: g.reduced(), Waits: reducedWaits(gcur),
+			Unread: unread[:min(len(unread), MaxListedPIDs)], Unreadable: len(unread), Aside: reducedAside(gcur)}
+		for _, tr := range gcur {
+			if tr.system {
+				rg.System++
+			}
+		}
+		red.Goroutines = rg
+	}
 	if tree {
 		out.Tree = mt.tree(m)
 		out.Ranks = rankStates(cur, mt.classOf)
 		out.Lone = loneRanks(mt.root, mt.classOf)
 		out.Culprit = culprit(out.Lone)
 		out.Aside = asideOf(cur, mt.classOf)
-		if len(gcur) > 0 || len(unread) > 0 {
-			g := m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
-			gs := &GoroutineStacks{Processes: goProcs, Count: len(gcur), Classes: g.classes, Tree: g.tree(m),
-				Waits: goroutineWaits(gcur, g.classOf), Unread: unread, Aside: asideOf(gcur, g.classOf)}
-			for _, tr := range gcur {
-				if tr.system {
-					gs.System++
-				}
-			}
-			out.Goroutines = gs
+		if g != nil {
+			out.Goroutines = &GoroutineStacks{Processes: goProcs, Count: len(gcur), System: red.Goroutines.System,
+				Classes: g.classes, Tree: g.tree(m), Waits: goroutineWaits(gcur, g.classOf), Unread: unread,
+				Aside: asideOf(gcur, g.classOf)}
 		}
 	}
+	return out, red
+}
+
+// reduced are the classes as a reducer passes them on.
+func (mt *mergedTracks) reduced() []ReducedClass {
 	parts := make([]ReducedClass, len(mt.accs))
 	for i, ca := range mt.accs {
-		c := out.Classes[i]
+		c := mt.classes[i]
 		parts[i] = ReducedClass{Frames: c.Frames, Count: c.Count, Procs: ca.rs.procs, Ranks: ca.rs.set,
 			Unranked: ca.rs.unranked, Hosts: ca.rs.hostSet, Progress: c.Progress, Syscall: c.Syscall, Since: c.Since,
 			CPUTicks: c.CPUTicks, CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main,
-			Members: ca.rs.members}
+			Members: ca.rs.members, Status: c.Status, WaitReason: c.WaitReason, CreatedBy: c.CreatedBy}
 	}
-	return out, parts
+	return parts
+}
+
+// reducedAside is asideOf as a reducer passes it on: its processes as a rank set and a count.
+func reducedAside(cur []*threadTrack) *ReducedAside {
+	var ts []*threadTrack
+	a := &ReducedAside{}
+	for _, tr := range cur {
+		switch tr.role {
+		case RoleHelper:
+			a.Helpers++
+		case RoleLauncher:
+			a.Launcher++
+		default:
+			continue
+		}
+		ts = append(ts, tr)
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	a.Count = len(ts)
+	for _, tr := range ts {
+		a.Progress = combineProgress(a.Progress, tr.progress())
+		a.CPUShare += tr.cpuShare() / float64(len(ts))
+	}
+	rs := rankSet(ts)
+	a.Procs, a.Ranks, a.Unranked, a.Hosts = rs.procs, rs.set, rs.unranked, rs.hostSet
+	a.Members = unrankedFirst(rs.unrankedMembers, rs.members)
+	return a
+}
+
+// reducedWaits is goroutineWaits as a reducer passes it on.
+func reducedWaits(cur []*threadTrack) []ReducedWait {
+	by := map[[2]string][]*threadTrack{}
+	var order [][2]string
+	for _, tr := range cur {
+		if tr.role != "" {
+			continue
+		}
+		k := [2]string{tr.status, tr.wait}
+		if by[k] == nil {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], tr)
+	}
+	out := make([]ReducedWait, 0, len(order))
+	for _, k := range order {
+		ts := by[k]
+		w := ReducedWait{Status: k[0], WaitReason: k[1], Count: len(ts)}
+		for _, tr := range ts {
+			w.Progress = combineProgress(w.Progress, tr.progress())
+		}
+		rs := rankSet(ts)
+		w.Ranks, w.Unranked, w.Members = rs.set, rs.unranked, unrankedFirst(rs.unrankedMembers, rs.members)
+		out = append(out, w)
+	}
+	return out
 }
 
 // storeWindow is which samples a merge counts: each host's last Window.
@@ -1091,9 +1162,11 @@ type threadRanks struct {
 	pids         []int    // the first MaxListedPIDs, by host and pid
 	hosts        []string // index for index with pids, when there are several hosts
 	hostSet      HostSet
-	// unranked counts the processes without a rank; members are the first few processes.
-	unranked int
-	members  []Member
+	// unranked counts the processes without a rank; members are the first few processes,
+	// unrankedMembers the first few without a rank.
+	unranked        int
+	members         []Member
+	unrankedMembers []Member
 }
 
 // maxUnrankedListed bounds the processes without a rank that a rank set's text names.
@@ -1168,6 +1241,9 @@ func rankSet(ts []*threadTrack) threadRanks {
 			fmt.Fprintf(&b, " +%d more", len(unranked)-maxUnrankedListed)
 		}
 		r.unrankedText = b.String()
+		for _, o := range unranked[:min(len(unranked), MaxReducedMembers)] {
+			r.unrankedMembers = append(r.unrankedMembers, Member{Host: o.host, PID: o.pid, Rank: NoRank})
+		}
 	}
 	return r
 }

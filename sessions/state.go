@@ -496,7 +496,7 @@ func (s *State) applyThread(h string, at time.Time, b Thread) {
 // ended after it keeps its last known place (a finished or replayed session still shows
 // where every rank was).
 func (s *State) Stacks(o StackOptions) Stacks {
-	local, parts := s.store.mergeFull(o, true)
+	local, red := s.store.mergeFull(o, true)
 	var subs []*StackClasses
 	for _, name := range s.subList {
 		if c := s.subs[name].classes; c != nil {
@@ -506,7 +506,7 @@ func (s *State) Stacks(o StackOptions) Stacks {
 	if len(subs) == 0 {
 		return local
 	}
-	return mergeReducedStacks(local, parts, subs, o)
+	return mergeReducedStacks(local, &red, subs, o)
 }
 
 // newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless

@@ -594,6 +594,9 @@ func goroutineSummary(st sessions.Stacks) []string {
 	for _, u := range g.Unread {
 		out = append(out, fmt.Sprintf("The goroutines of %s could not be read: %s.", rankLabel(u.Rank, u.Host, u.PID), sessions.Sanitize(u.Note)))
 	}
+	if g.UnreadMore > 0 {
+		out = append(out, fmt.Sprintf("Nor could those of %s.", Count(g.UnreadMore, "more Go process", "more Go processes")))
+	}
 	return out
 }
 
