@@ -119,8 +119,9 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 			out.Processes++
 		}
 	}
+	ranks := rankStates(cur, mt.classOf)
 	red := StackClasses{Samples: out.Samples, Frames: out.Frames, Cut: out.Cut, Processes: out.Processes,
-		Classes: mt.reduced(), Aside: reducedAside(cur)}
+		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyOf(ranks, mt.classes)}
 	var g *mergedTracks
 	if len(gcur) > 0 || len(unread) > 0 {
 		g = m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
@@ -135,7 +136,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 	}
 	if tree {
 		out.Tree = mt.tree(m)
-		out.Ranks = rankStates(cur, mt.classOf)
+		out.Ranks = ranks
 		out.Lone = loneRanks(mt.root, mt.classOf)
 		out.Culprit = culprit(out.Lone)
 		out.Aside = asideOf(cur, mt.classOf)
@@ -159,6 +160,132 @@ func (mt *mergedTracks) reduced() []ReducedClass {
 			Members: ca.rs.members, Status: c.Status, WaitReason: c.WaitReason, CreatedBy: c.CreatedBy}
 	}
 	return parts
+}
+
+// tallyOf counts the processes of ranks (in rank order) by kind and progress, with their
+// places among classes.
+func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
+	t := &ProcessTally{By: []ProgressTally{}}
+	byNum := make(map[int]*StackClass, len(classes))
+	for i := range classes {
+		byNum[classes[i].Class] = &classes[i]
+	}
+	type placeKey struct{ at, sys string }
+	at := map[string]int{} // progress -> index in By
+	places := map[string]map[placeKey]int{}
+	for _, r := range ranks {
+		switch {
+		case r.Launcher:
+			t.Launchers++
+			continue
+		case r.Rank >= 0:
+			t.Ranked++
+		default:
+			t.Others++
+		}
+		i, ok := at[r.Progress]
+		if !ok {
+			i = len(t.By)
+			at[r.Progress] = i
+			t.By = append(t.By, ProgressTally{Progress: r.Progress, Places: []ProcessPlace{}})
+			places[r.Progress] = map[placeKey]int{}
+		}
+		pt := &t.By[i]
+		pt.Procs++
+		var own, all, same []*StackClass
+		for _, n := range r.Classes {
+			if c := byNum[n]; c != nil && len(c.Frames) > 0 {
+				all = append(all, c)
+				if c.Role == "" {
+					own = append(own, c)
+				}
+			}
+		}
+		if len(own) == 0 {
+			own = all
+		}
+		for _, c := range own {
+			if c.Progress == r.Progress {
+				same = append(same, c)
+			}
+		}
+		if len(same) > 0 {
+			own = same
+		}
+		seen := map[placeKey]bool{}
+		for _, c := range own {
+			f := c.Frames[len(c.Frames)-1]
+			k, _ := stackFrameKey(f, "function")
+			pk := placeKey{k, c.Syscall}
+			if seen[pk] {
+				continue
+			}
+			seen[pk] = true
+			j, ok := places[r.Progress][pk]
+			if !ok {
+				j = len(pt.Places)
+				places[r.Progress][pk] = j
+				pt.Places = append(pt.Places, ProcessPlace{Frame: f, Syscall: c.Syscall, First: Member{Host: r.Host, PID: r.PID, Rank: r.Rank}})
+			}
+			pt.Places[j].Procs++
+		}
+	}
+	return t
+}
+
+// mergeTallies adds up reducers' tallies (nil when none has one): their hosts are apart.
+func mergeTallies(list []*ProcessTally) *ProcessTally {
+	var out *ProcessTally
+	before := func(a, b Member) bool { return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID) }
+	for _, t := range list {
+		if t == nil {
+			continue
+		}
+		if out == nil {
+			out = &ProcessTally{By: []ProgressTally{}}
+		}
+		out.Ranked += t.Ranked
+		out.Launchers += t.Launchers
+		out.Others += t.Others
+		for _, pt := range t.By {
+			i := slices.IndexFunc(out.By, func(x ProgressTally) bool { return x.Progress == pt.Progress })
+			if i < 0 {
+				i = len(out.By)
+				out.By = append(out.By, ProgressTally{Progress: pt.Progress, Places: []ProcessPlace{}})
+			}
+			o := &out.By[i]
+			o.Procs += pt.Procs
+			for _, pl := range pt.Places {
+				fk, _ := stackFrameKey(pl.Frame, "function")
+				j := slices.IndexFunc(o.Places, func(x ProcessPlace) bool {
+					xk, _ := stackFrameKey(x.Frame, "function")
+					return xk == fk && x.Syscall == pl.Syscall
+				})
+				if j < 0 {
+					o.Places = append(o.Places, pl)
+					continue
+				}
+				o.Places[j].Procs += pl.Procs
+				if before(pl.First, o.Places[j].First) {
+					o.Places[j].First = pl.First
+				}
+			}
+		}
+	}
+	if out != nil {
+		for i := range out.By {
+			slices.SortStableFunc(out.By[i].Places, func(a, b ProcessPlace) int {
+				switch {
+				case before(a.First, b.First):
+					return -1
+				case before(b.First, a.First):
+					return 1
+				}
+				return 0
+			})
+		}
+	}
+	return out
 }
 
 // reducedAside is asideOf as a reducer passes it on: its processes as a rank set and a count.

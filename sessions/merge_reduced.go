@@ -195,12 +195,14 @@ func mergeStackClasses(all []*StackClasses, o StackOptions) StackClasses {
 	var parts []ReducedClass
 	var asides []*ReducedAside
 	var gors []*ReducedGoroutines
+	var tallies []*ProcessTally
 	for _, c := range all {
 		parts = append(parts, c.Classes...)
 		out.Samples = max(out.Samples, c.Samples)
 		out.Processes += c.Processes
 		asides = append(asides, c.Aside)
 		gors = append(gors, c.Goroutines)
+		tallies = append(tallies, c.Tally)
 	}
 	out.Classes = mergeClasses(parts, o)
 	if out.Classes == nil {
@@ -208,6 +210,7 @@ func mergeStackClasses(all []*StackClasses, o StackOptions) StackClasses {
 	}
 	out.Aside = mergeAsides(asides)
 	out.Goroutines = mergeGoroutines(gors, o)
+	out.Tally = mergeTallies(tallies)
 	return out
 }
 
@@ -333,7 +336,8 @@ func mergeGoroutines(list []*ReducedGoroutines, o StackOptions) *ReducedGoroutin
 // path, their trees built from those, what they put aside and their goroutines by wait.
 func mergeReducedStacks(local Stacks, red *StackClasses, subs []*StackClasses, o StackOptions) Stacks {
 	m := mergeStackClasses(append([]*StackClasses{red}, subs...), o)
-	out := Stacks{Samples: m.Samples, Frames: local.Frames, Cut: local.Cut, Ranks: local.Ranks, Processes: m.Processes}
+	out := Stacks{Samples: m.Samples, Frames: local.Frames, Cut: local.Cut, Ranks: local.Ranks, Processes: m.Processes,
+		Tally: m.Tally}
 	out.Classes = classesOf(m.Classes, 1)
 	root := classTree(m.Classes, o, 1)
 	out.Tree = root.n

@@ -98,6 +98,16 @@ func shownStacks(st *State) string {
 	}
 	fmt.Fprintf(&b, "%s\n", strings.Join(classes(stk.Classes), "\n"))
 	fmt.Fprintf(&b, "aside: %s\n", aside(stk.Aside))
+	t := stk.Tally // a root's; a flat merge's processes are listed
+	if t == nil {
+		t = tallyOf(stk.Ranks, stk.Classes)
+	}
+	fmt.Fprintf(&b, "tally: %d ranked, %d launchers, %d others\n", t.Ranked, t.Launchers, t.Others)
+	for _, pt := range t.By {
+		for _, pl := range pt.Places {
+			fmt.Fprintf(&b, "  %s (%d): %d at %s in %s, first %s:%d\n", pt.Progress, pt.Procs, pl.Procs, pl.Frame.Function, pl.Syscall, pl.First.Host, pl.First.PID)
+		}
+	}
 	g := stk.Goroutines
 	if g == nil {
 		b.WriteString("no goroutines\n")
@@ -141,6 +151,7 @@ func TestTreeGoroutinesShowWhatFlatShows(t *testing.T) {
 	}
 	want := shown(flat) + "\n" + shownStacks(flat)
 	for _, s := range []string{
+		"tally: 9 ranked, 4 launchers, 0 others\n  stuck (9): 9 at runtime.futex in , first n00:101",
 		"aside: 26 (18 helpers, 8 launcher) ranks 0-1,10-12,20-21,30-31 unranked \"n00:90,n01:90,n02:90,n03:90\"",
 		"class runtime.goexit>main.worker>runtime.chanrecv1>runtime.gopark  waiting chan receive: 24, ranks 0-1,10-11,20-21,30-31",
 		"go main.main:12", "goroutines aside: 8 (8 helpers", "wait waiting \"chan receive\": 32",

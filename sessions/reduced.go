@@ -177,6 +177,39 @@ type StackClasses struct {
 	// Goroutines are the Go processes' goroutines (nil when no sample had any).
 	Aside      *ReducedAside      `json:"aside,omitempty"`
 	Goroutines *ReducedGoroutines `json:"goroutines,omitempty"`
+	// Tally counts the processes placed by kind and progress (nil from a reducer older
+	// than it).
+	Tally *ProcessTally `json:"tally,omitempty"`
+}
+
+// ProcessTally counts the processes a merge places, by kind and, but for the launchers, by
+// progress, each progress with the places its processes are at: what a root says of them in
+// the heading and the verdict of its stacks, where a merge of threads lists every process
+// (Stacks.Ranks).
+type ProcessTally struct {
+	Ranked    int             `json:"ranked"` // processes with a rank, but the launchers
+	Launchers int             `json:"launchers"`
+	Others    int             `json:"others"` // neither
+	By        []ProgressTally `json:"by"`
+}
+
+// ProgressTally is the processes of one progress (RankState's), and where they are.
+type ProgressTally struct {
+	Progress string `json:"progress"`
+	Procs    int    `json:"procs"`
+	// Places are the innermost frames of the classes their own threads are in (their
+	// helpers' when they have no other), those of their progress when they have such: where
+	// a verdict says they block or spin. A process is in each of its places once.
+	Places []ProcessPlace `json:"places"`
+}
+
+// ProcessPlace is one class's innermost frame (by function) and call, and the processes
+// there; the first of them by host and rank orders the places as a merge of threads does.
+type ProcessPlace struct {
+	Frame   StackFrame `json:"frame"`
+	Syscall string     `json:"syscall,omitempty"`
+	Procs   int        `json:"procs"`
+	First   Member     `json:"first"`
 }
 
 // HostMatrix is one host's access matrix as counts: cells by reason ("" for the pairs that

@@ -26,6 +26,7 @@ import (
 
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
 )
 
 // recordAgent runs treerank with n ranks under a real `crashtui agent --control` and returns
@@ -399,8 +400,8 @@ func treeTemplate(t *testing.T) *streamTemplate {
 // TestTreeOfViews: 16 copies of a real agent's stream of 24 ranks (384 tasks, ranks crashing
 // at four sites, waiting in three places) through four `view --json --reduce` of four copies
 // each, into a root `view --json`: the root shows what one flat `view --json` of all sixteen
-// shows (counts, groups, classes, rank ranges, hosts), and the reduced streams carry no
-// per-task event.
+// shows (counts, groups, classes, rank ranges, hosts, its stacks' report), and the reduced
+// streams carry no per-task event.
 func TestTreeOfViews(t *testing.T) {
 	tpl := treeTemplate(t)
 	const copies, fan = 16, 4
@@ -430,6 +431,12 @@ func TestTreeOfViews(t *testing.T) {
 	root := runView(t, nil, append([]string{"--json"}, files...)...)
 	if got := shows(t, root.out); got != want {
 		t.Errorf("the root shows\n%s\none flat view shows\n%s", got, want)
+	}
+	// Its stacks' report: the same heading (384 ranks, counted from the views' tallies), tree,
+	// classes and verdict.
+	rootText, flatText := views.StacksText(stacksOf(t, root.out), 0), views.StacksText(stacksOf(t, flat.out), 0)
+	if rootText != flatText || !strings.HasPrefix(rootText, "384 ranks, ") {
+		t.Errorf("the root's stacks:\n%s\none flat view's:\n%s", rootText, flatText)
 	}
 }
 
