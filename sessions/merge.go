@@ -173,6 +173,8 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 	type placeKey struct{ at, sys string }
 	at := map[string]int{} // progress -> index in By
 	places := map[string]map[placeKey]int{}
+	var own, all, same []*StackClass
+	var seen []placeKey
 	for _, r := range ranks {
 		switch {
 		case r.Launcher:
@@ -192,7 +194,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 		}
 		pt := &t.By[i]
 		pt.Procs++
-		var own, all, same []*StackClass
+		own, all, same := own[:0], all[:0], same[:0]
 		for _, n := range r.Classes {
 			if c := byNum[n]; c != nil && len(c.Frames) > 0 {
 				all = append(all, c)
@@ -212,15 +214,15 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 		if len(same) > 0 {
 			own = same
 		}
-		seen := map[placeKey]bool{}
+		seen = seen[:0] // a process is in each of its places once
 		for _, c := range own {
 			f := c.Frames[len(c.Frames)-1]
 			k, _ := stackFrameKey(f, "function")
 			pk := placeKey{k, c.Syscall}
-			if seen[pk] {
+			if slices.Contains(seen, pk) {
 				continue
 			}
-			seen[pk] = true
+			seen = append(seen, pk)
 			j, ok := places[r.Progress][pk]
 			if !ok {
 				j = len(pt.Places)
@@ -1104,16 +1106,16 @@ func rankStates(cur []*threadTrack, classOf map[*threadTrack]int) []RankState {
 		own, helpers string
 		any          bool // it has threads that are not helpers
 	}
-	procs := map[pkey]*acc{}
-	var order []pkey
+	at := map[int32]int{} // a process's index in the store -> its acc
+	var accs []acc
 	for _, tr := range cur {
-		k := pkey{tr.host, tr.pid}
-		a := procs[k]
-		if a == nil {
-			a = &acc{rs: RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank}}
-			procs[k] = a
-			order = append(order, k)
+		i, ok := at[tr.proc]
+		if !ok {
+			i = len(accs)
+			at[tr.proc] = i
+			accs = append(accs, acc{rs: RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank}})
 		}
+		a := &accs[i]
 		if tr.role == RoleHelper {
 			a.helpers = combineProgress(a.helpers, tr.progress())
 		} else {
@@ -1124,13 +1126,19 @@ func rankStates(cur []*threadTrack, classOf map[*threadTrack]int) []RankState {
 			a.rs.Classes = append(a.rs.Classes, c)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := procs[order[i]].rs, procs[order[j]].rs
-		return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID)
+	slices.SortStableFunc(accs, func(x, y acc) int {
+		a, b := x.rs, y.rs
+		switch {
+		case rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID):
+			return -1
+		case rankOrder(b.Host, b.Rank, b.PID, a.Host, a.Rank, a.PID):
+			return 1
+		}
+		return 0
 	})
-	out := make([]RankState, 0, len(order))
-	for _, k := range order {
-		a := procs[k]
+	out := make([]RankState, 0, len(accs))
+	for i := range accs {
+		a := &accs[i]
 		a.rs.Progress = a.own
 		if !a.any {
 			a.rs.Progress = a.helpers
