@@ -194,7 +194,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 		}
 		pt := &t.By[i]
 		pt.Procs++
-		own, all, same := own[:0], all[:0], same[:0]
+		own, all, same = own[:0], all[:0], same[:0]
 		for _, n := range r.Classes {
 			if c := byNum[n]; c != nil && len(c.Frames) > 0 {
 				all = append(all, c)
