@@ -173,7 +173,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 	type placeKey struct{ at, sys string }
 	at := map[string]int{} // progress -> index in By
 	places := map[string]map[placeKey]int{}
-	var own, all, same []*StackClass
+	var ownBuf, allBuf, sameBuf []*StackClass // reused, each its own array
 	var seen []placeKey
 	for _, r := range ranks {
 		switch {
@@ -194,7 +194,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 		}
 		pt := &t.By[i]
 		pt.Procs++
-		own, all, same = own[:0], all[:0], same[:0]
+		own, all, same := ownBuf[:0], allBuf[:0], sameBuf[:0]
 		for _, n := range r.Classes {
 			if c := byNum[n]; c != nil && len(c.Frames) > 0 {
 				all = append(all, c)
@@ -203,6 +203,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 				}
 			}
 		}
+		ownBuf, allBuf = own, all
 		if len(own) == 0 {
 			own = all
 		}
@@ -211,6 +212,7 @@ func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
 				same = append(same, c)
 			}
 		}
+		sameBuf = same
 		if len(same) > 0 {
 			own = same
 		}
