@@ -52,9 +52,9 @@ type common struct {
 	ranksLog string
 	// filter, when not nil, keeps a share of the job's processes (agent --share).
 	filter func(pid int) bool
-	// noDetail: the session's State keeps only what a reducer passes on (view --reduce:
-	// State.NoDetail).
-	noDetail bool
+	// reduce: view --reduce. Its --json carries a reducer's events (session.reduced), and
+	// its State keeps only what a reducer passes on (State.NoDetail).
+	reduce bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -206,7 +206,9 @@ type session struct {
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
 		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
-	if c.noDetail {
+	if c.reduce {
+		// Before applyLoop starts: it reads both.
+		s.reduced, s.passUp = true, passUp()
 		s.state.NoDetail()
 	}
 	s.in.init()
