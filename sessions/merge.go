@@ -37,6 +37,7 @@ type threadTrack struct {
 	host   string
 	pid    int
 	proc   int32 // its process's index in the store (one per host and pid)
+	class  int   // its class, once merged (mergeTracks)
 	rank   Rank
 	tid    int
 	keys   []uint32 // path key per sample, oldest first (pathInfo.key)
@@ -119,9 +120,8 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 			out.Processes++
 		}
 	}
-	ranks := rankStates(cur, mt.classOf)
 	red := StackClasses{Samples: out.Samples, Frames: out.Frames, Cut: out.Cut, Processes: out.Processes,
-		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyOf(ranks, mt.classes)}
+		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyTracks(cur, mt.classes, len(st.procs))}
 	var g *mergedTracks
 	if len(gcur) > 0 || len(unread) > 0 {
 		g = m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
@@ -136,7 +136,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 	}
 	if tree {
 		out.Tree = mt.tree(m)
-		out.Ranks = ranks
+		out.Ranks = sortRankStates(processStates(cur, len(st.procs)))
 		out.Lone = loneRanks(mt.root, mt.classOf)
 		out.Culprit = culprit(out.Lone)
 		out.Aside = asideOf(cur, mt.classOf)
@@ -162,79 +162,173 @@ func (mt *mergedTracks) reduced() []ReducedClass {
 	return parts
 }
 
-// tallyOf counts the processes of ranks (in rank order) by kind and progress, with their
-// places among classes.
+// tallyOf counts the processes of ranks (in any order) by kind and progress, with their
+// places among classes, each with its first process in rank order.
 func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
-	t := &ProcessTally{By: []ProgressTally{}}
-	byNum := make(map[int]*StackClass, len(classes))
-	for i := range classes {
-		byNum[classes[i].Class] = &classes[i]
-	}
-	type placeKey struct{ at, sys string }
-	at := map[string]int{} // progress -> index in By
-	places := map[string]map[placeKey]int{}
-	var ownBuf, allBuf, sameBuf []*StackClass // reused, each its own array
-	var seen []placeKey
+	tl := newTallier(classes)
 	for _, r := range ranks {
-		switch {
-		case r.Launcher:
-			t.Launchers++
+		tl.add(r.Host, r.PID, r.Rank, r.Launcher, r.Progress, r.Classes)
+	}
+	sortPlaces(tl.t)
+	return tl.t
+}
+
+// tallyTracks is tallyOf of the processes of the current tracks (processStates), without
+// listing them: a reducing view's tally of tens of thousands of processes. nprocs is the size
+// of the store the tracks come from.
+func tallyTracks(cur []*threadTrack, classes []StackClass, nprocs int) *ProcessTally {
+	// The tracks by process: a counting sort on their index in the store.
+	start := make([]int32, nprocs+1)
+	for _, tr := range cur {
+		start[tr.proc+1]++
+	}
+	for p := 1; p <= nprocs; p++ {
+		start[p] += start[p-1]
+	}
+	byProc := make([]*threadTrack, len(cur))
+	next := slices.Clone(start[:nprocs])
+	for _, tr := range cur {
+		byProc[next[tr.proc]] = tr
+		next[tr.proc]++
+	}
+	tl := newTallier(classes)
+	var nums []int
+	for p := 0; p < nprocs; p++ {
+		ts := byProc[start[p]:start[p+1]]
+		if len(ts) == 0 {
 			continue
-		case r.Rank >= 0:
-			t.Ranked++
-		default:
-			t.Others++
 		}
-		i, ok := at[r.Progress]
-		if !ok {
-			i = len(t.By)
-			at[r.Progress] = i
-			t.By = append(t.By, ProgressTally{Progress: r.Progress, Places: []ProcessPlace{}})
-			places[r.Progress] = map[placeKey]int{}
-		}
-		pt := &t.By[i]
-		pt.Procs++
-		own, all, same := ownBuf[:0], allBuf[:0], sameBuf[:0]
-		for _, n := range r.Classes {
-			if c := byNum[n]; c != nil && len(c.Frames) > 0 {
-				all = append(all, c)
-				if c.Role == "" {
-					own = append(own, c)
-				}
+		// As processStates: its own threads' progress, its helpers' when it has no other.
+		own, helpers, any, launcher := "", "", false, false
+		nums = nums[:0]
+		for _, tr := range ts {
+			if tr.role == RoleHelper {
+				helpers = combineProgress(helpers, tr.progress())
+			} else {
+				own, any = combineProgress(own, tr.progress()), true
+			}
+			launcher = launcher || tr.role == RoleLauncher
+			if !slices.Contains(nums, tr.class) {
+				nums = append(nums, tr.class)
 			}
 		}
-		ownBuf, allBuf = own, all
-		if len(own) == 0 {
-			own = all
+		if !any {
+			own = helpers
 		}
-		for _, c := range own {
-			if c.Progress == r.Progress {
-				same = append(same, c)
-			}
-		}
-		sameBuf = same
-		if len(same) > 0 {
-			own = same
-		}
-		seen = seen[:0] // a process is in each of its places once
-		for _, c := range own {
-			f := c.Frames[len(c.Frames)-1]
-			k, _ := stackFrameKey(f, "function")
-			pk := placeKey{k, c.Syscall}
-			if slices.Contains(seen, pk) {
-				continue
-			}
-			seen = append(seen, pk)
-			j, ok := places[r.Progress][pk]
-			if !ok {
-				j = len(pt.Places)
-				places[r.Progress][pk] = j
-				pt.Places = append(pt.Places, ProcessPlace{Frame: f, Syscall: c.Syscall, First: Member{Host: r.Host, PID: r.PID, Rank: r.Rank}})
-			}
-			pt.Places[j].Procs++
+		tl.add(ts[0].host, ts[0].pid, ts[0].rank, launcher, own, nums)
+	}
+	sortPlaces(tl.t)
+	return tl.t
+}
+
+// tallier makes a ProcessTally, a process at a time.
+type tallier struct {
+	t       *ProcessTally
+	byNum   map[int]int // class number -> index in classes
+	classes []StackClass
+	keys    []tallyKey // of each class: its innermost frame by function, and its call
+	at      map[string]int
+	places  map[string]map[tallyKey]int
+	// Reused buffers, each its own array.
+	ownBuf, allBuf, sameBuf []int
+	seen                    []tallyKey
+}
+
+type tallyKey struct{ at, sys string }
+
+func newTallier(classes []StackClass) *tallier {
+	tl := &tallier{t: &ProcessTally{By: []ProgressTally{}}, byNum: make(map[int]int, len(classes)), classes: classes,
+		keys: make([]tallyKey, len(classes)), at: map[string]int{}, places: map[string]map[tallyKey]int{}}
+	for i, c := range classes {
+		tl.byNum[c.Class] = i
+		if len(c.Frames) > 0 {
+			k, _ := stackFrameKey(c.Frames[len(c.Frames)-1], "function")
+			tl.keys[i] = tallyKey{k, c.Syscall}
 		}
 	}
-	return t
+	return tl
+}
+
+// add counts one process, in the classes numbered nums, at their innermost frames: those of
+// its own threads (its helpers' when it has no other), of its progress when it has such.
+func (tl *tallier) add(host string, pid int, rank Rank, launcher bool, progress string, nums []int) {
+	t := tl.t
+	switch {
+	case launcher:
+		t.Launchers++
+		return
+	case rank >= 0:
+		t.Ranked++
+	default:
+		t.Others++
+	}
+	i, ok := tl.at[progress]
+	if !ok {
+		i = len(t.By)
+		tl.at[progress] = i
+		t.By = append(t.By, ProgressTally{Progress: progress, Places: []ProcessPlace{}})
+		tl.places[progress] = map[tallyKey]int{}
+	}
+	pt := &t.By[i]
+	pt.Procs++
+	own, all, same := tl.ownBuf[:0], tl.allBuf[:0], tl.sameBuf[:0]
+	for _, n := range nums {
+		if j, ok := tl.byNum[n]; ok && len(tl.classes[j].Frames) > 0 {
+			all = append(all, j)
+			if tl.classes[j].Role == "" {
+				own = append(own, j)
+			}
+		}
+	}
+	tl.ownBuf, tl.allBuf = own, all
+	if len(own) == 0 {
+		own = all
+	}
+	for _, j := range own {
+		if tl.classes[j].Progress == progress {
+			same = append(same, j)
+		}
+	}
+	tl.sameBuf = same
+	if len(same) > 0 {
+		own = same
+	}
+	tl.seen = tl.seen[:0] // a process is in each of its places once
+	me := Member{Host: host, PID: pid, Rank: rank}
+	for _, j := range own {
+		pk := tl.keys[j]
+		if slices.Contains(tl.seen, pk) {
+			continue
+		}
+		tl.seen = append(tl.seen, pk)
+		k, ok := tl.places[progress][pk]
+		if !ok {
+			k = len(pt.Places)
+			tl.places[progress][pk] = k
+			c := tl.classes[j]
+			pt.Places = append(pt.Places, ProcessPlace{Frame: c.Frames[len(c.Frames)-1], Syscall: c.Syscall, First: me})
+		}
+		pl := &pt.Places[k]
+		pl.Procs++
+		if rankOrder(me.Host, me.Rank, me.PID, pl.First.Host, pl.First.Rank, pl.First.PID) {
+			pl.First = me
+		}
+	}
+}
+
+// sortPlaces orders each progress's places by their first process, in rank order.
+func sortPlaces(t *ProcessTally) {
+	for i := range t.By {
+		slices.SortStableFunc(t.By[i].Places, func(a, b ProcessPlace) int {
+			switch {
+			case rankOrder(a.First.Host, a.First.Rank, a.First.PID, b.First.Host, b.First.Rank, b.First.PID):
+				return -1
+			case rankOrder(b.First.Host, b.First.Rank, b.First.PID, a.First.Host, a.First.Rank, a.First.PID):
+				return 1
+			}
+			return 0
+		})
+	}
 }
 
 // mergeTallies adds up reducers' tallies (nil when none has one): their hosts are apart.
@@ -277,17 +371,7 @@ func mergeTallies(list []*ProcessTally) *ProcessTally {
 		}
 	}
 	if out != nil {
-		for i := range out.By {
-			slices.SortStableFunc(out.By[i].Places, func(a, b ProcessPlace) int {
-				switch {
-				case before(a.First, b.First):
-					return -1
-				case before(b.First, a.First):
-					return 1
-				}
-				return 0
-			})
-		}
+		sortPlaces(out)
 	}
 	return out
 }
@@ -944,6 +1028,7 @@ func (m *merger) mergeTracks(cur, all []*threadTrack, qs []int32, first int) *me
 		ca.c.Class = first + i
 		for _, tr := range ca.threads {
 			out.classOf[tr] = first + i
+			tr.class = first + i
 		}
 		if ca.c.Progress == Stuck || ca.c.Progress == Spinning {
 			// Stuck since the oldest sample of the run of identical stacks its threads share.
@@ -1100,36 +1185,49 @@ type pkey struct {
 	pid  int
 }
 
-// rankStates is each current process's progress, in rank order: that of its own threads,
-// its helpers left out when it has any other.
-func rankStates(cur []*threadTrack, classOf map[*threadTrack]int) []RankState {
+// processStates is each current process's progress (RankState), in the order first seen:
+// that of its own threads, its helpers left out when it has any other. nprocs is the size of
+// the store the tracks come from (their proc).
+func processStates(cur []*threadTrack, nprocs int) []RankState {
 	type acc struct {
-		rs           RankState
 		own, helpers string
 		any          bool // it has threads that are not helpers
 	}
-	at := map[int32]int{} // a process's index in the store -> its acc
+	at := make([]int32, nprocs) // a process's index in the store -> 1 + its state's
+	out := []RankState{}
 	var accs []acc
 	for _, tr := range cur {
-		i, ok := at[tr.proc]
-		if !ok {
-			i = len(accs)
-			at[tr.proc] = i
-			accs = append(accs, acc{rs: RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank}})
+		i := at[tr.proc] - 1
+		if i < 0 {
+			i = int32(len(out))
+			at[tr.proc] = i + 1
+			out = append(out, RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank})
+			accs = append(accs, acc{})
 		}
-		a := &accs[i]
+		rs, a := &out[i], &accs[i]
 		if tr.role == RoleHelper {
 			a.helpers = combineProgress(a.helpers, tr.progress())
 		} else {
 			a.own, a.any = combineProgress(a.own, tr.progress()), true
 		}
-		a.rs.Launcher = a.rs.Launcher || tr.role == RoleLauncher
-		if c := classOf[tr]; !containsInt(a.rs.Classes, c) {
-			a.rs.Classes = append(a.rs.Classes, c)
+		rs.Launcher = rs.Launcher || tr.role == RoleLauncher
+		if !containsInt(rs.Classes, tr.class) {
+			rs.Classes = append(rs.Classes, tr.class)
 		}
 	}
-	slices.SortStableFunc(accs, func(x, y acc) int {
-		a, b := x.rs, y.rs
+	for i := range out {
+		out[i].Progress = accs[i].own
+		if !accs[i].any {
+			out[i].Progress = accs[i].helpers
+		}
+		sort.Ints(out[i].Classes)
+	}
+	return out
+}
+
+// sortRankStates sorts states in rank order (by host, ranked first by rank, then by pid).
+func sortRankStates(states []RankState) []RankState {
+	slices.SortStableFunc(states, func(a, b RankState) int {
 		switch {
 		case rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID):
 			return -1
@@ -1138,17 +1236,7 @@ func rankStates(cur []*threadTrack, classOf map[*threadTrack]int) []RankState {
 		}
 		return 0
 	})
-	out := make([]RankState, 0, len(accs))
-	for i := range accs {
-		a := &accs[i]
-		a.rs.Progress = a.own
-		if !a.any {
-			a.rs.Progress = a.helpers
-		}
-		sort.Ints(a.rs.Classes)
-		out = append(out, a.rs)
-	}
-	return out
+	return states
 }
 
 // loneRanks are the processes alone on their branch at the first frame where the program's

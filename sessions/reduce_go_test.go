@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -196,5 +197,22 @@ func TestReducedGoroutinesUnreadBounded(t *testing.T) {
 	}
 	if g.Unread[0].Host != "n0" || g.Unread[len(g.Unread)-1].Host != "n1" || g.Unread[len(g.Unread)-1].Rank != 55 {
 		t.Errorf("unread from %+v to %+v, want n0's first, in rank order", g.Unread[0], g.Unread[len(g.Unread)-1])
+	}
+}
+
+// TestTallyTracks: the tally a reducer passes on, counted from its tracks, is the one its
+// processes' states (Stacks.Ranks) make: a Go job with helpers and launchers, a job of
+// three classes.
+func TestTallyTracks(t *testing.T) {
+	for _, evs := range [][]Event{append(goAgentStream("n00", 0), goAgentStream("n01", 10)...), agentStream("n02", 0, 64)} {
+		st := NewState()
+		for _, e := range evs {
+			st.Apply(e)
+		}
+		out, red := st.store.mergeFull(StackOptions{Cut: DefaultCutRE}, true)
+		want := tallyOf(out.Ranks, out.Classes)
+		if !reflect.DeepEqual(red.Tally, want) || want.Ranked == 0 {
+			t.Errorf("tally of the tracks %+v\nof the states %+v", red.Tally, want)
+		}
 	}
 }
