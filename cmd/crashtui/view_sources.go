@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -81,6 +83,7 @@ func openSources(pos []string, tree *slurmTree, s *session) ([]*source, error) {
 				return srcs, usageErr("view: stdin (-) given twice")
 			}
 			stdin = true
+			growPipe(os.Stdin)
 			srcs = append(srcs, &source{label: "stdin", r: io.NopCloser(os.Stdin), stdin: true})
 			continue
 		}
@@ -107,9 +110,26 @@ func openSources(pos []string, tree *slurmTree, s *session) ([]*source, error) {
 		if err != nil {
 			return srcs, &exitError{2, fmt.Errorf("view: %w", err)}
 		}
+		growPipe(f) // a named pipe
 		srcs = append(srcs, &source{label: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), r: f})
 	}
 	return srcs, nil
+}
+
+// pipeSize is the buffer a view asks of the pipes it reads (the kernel's default is 64 KiB,
+// and 1 MiB is what /proc/sys/fs/pipe-max-size lets any user have by default): a tree's
+// first level reads hundreds of megabytes through them, and each time a pipe is full its
+// writer waits and its reader wakes.
+const pipeSize = 1 << 20
+
+// growPipe asks for a bigger buffer when f is a pipe; it stays as it was when the kernel
+// refuses (a lower pipe-max-size, or a user over pipe-user-pages-soft).
+func growPipe(f *os.File) {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return
+	}
+	unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, pipeSize)
 }
 
 func stdinSource(srcs []*source) bool {
