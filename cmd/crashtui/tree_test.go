@@ -268,7 +268,8 @@ func hostName(c int) string { return fmt.Sprintf("node%04d", c) }
 type viewRun struct {
 	out  []byte // its output, but the per-task events (kept out of memory at a million)
 	wall time.Duration
-	rss  int64 // its largest resident set, bytes
+	cpu  time.Duration // its user and system time
+	rss  int64         // its largest resident set, bytes
 }
 
 // runView runs `crashtui view ARGS...` with stdin written by feed (nil: none) and keeps its
@@ -306,7 +307,8 @@ func runView(tb testing.TB, feed func(io.Writer) error, args ...string) viewRun 
 	if ferr := <-fed; err != nil || ferr != nil {
 		tb.Fatalf("view %v: %v (feeding it: %v): %s", args, err, ferr, stderr.String())
 	}
-	return viewRun{out: keep.Bytes(), wall: wall, rss: cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return viewRun{out: keep.Bytes(), wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: ru.Maxrss << 10}
 }
 
 // keptLines keeps a view's output lines but those of the per-task kinds.
