@@ -464,14 +464,16 @@ func (s *session) finish(host string) sessions.Summary {
 	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
 	// that keeps reading gets everything, the summary last.
 	for last := s.progress.Load(); ; {
-		stall := 2 * time.Second
+		stall, second := 2*time.Second, quit.second
 		select {
 		case <-quit.second:
-			stall = 250 * time.Millisecond
+			stall, second = 250*time.Millisecond, nil
 		default:
 		}
 		select {
 		case <-s.written:
+		case <-second:
+			continue // told again while waiting: wait less
 		case <-time.After(stall):
 			if now := s.progress.Load(); now != last {
 				last = now
