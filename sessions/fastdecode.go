@@ -11,20 +11,27 @@ import (
 // lineDecoder decodes event lines. The kinds an agent sends per task (process, task, exit,
 // sample, crash) are read in one pass without reflection (fastDecode), with the strings they
 // repeat (modules, functions, files) and the stacks they repeat (every rank waiting in the
-// same place sends the same frames) decoded once; anything it does not expect (an escape in
-// a string, a null, a number where a string goes, a key in another case) goes to
-// encoding/json instead, so both read every line the same way (FuzzFastDecode). A view at the
-// root of a tree reads millions of these; encoding/json alone made it several times slower.
+// same place sends the same frames) decoded once, and those frames shared by the events that
+// repeat them (a decoded event's Frames, Stack and Disasm are read-only); anything it does
+// not expect (an escape in a string, a null, a number where a string goes, a key in another
+// case) goes to encoding/json instead, so both read every line the same way
+// (FuzzFastDecode). A view at the root of a tree reads millions of these; encoding/json
+// alone made it several times slower.
 //
 // A lineDecoder belongs to one goroutine (one stream).
 type lineDecoder struct {
 	strs   map[string]string
-	frames map[string][]Frame
-	insns  map[string][]Insn
+	frames spanCache[[]Frame]
+	insns  spanCache[[]Insn]
+	// nregs is how many registers the last crash had: the next one's map is made that big.
+	nregs int
+	// lean leaves out what a reducing view keeps of no event: a crash's registers and
+	// instructions (checked as ever, then dropped: leanBody).
+	lean bool
 }
 
 func newLineDecoder() *lineDecoder {
-	return &lineDecoder{strs: map[string]string{}, frames: map[string][]Frame{}, insns: map[string][]Insn{}}
+	return &lineDecoder{strs: map[string]string{}, frames: newSpanCache[[]Frame](), insns: newSpanCache[[]Insn]()}
 }
 
 // bounds of the decoder's caches: past them it decodes without caching.
@@ -33,6 +40,66 @@ const (
 	maxCachedStacks  = 1 << 12
 	maxCachedBytes   = 16 << 10 // a frames array longer than this is not cached
 )
+
+// spanCache is values decoded before, by their bytes. A value of headLen bytes or more is
+// found by its first headLen and then compared whole: its bytes are not walked for its end
+// again, as they are to look a shorter one up.
+type spanCache[T any] struct {
+	byHead map[string][]spanEntry[T]
+	short  map[string]T
+	n      int
+}
+
+type spanEntry[T any] struct {
+	raw string
+	v   T
+}
+
+const (
+	headLen      = 256
+	maxSameHeads = 16 // values kept with one head
+)
+
+func newSpanCache[T any]() spanCache[T] {
+	return spanCache[T]{byHead: map[string][]spanEntry[T]{}, short: map[string]T{}}
+}
+
+// find is the value b starts with, if it is one of headLen bytes or more seen before, and
+// its length.
+func (c *spanCache[T]) find(b []byte) (v T, n int, ok bool) {
+	if len(b) >= headLen {
+		for _, e := range c.byHead[string(b[:headLen])] {
+			// A JSON array ends where its bytes say: b starting with a whole one is it.
+			if len(b) >= len(e.raw) && string(b[:len(e.raw)]) == e.raw {
+				return e.v, len(e.raw), true
+			}
+		}
+	}
+	return v, 0, false
+}
+
+// findShort is the value of bytes raw, shorter than headLen, seen before.
+func (c *spanCache[T]) findShort(raw []byte) (T, bool) {
+	v, ok := c.short[string(raw)]
+	return v, ok
+}
+
+// add keeps v, decoded (and checked) from raw.
+func (c *spanCache[T]) add(raw []byte, v T) {
+	if c.n >= maxCachedStacks || len(raw) > maxCachedBytes {
+		return
+	}
+	if len(raw) < headLen {
+		c.short[string(raw)] = v
+		c.n++
+		return
+	}
+	k := string(raw[:headLen])
+	if l := c.byHead[k]; len(l) < maxSameHeads {
+		c.byHead[k] = append(l, spanEntry[T]{string(raw), v})
+		c.n++
+	}
+}
 
 // decode reads one event line. crashtui writes the kind first ({"event":"sample",...}): the
 // fast decoder takes it from there, reads the envelope's keys as it meets them, and keeps
@@ -46,7 +113,19 @@ func (d *lineDecoder) decode(b []byte) (Event, error) {
 	}
 	var e Event
 	err := e.UnmarshalJSON(b)
+	if d.lean {
+		e.Body = leanBody(e.Body)
+	}
 	return e, err
+}
+
+// leanBody is b without what a lean decoder leaves out.
+func leanBody(b Body) Body {
+	if c, ok := b.(Crash); ok {
+		c.Regs, c.Disasm = nil, nil
+		return c
+	}
+	return b
 }
 
 // prefixKind is the kind a line starts with, as crashtui writes it: {"event":"KIND",
@@ -74,12 +153,12 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 	switch k {
 	case KindProcess:
 		v := Process{Rank: NoRank}
-		r.object(func(key string) bool { return r.process(key, &v) })
+		r.object(func(key []byte) bool { return r.process(key, &v) })
 		body = v
 	case KindTask:
 		var v Task
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "pid":
 				v.PID = r.int()
 			case "tid":
@@ -94,8 +173,8 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindExit:
 		var v Exit
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "pid":
 				v.PID = r.int()
 			case "code":
@@ -119,8 +198,8 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindSample:
 		v := Sample{Rank: NoRank}
-		r.object(func(key string) bool {
-			switch key {
+		r.object(func(key []byte) bool {
+			switch string(key) {
 			case "seq":
 				v.Seq = r.int()
 			case "pid":
@@ -129,11 +208,19 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 				v.Rank = r.rank()
 			case "held_us":
 				v.HeldUS = r.int()
+			case "stopped":
+				v.Stopped = r.int()
+			case "unstopped":
+				v.Unstopped = r.int()
+			case "exe":
+				v.Exe = r.str()
+			case "ppid":
+				v.PPID = r.int()
 			case "threads":
 				v.Threads = v.Threads[:0]
 				if null := r.array(func() {
 					var t ThreadSample
-					r.object(func(key string) bool { return r.threadSample(key, &t) })
+					r.object(func(key []byte) bool { return r.threadSample(key, &t) })
 					v.Threads = append(v.Threads, t)
 				}); null {
 					v.Threads = nil
@@ -148,7 +235,7 @@ func (d *lineDecoder) fast(k Kind, b []byte, env *envelope) (Body, bool) {
 		body = v
 	case KindCrash:
 		v := Crash{Rank: NoRank}
-		r.object(func(key string) bool { return r.crash(key, &v) })
+		r.object(func(key []byte) bool { return r.crash(key, &v) })
 		body = v
 	default:
 		return nil, false
@@ -188,12 +275,12 @@ func (r *jreader) space() {
 // false for a key it does not know (the value is then skipped, as encoding/json skips
 // unknown keys, unless it differs from a known one only in case: encoding/json would
 // match it, so the fast reader gives up).
-func (r *jreader) object(field func(key string) bool) {
+func (r *jreader) object(field func(key []byte) bool) {
 	if env := r.env; env != nil {
 		r.env = nil // only the top level's
 		body := field
-		field = func(key string) bool {
-			switch key {
+		field = func(key []byte) bool {
+			switch string(key) {
 			case "event":
 				env.Event = Kind(r.str())
 			case "time":
@@ -206,7 +293,7 @@ func (r *jreader) object(field func(key string) bool) {
 					env.Host = r.str()
 				}
 			default:
-				if strings.EqualFold(key, "event") || strings.EqualFold(key, "time") || strings.EqualFold(key, "host") {
+				if foldsEnvelope(key) {
 					r.fail() // encoding/json would take it for the envelope's
 					return true
 				}
@@ -220,7 +307,7 @@ func (r *jreader) object(field func(key string) bool) {
 
 // fields is object; fold says whether an unknown key is checked against the known ones (not
 // when skipping a value whole).
-func (r *jreader) fields(field func(key string) bool, fold bool) {
+func (r *jreader) fields(field func(key []byte) bool, fold bool) {
 	if !r.ok {
 		return
 	}
@@ -249,9 +336,8 @@ func (r *jreader) fields(field func(key string) bool, fold bool) {
 		}
 		r.i++
 		r.space()
-		if !field(string(key)) {
-			if fold && !strings.EqualFold(string(key), "event") && !strings.EqualFold(string(key), "time") &&
-				!strings.EqualFold(string(key), "host") && foldsKnown(string(key)) {
+		if !field(key) {
+			if fold && !foldsEnvelope(key) && foldsKnown(string(key)) {
 				r.fail()
 				return
 			}
@@ -280,13 +366,18 @@ func (r *jreader) fields(field func(key string) bool, fold bool) {
 var knownKeys = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range strings.Fields(`pid ppid rank exe comm argv uid threads stopped tid exited code signal
-		core_dumped detached seq held_us state held syscall cpu frames note pc module offset function file line
+		core_dumped detached seq held_us unstopped state held syscall cpu run_ns frames note pc module offset function file line
 		func_off inlined addr user_sent key group representative abort_message handler_tries unrepaired stack core
 		no_core regs disasm bytes text fault`) {
 		m[k] = true
 	}
 	return m
 }()
+
+// foldsEnvelope says whether key is one of the envelope's keys but for case.
+func foldsEnvelope(key []byte) bool {
+	return bytes.EqualFold(key, []byte("event")) || bytes.EqualFold(key, []byte("time")) || bytes.EqualFold(key, []byte("host"))
+}
 
 func foldsKnown(key string) bool {
 	if knownKeys[key] {
@@ -380,14 +471,7 @@ func (r *jreader) str() string {
 		r.fail()
 		return ""
 	}
-	if v, ok := r.d.strs[string(s)]; ok {
-		return v
-	}
-	v := string(s)
-	if len(r.d.strs) < maxCachedStrings && len(v) <= 256 {
-		r.d.strs[v] = v
-	}
-	return v
+	return r.d.intern(s)
 }
 
 func (r *jreader) number() []byte {
@@ -484,7 +568,7 @@ func (r *jreader) skip() {
 	}
 	switch c := r.b[r.i]; {
 	case c == '{':
-		r.fields(func(string) bool { return false }, false)
+		r.fields(func([]byte) bool { return false }, false)
 	case c == '[':
 		r.array(r.skip)
 	case c == '"':
@@ -517,8 +601,8 @@ func (r *jreader) quickSpan() []byte {
 	return r.b[start:end]
 }
 
-func (r *jreader) process(key string, v *Process) bool {
-	switch key {
+func (r *jreader) process(key []byte, v *Process) bool {
+	switch string(key) {
 	case "pid":
 		v.PID = r.int()
 	case "ppid":
@@ -548,18 +632,22 @@ func (r *jreader) process(key string, v *Process) bool {
 	return true
 }
 
-func (r *jreader) threadSample(key string, t *ThreadSample) bool {
-	switch key {
+func (r *jreader) threadSample(key []byte, t *ThreadSample) bool {
+	switch string(key) {
 	case "tid":
 		t.TID = r.int()
 	case "state":
 		t.State = r.str()
 	case "held":
 		t.Held = r.bool()
+	case "unstopped":
+		t.Unstopped = r.bool()
 	case "syscall":
 		t.Syscall = r.str()
 	case "cpu":
 		t.CPU = r.uint64()
+	case "run_ns":
+		t.RunNS = r.uint64()
 	case "frames":
 		t.Frames = r.frames()
 	case "note":
@@ -575,13 +663,18 @@ func (r *jreader) frames() []Frame {
 	if !r.ok {
 		return nil
 	}
+	// These very bytes read (and checked) before: the same frames, shared.
+	if f, n, ok := r.d.frames.find(r.b[r.i:]); ok {
+		r.i += n
+		return f
+	}
 	start := r.i
 	raw := r.quickSpan()
 	if !r.ok {
 		return nil
 	}
-	if f, ok := r.d.frames[string(raw)]; ok {
-		return slices.Clone(f) // these very bytes were read (and checked) before
+	if f, ok := r.d.frames.findShort(raw); ok {
+		return f
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Frame
@@ -590,7 +683,7 @@ func (r *jreader) frames() []Frame {
 		out = []Frame{}
 		sub.array(func() {
 			var f Frame
-			sub.object(func(key string) bool { return sub.frame(key, &f) })
+			sub.object(func(key []byte) bool { return sub.frame(key, &f) })
 			out = append(out, f)
 		})
 	}
@@ -598,15 +691,15 @@ func (r *jreader) frames() []Frame {
 		r.fail()
 		return nil
 	}
-	if len(r.d.frames) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
-		r.d.frames[string(raw)] = out
-		return slices.Clone(out)
+	out = slices.Clip(out) // an append to a shared stack makes a copy
+	if !null {
+		r.d.frames.add(raw, out)
 	}
 	return out
 }
 
-func (r *jreader) frame(key string, f *Frame) bool {
-	switch key {
+func (r *jreader) frame(key []byte, f *Frame) bool {
+	switch string(key) {
 	case "pc":
 		f.PC = r.hex()
 	case "module":
@@ -629,8 +722,8 @@ func (r *jreader) frame(key string, f *Frame) bool {
 	return true
 }
 
-func (r *jreader) crash(key string, v *Crash) bool {
-	switch key {
+func (r *jreader) crash(key []byte, v *Crash) bool {
+	switch string(key) {
 	case "pid":
 		v.PID = r.int()
 	case "tid":
@@ -687,29 +780,42 @@ func (r *jreader) crash(key string, v *Crash) bool {
 			v.Regs = nil
 			break
 		}
-		if v.Regs == nil {
-			v.Regs = map[string]Hex{}
+		if r.d.lean {
+			r.object(func([]byte) bool {
+				r.hex()
+				return true
+			})
+			break
 		}
-		r.object(func(name string) bool {
+		if v.Regs == nil {
+			v.Regs = make(map[string]Hex, r.d.nregs)
+		}
+		r.object(func(name []byte) bool {
 			v.Regs[r.d.intern(name)] = r.hex()
 			return true
 		})
+		r.d.nregs = len(v.Regs)
 	case "disasm":
-		v.Disasm = r.disasm()
+		if v.Disasm = r.disasm(); r.d.lean {
+			v.Disasm = nil
+		}
 	default:
 		return false
 	}
 	return true
 }
 
-func (d *lineDecoder) intern(s string) string {
-	if v, ok := d.strs[s]; ok {
+// intern is b as a string, the same one for the same bytes (the keys, paths and names a
+// stream repeats): no allocation for one seen before.
+func (d *lineDecoder) intern(b []byte) string {
+	if v, ok := d.strs[string(b)]; ok {
 		return v
 	}
-	if len(d.strs) < maxCachedStrings {
-		d.strs[s] = s
+	v := string(b)
+	if len(d.strs) < maxCachedStrings && len(v) <= 256 {
+		d.strs[v] = v
 	}
-	return s
+	return v
 }
 
 // disasm reads a disasm array, one seen before by its bytes as a copy of its decode.
@@ -717,13 +823,18 @@ func (r *jreader) disasm() []Insn {
 	if !r.ok {
 		return nil
 	}
+	// These very bytes read (and checked) before: the same instructions, shared.
+	if in, n, ok := r.d.insns.find(r.b[r.i:]); ok {
+		r.i += n
+		return in
+	}
 	start := r.i
 	raw := r.quickSpan()
 	if !r.ok {
 		return nil
 	}
-	if in, ok := r.d.insns[string(raw)]; ok {
-		return slices.Clone(in) // these very bytes were read (and checked) before
+	if in, ok := r.d.insns.findShort(raw); ok {
+		return in
 	}
 	sub := &jreader{b: r.b[:r.i], i: start, d: r.d, ok: true}
 	var out []Insn
@@ -732,8 +843,8 @@ func (r *jreader) disasm() []Insn {
 		out = []Insn{}
 		sub.array(func() {
 			var in Insn
-			sub.object(func(key string) bool {
-				switch key {
+			sub.object(func(key []byte) bool {
+				switch string(key) {
 				case "pc":
 					in.PC = sub.hex()
 				case "bytes":
@@ -754,9 +865,9 @@ func (r *jreader) disasm() []Insn {
 		r.fail()
 		return nil
 	}
-	if len(r.d.insns) < maxCachedStacks && len(raw) <= maxCachedBytes && !null {
-		r.d.insns[string(raw)] = out
-		return slices.Clone(out)
+	out = slices.Clip(out)
+	if !null {
+		r.d.insns.add(raw, out)
 	}
 	return out
 }

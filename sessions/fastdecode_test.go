@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 )
 
 // refDecode is how a line was decoded before lineDecoder: encoding/json alone (the whole line
@@ -39,6 +42,9 @@ var errUnknownKind = json.Unmarshal([]byte(`x`), &struct{}{})
 func sameDecode(t *testing.T, d *lineDecoder, b []byte) {
 	t.Helper()
 	want, werr := refDecode(b)
+	if d.lean {
+		want.Body = leanBody(want.Body)
+	}
 	got, gerr := d.decode(b)
 	if (werr != nil) != (gerr != nil) {
 		t.Fatalf("%q: encoding/json says %v, the line decoder %v", b, werr, gerr)
@@ -102,20 +108,27 @@ func fastSeeds(t testing.TB) [][]byte {
 // TestFastDecodeAsEncodingJSON: every seed decodes as encoding/json decodes it, twice (the
 // second time from the decoder's caches).
 func TestFastDecodeAsEncodingJSON(t *testing.T) {
-	d := newLineDecoder()
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
 	for _, b := range fastSeeds(t) {
 		sameDecode(t, d, b)
 		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
+		sameDecode(t, lean, b)
 	}
 }
 
+// FuzzFastDecode: every line decodes as encoding/json decodes it, and a lean decoder's as
+// encoding/json's without what it leaves out (an error for the same lines).
 func FuzzFastDecode(f *testing.F) {
 	for _, b := range fastSeeds(f) {
 		f.Add(b)
 	}
-	d := newLineDecoder()
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
 	})
 }
 
@@ -145,5 +158,100 @@ func TestFastDecodeTaken(t *testing.T) {
 	}
 	if n < 50 {
 		t.Fatalf("only %d lines of the fast kinds in the recordings", n)
+	}
+}
+
+// TestFastDecodeEveryField: an event of each kind the fast decoder reads, with every field
+// (and every field of what it holds: threads, frames, instructions) set, as crashtui writes
+// it, is read in one pass and as encoding/json reads it. A field added to one of those
+// structs without the fast decoder knowing it sends every such line to encoding/json (a
+// sample's stopped and unstopped did: a tree's first level took twice as long).
+func TestFastDecodeEveryField(t *testing.T) {
+	d, lean := newLineDecoder(), newLineDecoder()
+	lean.lean = true
+	for _, body := range []Body{Process{}, Task{}, Exit{}, Sample{}, Crash{}} {
+		v := reflect.New(reflect.TypeOf(body)).Elem()
+		fillEvery(v, 1)
+		e := Event{Time: time.Date(2026, 12, 1, 0, 0, 0, 5, time.UTC), Host: "n1", Body: v.Interface().(Body)}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env envelope
+		if _, ok := d.fast(body.Kind(), b, &env); !ok || env.Event != body.Kind() {
+			t.Errorf("left to encoding/json: %s", b)
+		}
+		if got, ok := lean.fast(body.Kind(), b, &env); !ok {
+			t.Errorf("left to encoding/json by a lean decoder: %s", b)
+		} else if c, isCrash := got.(Crash); isCrash && (c.Regs != nil || c.Disasm != nil) {
+			t.Errorf("a lean decoder kept a crash's registers or instructions: %+v", c)
+		}
+		sameDecode(t, d, b)
+		sameDecode(t, lean, b)
+	}
+}
+
+// fillEvery sets every exported field under v to a value that is not its zero (n, n+1...).
+func fillEvery(v reflect.Value, n int) int {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				n = fillEvery(v.Field(i), n)
+			}
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		n = fillEvery(v.Elem(), n)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := 0; i < 2; i++ {
+			n = fillEvery(v.Index(i), n)
+		}
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		k := reflect.New(v.Type().Key()).Elem()
+		n = fillEvery(k, n)
+		e := reflect.New(v.Type().Elem()).Elem()
+		n = fillEvery(e, n)
+		v.SetMapIndex(k, e)
+	case reflect.String:
+		v.SetString(fmt.Sprintf("s%d", n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(int64(n))
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		v.SetUint(uint64(n))
+	}
+	return n + 1
+}
+
+// TestFastDecodeCachedStacks: a stack read before is found by its first bytes and compared
+// whole; one that starts the same and differs further on, one followed by something else,
+// and one cut short are each read as encoding/json reads them.
+func TestFastDecodeCachedStacks(t *testing.T) {
+	frame := func(fn string, line int) string {
+		return fmt.Sprintf(`{"pc":"0x7f96e6f892ad","module":"/usr/lib/x86_64-linux-gnu/libc.so.6","offset":"0xf82ad","function":"%s","file":"../sysdeps/unix/sysv/linux/read.c","line":%d}`, fn, line)
+	}
+	stack := "[" + frame("read", 26) + "," + frame("block", 30) + "," + frame("main", 48) + "]"
+	other := "[" + frame("read", 26) + "," + frame("block", 30) + "," + frame("main", 49) + "]"
+	if len(stack) < headLen+64 {
+		t.Fatalf("the stack is %d bytes: too short to be found by its head", len(stack))
+	}
+	sample := func(frames string) []byte {
+		return []byte(`{"event":"sample","pid":4,"threads":[{"tid":4,"frames":` + frames + `}]}`)
+	}
+	crash := func(stack string) []byte { return []byte(`{"event":"crash","pid":5,"stack":` + stack + `}`) }
+	d := newLineDecoder()
+	for _, b := range [][]byte{
+		sample(stack), sample(stack), sample(other), sample(stack), sample(other),
+		sample(stack + `,"note":"x"`), // a key where a thread's object ends: an error
+		sample(stack[:len(stack)-1]),  // the array cut short
+		sample(stack[:headLen+5]),
+		crash(stack), crash(other), crash(stack + "]"), crash(stack[:len(stack)-2] + "]"),
+		crash("[]"), crash("[]"), crash("null"),
+	} {
+		sameDecode(t, d, b)
 	}
 }

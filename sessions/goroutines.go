@@ -63,8 +63,10 @@ type GoroutineStacks struct {
 	// Waits are the goroutines that are not the runtime's by status and wait reason, the
 	// most first.
 	Waits []GoroutineWait `json:"waits"`
-	// Unread are the Go processes whose goroutines could not be read, and why.
-	Unread []GoroutinesUnread `json:"unread,omitempty"`
+	// Unread are the Go processes whose goroutines could not be read, and why: every one,
+	// or, merged from reducing views, the first MaxListedPIDs and UnreadMore the others.
+	Unread     []GoroutinesUnread `json:"unread,omitempty"`
+	UnreadMore int                `json:"unread_more,omitempty"`
 	// Aside sums up the runtime's own goroutines (nil when none).
 	Aside *Aside `json:"aside,omitempty"`
 }

@@ -36,6 +36,8 @@ const MaxListedPIDs = 256
 type threadTrack struct {
 	host   string
 	pid    int
+	proc   int32 // its process's index in the store (one per host and pid)
+	class  int   // its class, once merged (mergeTracks)
 	rank   Rank
 	tid    int
 	keys   []uint32 // path key per sample, oldest first (pathInfo.key)
@@ -83,9 +85,10 @@ func (st *sampleStore) merge(o StackOptions) Stacks {
 	return out
 }
 
-// mergeFull is merge, with its thread classes as a reducer passes them on; without tree only
-// the classes and the count of processes (what a reducer sends: the tree is built at the top).
-func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedClass) {
+// mergeFull is merge, with what a reducer passes on of it (its classes of threads and of
+// goroutines, what is put aside, the goroutines by wait); without tree only the classes and
+// the count of processes (what a reducer sends: the tree is built at the top).
+func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasses) {
 	if o.Frames == "" {
 		o.Frames = "function"
 	}
@@ -96,11 +99,12 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedCl
 	w := st.window(o)
 	out.Samples = w.n
 	m := newMerger(st, o)
+	m.hostIDs()
 	refs := m.refs(w)
 	all, cur := m.threadTracks(refs, w)
-	alive := map[pkey]bool{}
+	alive := make([]bool, len(st.procs)) // by the process's index in the store
 	for _, tr := range cur {
-		alive[pkey{tr.host, tr.pid}] = true
+		alive[tr.proc] = true
 	}
 	gall, gcur, unread, goProcs := m.goroutineTracks(refs, alive)
 	launchers := m.launchers(refs)
@@ -109,38 +113,324 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, []ReducedCl
 
 	mt := m.mergeTracks(cur, all, w.qs, 1)
 	out.Classes = mt.classes
-	procs := map[pkey]bool{}
+	counted := make([]bool, len(st.procs))
 	for _, tr := range cur {
-		procs[pkey{tr.host, tr.pid}] = true
+		if !counted[tr.proc] {
+			counted[tr.proc] = true
+			out.Processes++
+		}
 	}
-	out.Processes = len(procs)
+	red := StackClasses{Samples: out.Samples, Frames: out.Frames, Cut: out.Cut, Processes: out.Processes,
+		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyTracks(cur, mt.classes, len(st.procs))}
+	var g *mergedTracks
+	if len(gcur) > 0 || len(unread) > 0 {
+		g = m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
+		rg := &ReducedGoroutines{Processes: goProcs, Count: len(gcur), Classes: g.reduced(), Waits: reducedWaits(gcur),
+			Unread: unread[:min(len(unread), MaxListedPIDs)], Unreadable: len(unread), Aside: reducedAside(gcur)}
+		for _, tr := range gcur {
+			if tr.system {
+				rg.System++
+			}
+		}
+		red.Goroutines = rg
+	}
 	if tree {
 		out.Tree = mt.tree(m)
-		out.Ranks = rankStates(cur, mt.classOf)
+		out.Ranks = sortRankStates(processStates(cur, len(st.procs)))
 		out.Lone = loneRanks(mt.root, mt.classOf)
 		out.Culprit = culprit(out.Lone)
 		out.Aside = asideOf(cur, mt.classOf)
-		if len(gcur) > 0 || len(unread) > 0 {
-			g := m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
-			gs := &GoroutineStacks{Processes: goProcs, Count: len(gcur), Classes: g.classes, Tree: g.tree(m),
-				Waits: goroutineWaits(gcur, g.classOf), Unread: unread, Aside: asideOf(gcur, g.classOf)}
-			for _, tr := range gcur {
-				if tr.system {
-					gs.System++
-				}
-			}
-			out.Goroutines = gs
+		if g != nil {
+			out.Goroutines = &GoroutineStacks{Processes: goProcs, Count: len(gcur), System: red.Goroutines.System,
+				Classes: g.classes, Tree: g.tree(m), Waits: goroutineWaits(gcur, g.classOf), Unread: unread,
+				Aside: asideOf(gcur, g.classOf)}
 		}
 	}
+	return out, red
+}
+
+// reduced are the classes as a reducer passes them on.
+func (mt *mergedTracks) reduced() []ReducedClass {
 	parts := make([]ReducedClass, len(mt.accs))
 	for i, ca := range mt.accs {
-		c := out.Classes[i]
+		c := mt.classes[i]
 		parts[i] = ReducedClass{Frames: c.Frames, Count: c.Count, Procs: ca.rs.procs, Ranks: ca.rs.set,
 			Unranked: ca.rs.unranked, Hosts: ca.rs.hostSet, Progress: c.Progress, Syscall: c.Syscall, Since: c.Since,
 			CPUTicks: c.CPUTicks, CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main,
-			Members: ca.rs.members}
+			Members: ca.rs.members, Status: c.Status, WaitReason: c.WaitReason, CreatedBy: c.CreatedBy}
 	}
-	return out, parts
+	return parts
+}
+
+// tallyOf counts the processes of ranks (in any order) by kind and progress, with their
+// places among classes, each with its first process in rank order.
+func tallyOf(ranks []RankState, classes []StackClass) *ProcessTally {
+	tl := newTallier(classes)
+	for _, r := range ranks {
+		tl.add(r.Host, r.PID, r.Rank, r.Launcher, r.Progress, r.Classes)
+	}
+	sortPlaces(tl.t)
+	return tl.t
+}
+
+// tallyTracks is tallyOf of the processes of the current tracks (processStates), without
+// listing them: a reducing view's tally of tens of thousands of processes. nprocs is the size
+// of the store the tracks come from.
+func tallyTracks(cur []*threadTrack, classes []StackClass, nprocs int) *ProcessTally {
+	// The tracks by process: a counting sort on their index in the store.
+	start := make([]int32, nprocs+1)
+	for _, tr := range cur {
+		start[tr.proc+1]++
+	}
+	for p := 1; p <= nprocs; p++ {
+		start[p] += start[p-1]
+	}
+	byProc := make([]*threadTrack, len(cur))
+	next := slices.Clone(start[:nprocs])
+	for _, tr := range cur {
+		byProc[next[tr.proc]] = tr
+		next[tr.proc]++
+	}
+	tl := newTallier(classes)
+	var nums []int
+	for p := 0; p < nprocs; p++ {
+		ts := byProc[start[p]:start[p+1]]
+		if len(ts) == 0 {
+			continue
+		}
+		// As processStates: its own threads' progress, its helpers' when it has no other.
+		own, helpers, any, launcher := "", "", false, false
+		nums = nums[:0]
+		for _, tr := range ts {
+			if tr.role == RoleHelper {
+				helpers = combineProgress(helpers, tr.progress())
+			} else {
+				own, any = combineProgress(own, tr.progress()), true
+			}
+			launcher = launcher || tr.role == RoleLauncher
+			if !slices.Contains(nums, tr.class) {
+				nums = append(nums, tr.class)
+			}
+		}
+		if !any {
+			own = helpers
+		}
+		tl.add(ts[0].host, ts[0].pid, ts[0].rank, launcher, own, nums)
+	}
+	sortPlaces(tl.t)
+	return tl.t
+}
+
+// tallier makes a ProcessTally, a process at a time.
+type tallier struct {
+	t       *ProcessTally
+	byNum   map[int]int // class number -> index in classes
+	classes []StackClass
+	keys    []tallyKey // of each class: its innermost frame by function, and its call
+	at      map[string]int
+	places  map[string]map[tallyKey]int
+	// Reused buffers, each its own array.
+	ownBuf, allBuf, sameBuf []int
+	seen                    []tallyKey
+}
+
+type tallyKey struct{ at, sys string }
+
+func newTallier(classes []StackClass) *tallier {
+	tl := &tallier{t: &ProcessTally{By: []ProgressTally{}}, byNum: make(map[int]int, len(classes)), classes: classes,
+		keys: make([]tallyKey, len(classes)), at: map[string]int{}, places: map[string]map[tallyKey]int{}}
+	for i, c := range classes {
+		tl.byNum[c.Class] = i
+		if len(c.Frames) > 0 {
+			k, _ := stackFrameKey(c.Frames[len(c.Frames)-1], "function")
+			tl.keys[i] = tallyKey{k, c.Syscall}
+		}
+	}
+	return tl
+}
+
+// add counts one process, in the classes numbered nums, at their innermost frames: those of
+// its own threads (its helpers' when it has no other), of its progress when it has such.
+func (tl *tallier) add(host string, pid int, rank Rank, launcher bool, progress string, nums []int) {
+	t := tl.t
+	switch {
+	case launcher:
+		t.Launchers++
+		return
+	case rank >= 0:
+		t.Ranked++
+	default:
+		t.Others++
+	}
+	i, ok := tl.at[progress]
+	if !ok {
+		i = len(t.By)
+		tl.at[progress] = i
+		t.By = append(t.By, ProgressTally{Progress: progress, Places: []ProcessPlace{}})
+		tl.places[progress] = map[tallyKey]int{}
+	}
+	pt := &t.By[i]
+	pt.Procs++
+	own, all, same := tl.ownBuf[:0], tl.allBuf[:0], tl.sameBuf[:0]
+	for _, n := range nums {
+		if j, ok := tl.byNum[n]; ok && len(tl.classes[j].Frames) > 0 {
+			all = append(all, j)
+			if tl.classes[j].Role == "" {
+				own = append(own, j)
+			}
+		}
+	}
+	tl.ownBuf, tl.allBuf = own, all
+	if len(own) == 0 {
+		own = all
+	}
+	for _, j := range own {
+		if tl.classes[j].Progress == progress {
+			same = append(same, j)
+		}
+	}
+	tl.sameBuf = same
+	if len(same) > 0 {
+		own = same
+	}
+	tl.seen = tl.seen[:0] // a process is in each of its places once
+	me := Member{Host: host, PID: pid, Rank: rank}
+	for _, j := range own {
+		pk := tl.keys[j]
+		if slices.Contains(tl.seen, pk) {
+			continue
+		}
+		tl.seen = append(tl.seen, pk)
+		k, ok := tl.places[progress][pk]
+		if !ok {
+			k = len(pt.Places)
+			tl.places[progress][pk] = k
+			c := tl.classes[j]
+			pt.Places = append(pt.Places, ProcessPlace{Frame: c.Frames[len(c.Frames)-1], Syscall: c.Syscall, First: me})
+		}
+		pl := &pt.Places[k]
+		pl.Procs++
+		if rankOrder(me.Host, me.Rank, me.PID, pl.First.Host, pl.First.Rank, pl.First.PID) {
+			pl.First = me
+		}
+	}
+}
+
+// sortPlaces orders each progress's places by their first process, in rank order.
+func sortPlaces(t *ProcessTally) {
+	for i := range t.By {
+		slices.SortStableFunc(t.By[i].Places, func(a, b ProcessPlace) int {
+			switch {
+			case rankOrder(a.First.Host, a.First.Rank, a.First.PID, b.First.Host, b.First.Rank, b.First.PID):
+				return -1
+			case rankOrder(b.First.Host, b.First.Rank, b.First.PID, a.First.Host, a.First.Rank, a.First.PID):
+				return 1
+			}
+			return 0
+		})
+	}
+}
+
+// mergeTallies adds up reducers' tallies (nil when none has one): their hosts are apart.
+func mergeTallies(list []*ProcessTally) *ProcessTally {
+	var out *ProcessTally
+	before := func(a, b Member) bool { return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID) }
+	for _, t := range list {
+		if t == nil {
+			continue
+		}
+		if out == nil {
+			out = &ProcessTally{By: []ProgressTally{}}
+		}
+		out.Ranked += t.Ranked
+		out.Launchers += t.Launchers
+		out.Others += t.Others
+		for _, pt := range t.By {
+			i := slices.IndexFunc(out.By, func(x ProgressTally) bool { return x.Progress == pt.Progress })
+			if i < 0 {
+				i = len(out.By)
+				out.By = append(out.By, ProgressTally{Progress: pt.Progress, Places: []ProcessPlace{}})
+			}
+			o := &out.By[i]
+			o.Procs += pt.Procs
+			for _, pl := range pt.Places {
+				fk, _ := stackFrameKey(pl.Frame, "function")
+				j := slices.IndexFunc(o.Places, func(x ProcessPlace) bool {
+					xk, _ := stackFrameKey(x.Frame, "function")
+					return xk == fk && x.Syscall == pl.Syscall
+				})
+				if j < 0 {
+					o.Places = append(o.Places, pl)
+					continue
+				}
+				o.Places[j].Procs += pl.Procs
+				if before(pl.First, o.Places[j].First) {
+					o.Places[j].First = pl.First
+				}
+			}
+		}
+	}
+	if out != nil {
+		sortPlaces(out)
+	}
+	return out
+}
+
+// reducedAside is asideOf as a reducer passes it on: its processes as a rank set and a count.
+func reducedAside(cur []*threadTrack) *ReducedAside {
+	var ts []*threadTrack
+	a := &ReducedAside{}
+	for _, tr := range cur {
+		switch tr.role {
+		case RoleHelper:
+			a.Helpers++
+		case RoleLauncher:
+			a.Launcher++
+		default:
+			continue
+		}
+		ts = append(ts, tr)
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	a.Count = len(ts)
+	for _, tr := range ts {
+		a.Progress = combineProgress(a.Progress, tr.progress())
+		a.CPUShare += tr.cpuShare() / float64(len(ts))
+	}
+	rs := rankSet(ts)
+	a.Procs, a.Ranks, a.Unranked, a.Hosts = rs.procs, rs.set, rs.unranked, rs.hostSet
+	a.Members = unrankedFirst(rs.unrankedMembers, rs.members)
+	return a
+}
+
+// reducedWaits is goroutineWaits as a reducer passes it on.
+func reducedWaits(cur []*threadTrack) []ReducedWait {
+	by := map[[2]string][]*threadTrack{}
+	var order [][2]string
+	for _, tr := range cur {
+		if tr.role != "" {
+			continue
+		}
+		k := [2]string{tr.status, tr.wait}
+		if by[k] == nil {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], tr)
+	}
+	out := make([]ReducedWait, 0, len(order))
+	for _, k := range order {
+		ts := by[k]
+		w := ReducedWait{Status: k[0], WaitReason: k[1], Count: len(ts)}
+		for _, tr := range ts {
+			w.Progress = combineProgress(w.Progress, tr.progress())
+		}
+		rs := rankSet(ts)
+		w.Ranks, w.Unranked, w.Members = rs.set, rs.unranked, unrankedFirst(rs.unrankedMembers, rs.members)
+		out = append(out, w)
+	}
+	return out
 }
 
 // storeWindow is which samples a merge counts: each host's last Window.
@@ -192,16 +482,25 @@ func (st *sampleStore) window(o StackOptions) storeWindow {
 
 // merger holds what one merge derives from the store's stacks.
 type merger struct {
-	st   *sampleStore
-	o    StackOptions
-	info map[uint32]*pathInfo
-	ids  map[string]uint32 // interned path keys
-	pair map[[2]uint32]uint32
-	code map[[2]uint32]uint8 // (stack, exe) -> ownCode | goRuntimeOnly<<1
+	st *sampleStore
+	o  StackOptions
+	// hostID numbers each process's host (by its index in the store), for keys without
+	// strings.
+	hostID []int32
+	slab   trackSlab
+	info   []*pathInfo       // by stack id
+	ids    map[string]uint32 // interned path keys
+	pair   map[[2]uint32]uint32
+	code   map[[2]uint32]uint8 // (stack, exe) -> ownCode | goRuntimeOnly<<1
+	// lastCode is the last code looked up (the same stack in the same executable comes in
+	// runs), valid when hasLast.
+	lastKey  [2]uint32
+	lastCode uint8
+	hasLast  bool
 }
 
 func newMerger(st *sampleStore, o StackOptions) *merger {
-	return &merger{st: st, o: o, info: map[uint32]*pathInfo{}, ids: map[string]uint32{},
+	return &merger{st: st, o: o, info: make([]*pathInfo, len(st.tab.stacks)), ids: map[string]uint32{},
 		pair: map[[2]uint32]uint32{}, code: map[[2]uint32]uint8{}}
 }
 
@@ -246,6 +545,9 @@ func (m *merger) waitKey(wait, key uint32) uint32 {
 // codeOf is ownCode and goRuntimeOnly of a stack in executable exe, once per merge.
 func (m *merger) codeOf(stack, exe uint32) (own, goRuntime bool) {
 	k := [2]uint32{stack, exe}
+	if m.hasLast && m.lastKey == k {
+		return m.lastCode&1 != 0, m.lastCode&2 != 0
+	}
 	c, ok := m.code[k]
 	if !ok {
 		frames := m.st.tab.stacks[stack]
@@ -257,6 +559,7 @@ func (m *merger) codeOf(stack, exe uint32) (own, goRuntime bool) {
 		}
 		m.code[k] = c
 	}
+	m.lastKey, m.lastCode, m.hasLast = k, c, true
 	return c&1 != 0, c&2 != 0
 }
 
@@ -270,7 +573,11 @@ type sampleRef struct {
 // refs are the samples in the window in the order they were added (MergeStacks: by seq, then
 // as given).
 func (m *merger) refs(w storeWindow) []sampleRef {
-	var refs []sampleRef
+	n := 0
+	for i := range m.st.procs {
+		n += len(m.st.procs[i].heads)
+	}
+	refs := make([]sampleRef, 0, n)
 	for i := range m.st.procs {
 		p := &m.st.procs[i]
 		in := w.in[p.host]
@@ -286,32 +593,82 @@ func (m *merger) refs(w storeWindow) []sampleRef {
 	return refs
 }
 
-// newTrack is a track with room for n samples.
-func (m *merger) newTrack(host string, pid, tid, n int) *threadTrack {
-	return &threadTrack{host: host, pid: pid, tid: tid, keys: make([]uint32, 0, n), times: make([]int64, 0, n),
-		cpu: make([]uint64, 0, n), runNS: make([]uint64, 0, n), framed: make([]bool, 0, n), seqs: make([]int32, 0, n)}
+// newTrack is a track of process proc with room for n samples.
+func (m *merger) newTrack(proc int32, tid, n int) *threadTrack {
+	p := &m.st.procs[proc]
+	return m.slab.track(threadTrack{host: p.host, pid: int(p.pid), proc: proc, tid: tid}, n)
+}
+
+// hostIDs numbers the hosts of the store's processes (merger.hostID).
+func (m *merger) hostIDs() {
+	ids := map[string]int32{}
+	m.hostID = make([]int32, len(m.st.procs))
+	for i := range m.st.procs {
+		h := m.st.procs[i].host
+		id, ok := ids[h]
+		if !ok {
+			id = int32(len(ids))
+			ids[h] = id
+		}
+		m.hostID[i] = id
+	}
+}
+
+// trackSlab makes tracks and their per-sample slices out of bigger arrays: a merge makes
+// one track a thread, tens of thousands at a tree's first level.
+type trackSlab struct {
+	tracks []threadTrack
+	u32    []uint32
+	i32    []int32
+	i64    []int64
+	u64    []uint64
+	bools  []bool
+}
+
+const slabTracks = 1024
+
+// track is a copy of t in the slab, with room for n samples in each of its slices.
+func (sl *trackSlab) track(t threadTrack, n int) *threadTrack {
+	if len(sl.tracks) == 0 {
+		sl.tracks = make([]threadTrack, slabTracks)
+	}
+	if len(sl.u32) < n {
+		sl.u32, sl.i32 = make([]uint32, slabTracks*n), make([]int32, slabTracks*n)
+		sl.i64, sl.u64 = make([]int64, slabTracks*n), make([]uint64, 2*slabTracks*n)
+		sl.bools = make([]bool, slabTracks*n)
+	}
+	tr := &sl.tracks[0]
+	sl.tracks = sl.tracks[1:]
+	*tr = t
+	// Each slice ends at its room: appending beyond it copies, never into the next track's.
+	tr.keys, sl.u32 = sl.u32[:0:n], sl.u32[n:]
+	tr.seqs, sl.i32 = sl.i32[:0:n], sl.i32[n:]
+	tr.times, sl.i64 = sl.i64[:0:n], sl.i64[n:]
+	tr.cpu, tr.runNS, sl.u64 = sl.u64[:0:n], sl.u64[n:n:2*n], sl.u64[2*n:]
+	tr.framed, sl.bools = sl.bools[:0:n], sl.bools[n:]
+	return tr
 }
 
 // threadTracks are the tracks of the threads in the window, in the order first seen (all),
 // and those in their host's latest sample (cur).
 func (m *merger) threadTracks(refs []sampleRef, w storeWindow) (all, cur []*threadTrack) {
 	type tkey struct {
-		host string
+		host int32 // hostID
 		tid  int32
 	}
-	byKey := map[tkey]*threadTrack{}
+	byKey := make(map[tkey]*threadTrack, len(refs))
 	var order []tkey
 	for _, r := range refs {
 		p := &m.st.procs[r.p]
 		h := &p.heads[r.h]
 		for _, t := range p.threads[r.t : r.t+h.n] {
-			k := tkey{p.host, t.tid}
+			k := tkey{m.hostID[r.p], t.tid}
 			tr := byKey[k]
 			if tr == nil || tr.pid != int(p.pid) {
 				if tr == nil {
 					order = append(order, k)
 				}
-				tr = m.newTrack(p.host, int(p.pid), int(t.tid), w.n)
+				tr = m.newTrack(r.p, int(t.tid), w.n)
 				byKey[k] = tr
 			}
 			pi := m.path(t.stack)
@@ -341,7 +698,9 @@ func (m *merger) threadTracks(refs []sampleRef, w storeWindow) (all, cur []*thre
 // process's latest sample that has them (cur; a process's goroutines come after its threads,
 // so its latest sample may not have them yet), the live Go processes whose latest reading of
 // goroutines failed, and how many were read.
-func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cur []*threadTrack, unread []GoroutinesUnread, procs int) {
+//
+// alive says which processes are live, by their index in the store.
+func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*threadTrack, unread []GoroutinesUnread, procs int) {
 	type gkey struct {
 		host string
 		pid  int32
@@ -361,7 +720,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 			k := gkey{p.host, p.pid, g.id}
 			tr := tracks[k]
 			if tr == nil {
-				tr = &threadTrack{host: p.host, pid: int(p.pid), goroutine: true, gid: g.id}
+				tr = &threadTrack{host: p.host, pid: int(p.pid), proc: r.p, goroutine: true, gid: g.id}
 				tracks[k] = tr
 				order = append(order, k)
 			}
@@ -385,7 +744,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 	}
 	var keys []pkey
 	for k, r := range latest {
-		if !alive[k] {
+		if !alive[r.p] {
 			continue
 		}
 		if m.st.procs[r.p].heads[r.h].goNote != 0 {
@@ -408,7 +767,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 		tr := tracks[k]
 		all = append(all, tr)
 		pk := pkey{k.host, int(k.pid)}
-		if r := latest[pk]; alive[pk] && tr.seqs[len(tr.seqs)-1] == m.st.procs[r.p].heads[r.h].seq {
+		if r := latest[pk]; alive[tr.proc] && tr.seqs[len(tr.seqs)-1] == m.st.procs[r.p].heads[r.h].seq {
 			cur = append(cur, tr)
 		}
 	}
@@ -418,41 +777,48 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive map[pkey]bool) (all, cu
 // launchers are the processes without a rank that are ancestors of ranks, by the parents
 // the samples name. Samples that name none (recorded before they did) leave only the ranks
 // to go by: then every process without a rank in a job with ranks is its launcher.
-func (m *merger) launchers(refs []sampleRef) map[pkey]bool {
-	parent := map[pkey]int{}
-	rank := map[pkey]Rank{}
+//
+// They are said by the processes' index in the store (a process is one host and pid).
+func (m *merger) launchers(refs []sampleRef) []bool {
+	n := len(m.st.procs)
+	in := make([]bool, n)    // in the window
+	rank := make([]Rank, n)  // its latest sample's
+	parent := make([]int, n) // its latest sample's that names one; 0 for none
 	known := false
 	for _, r := range refs {
-		p := &m.st.procs[r.p]
-		h := &p.heads[r.h]
-		k := pkey{p.host, int(p.pid)}
-		rank[k] = Rank(h.rank)
+		h := &m.st.procs[r.p].heads[r.h]
+		in[r.p], rank[r.p] = true, Rank(h.rank)
 		if h.ppid != 0 {
-			parent[k], known = int(h.ppid), true
+			parent[r.p], known = int(h.ppid), true
 		}
 	}
-	out := map[pkey]bool{}
+	out := make([]bool, n)
 	ranked := false
-	for k, r := range rank {
-		if r < 0 {
+	for k := range n {
+		if !in[k] || rank[k] < 0 {
 			continue
 		}
 		ranked = true
-		at := k
+		byPID := m.st.index[m.st.procs[k].host]
+		at := int32(k)
 		for range 64 { // a parent chain is short; a cycle (pid reuse) ends here
-			pp, ok := parent[at]
-			if !ok {
+			pp := parent[at]
+			if pp == 0 {
 				break
 			}
-			at = pkey{k.host, pp}
-			if ar, ok := rank[at]; ok && ar < 0 {
+			i, ok := byPID[int32(pp)]
+			if !ok || !in[i] {
+				break // a process out of the window names no parent, and has no rank
+			}
+			at = i
+			if rank[at] < 0 {
 				out[at] = true
 			}
 		}
 	}
 	if !known && ranked {
-		for k, r := range rank {
-			if r < 0 {
+		for k := range n {
+			if in[k] && rank[k] < 0 {
 				out[k] = true
 			}
 		}
@@ -463,10 +829,10 @@ func (m *merger) launchers(refs []sampleRef) map[pkey]bool {
 // setRoles gives each track its role (RoleHelper, RoleLauncher), launchers being the
 // launchers' processes. A thread with no stack read keeps the program's: nothing says it is
 // a helper.
-func setRoles(tracks []*threadTrack, launchers map[pkey]bool) {
+func setRoles(tracks []*threadTrack, launchers []bool) {
 	for _, tr := range tracks {
 		switch {
-		case launchers[pkey{tr.host, tr.pid}]:
+		case launchers[tr.proc]:
 			tr.role = RoleLauncher
 		case tr.goroutine:
 			if tr.system {
@@ -662,6 +1028,7 @@ func (m *merger) mergeTracks(cur, all []*threadTrack, qs []int32, first int) *me
 		ca.c.Class = first + i
 		for _, tr := range ca.threads {
 			out.classOf[tr] = first + i
+			tr.class = first + i
 		}
 		if ca.c.Progress == Stuck || ca.c.Progress == Spinning {
 			// Stuck since the oldest sample of the run of identical stacks its threads share.
@@ -818,49 +1185,58 @@ type pkey struct {
 	pid  int
 }
 
-// rankStates is each current process's progress, in rank order: that of its own threads,
-// its helpers left out when it has any other.
-func rankStates(cur []*threadTrack, classOf map[*threadTrack]int) []RankState {
+// processStates is each current process's progress (RankState), in the order first seen:
+// that of its own threads, its helpers left out when it has any other. nprocs is the size of
+// the store the tracks come from (their proc).
+func processStates(cur []*threadTrack, nprocs int) []RankState {
 	type acc struct {
-		rs           RankState
 		own, helpers string
 		any          bool // it has threads that are not helpers
 	}
-	procs := map[pkey]*acc{}
-	var order []pkey
+	at := make([]int32, nprocs) // a process's index in the store -> 1 + its state's
+	out := []RankState{}
+	var accs []acc
 	for _, tr := range cur {
-		k := pkey{tr.host, tr.pid}
-		a := procs[k]
-		if a == nil {
-			a = &acc{rs: RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank}}
-			procs[k] = a
-			order = append(order, k)
+		i := at[tr.proc] - 1
+		if i < 0 {
+			i = int32(len(out))
+			at[tr.proc] = i + 1
+			out = append(out, RankState{Host: tr.host, PID: tr.pid, Rank: tr.rank})
+			accs = append(accs, acc{})
 		}
+		rs, a := &out[i], &accs[i]
 		if tr.role == RoleHelper {
 			a.helpers = combineProgress(a.helpers, tr.progress())
 		} else {
 			a.own, a.any = combineProgress(a.own, tr.progress()), true
 		}
-		a.rs.Launcher = a.rs.Launcher || tr.role == RoleLauncher
-		if c := classOf[tr]; !containsInt(a.rs.Classes, c) {
-			a.rs.Classes = append(a.rs.Classes, c)
+		rs.Launcher = rs.Launcher || tr.role == RoleLauncher
+		if !containsInt(rs.Classes, tr.class) {
+			rs.Classes = append(rs.Classes, tr.class)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := procs[order[i]].rs, procs[order[j]].rs
-		return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID)
-	})
-	out := make([]RankState, 0, len(order))
-	for _, k := range order {
-		a := procs[k]
-		a.rs.Progress = a.own
-		if !a.any {
-			a.rs.Progress = a.helpers
+	for i := range out {
+		out[i].Progress = accs[i].own
+		if !accs[i].any {
+			out[i].Progress = accs[i].helpers
 		}
-		sort.Ints(a.rs.Classes)
-		out = append(out, a.rs)
+		sort.Ints(out[i].Classes)
 	}
 	return out
+}
+
+// sortRankStates sorts states in rank order (by host, ranked first by rank, then by pid).
+func sortRankStates(states []RankState) []RankState {
+	slices.SortStableFunc(states, func(a, b RankState) int {
+		switch {
+		case rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID):
+			return -1
+		case rankOrder(b.Host, b.Rank, b.PID, a.Host, a.Rank, a.PID):
+			return 1
+		}
+		return 0
+	})
+	return states
 }
 
 // loneRanks are the processes alone on their branch at the first frame where the program's
@@ -1011,9 +1387,11 @@ type threadRanks struct {
 	pids         []int    // the first MaxListedPIDs, by host and pid
 	hosts        []string // index for index with pids, when there are several hosts
 	hostSet      HostSet
-	// unranked counts the processes without a rank; members are the first few processes.
-	unranked int
-	members  []Member
+	// unranked counts the processes without a rank; members are the first few processes,
+	// unrankedMembers the first few without a rank.
+	unranked        int
+	members         []Member
+	unrankedMembers []Member
 }
 
 // maxUnrankedListed bounds the processes without a rank that a rank set's text names.
@@ -1022,19 +1400,23 @@ const maxUnrankedListed = 256
 // rankSet is the ranks of some threads' processes, those without a rank by pid ("412,418",
 // host:pid across hosts), and their pids (one per process) with hosts when there are several.
 func rankSet(ts []*threadTrack) threadRanks {
-	seen := map[pkey]Rank{}
+	seen := make(map[int32]bool, len(ts)) // by the process's index in the store
+	type procRank struct {
+		pkey
+		rank Rank
+	}
 	var add RankAdder
 	var unranked []pkey
-	var procs []pkey
+	var procs []procRank
 	multi := false
 	var hostNames []string
 	for _, t := range ts {
-		k := pkey{t.host, t.pid}
-		if _, dup := seen[k]; dup {
+		if seen[t.proc] {
 			continue
 		}
-		seen[k] = t.rank
-		procs = append(procs, k)
+		seen[t.proc] = true
+		k := pkey{t.host, t.pid}
+		procs = append(procs, procRank{k, t.rank})
 		if t.host != "" {
 			multi = true
 			if len(hostNames) == 0 || hostNames[len(hostNames)-1] != t.host {
@@ -1054,14 +1436,14 @@ func rankSet(ts []*threadTrack) threadRanks {
 		}
 		return a.pid - b.pid
 	}
-	slices.SortFunc(procs, byHostPID)
+	slices.SortFunc(procs, func(a, b procRank) int { return byHostPID(a.pkey, b.pkey) })
 	r := threadRanks{set: add.Set(), procs: len(procs), hostSet: HostSetOf(hostNames...), unranked: len(unranked),
 		pids: make([]int, 0, min(len(procs), MaxListedPIDs))}
 	for i, p := range procs[:min(len(procs), MaxListedPIDs)] {
 		r.pids = append(r.pids, p.pid)
 		r.hosts = append(r.hosts, p.host)
 		if i < MaxReducedMembers {
-			r.members = append(r.members, Member{Host: p.host, PID: p.pid, Rank: seen[p]})
+			r.members = append(r.members, Member{Host: p.host, PID: p.pid, Rank: p.rank})
 		}
 	}
 	if !multi {
@@ -1084,6 +1466,9 @@ func rankSet(ts []*threadTrack) threadRanks {
 			fmt.Fprintf(&b, " +%d more", len(unranked)-maxUnrankedListed)
 		}
 		r.unrankedText = b.String()
+		for _, o := range unranked[:min(len(unranked), MaxReducedMembers)] {
+			r.unrankedMembers = append(r.unrankedMembers, Member{Host: o.host, PID: o.pid, Rank: NoRank})
+		}
 	}
 	return r
 }

@@ -61,6 +61,10 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 		var kb strings.Builder
 		kb.WriteString(p.Role)
 		kb.WriteByte(0)
+		kb.WriteString(p.Status) // a class of goroutines is one path in one status and wait
+		kb.WriteByte(0)
+		kb.WriteString(p.WaitReason)
+		kb.WriteByte(0)
 		for _, f := range path {
 			k, _ := stackFrameKey(f, o.Frames)
 			kb.WriteString(k)
@@ -83,11 +87,10 @@ func mergeClasses(parts []ReducedClass, o StackOptions) []ReducedClass {
 			if c.Syscall != p.Syscall {
 				c.Syscall = ""
 			}
-			for _, m := range p.Members {
-				if len(c.Members) < MaxReducedMembers {
-					c.Members = append(c.Members, m)
-				}
+			if c.CreatedBy != nil && (p.CreatedBy == nil || *p.CreatedBy != *c.CreatedBy) {
+				c.CreatedBy = nil // they do not share one go statement
 			}
+			c.Members = firstMembers(c.Members, p.Members)
 			c.Spark = addSparks(c.Spark, p.Spark)
 		}
 		c := &out[i]
@@ -175,36 +178,191 @@ func unrankedText(members []Member, unranked int) string {
 // StackClasses is the State's merged stacks as a reducer passes them on: its own samples'
 // classes merged with its subtrees'.
 func (s *State) StackClasses(o StackOptions) StackClasses {
-	local, parts := s.store.mergeFull(o, false)
-	out := StackClasses{Samples: local.Samples, Frames: local.Frames, Cut: local.Cut, Processes: local.Processes}
+	_, local := s.store.mergeFull(o, false)
+	all := []*StackClasses{&local}
 	for _, name := range s.subList {
 		if c := s.subs[name].classes; c != nil {
-			parts = append(parts, c.Classes...)
-			out.Samples = max(out.Samples, c.Samples)
-			out.Processes += c.Processes
+			all = append(all, c)
 		}
+	}
+	return mergeStackClasses(all, o)
+}
+
+// mergeStackClasses merges reducers' stacks (the first one's frames and cut are the
+// merge's): their classes by path, what they put aside, their goroutines.
+func mergeStackClasses(all []*StackClasses, o StackOptions) StackClasses {
+	out := StackClasses{Frames: all[0].Frames, Cut: all[0].Cut}
+	var parts []ReducedClass
+	var asides []*ReducedAside
+	var gors []*ReducedGoroutines
+	var tallies []*ProcessTally
+	for _, c := range all {
+		parts = append(parts, c.Classes...)
+		out.Samples = max(out.Samples, c.Samples)
+		out.Processes += c.Processes
+		asides = append(asides, c.Aside)
+		gors = append(gors, c.Goroutines)
+		tallies = append(tallies, c.Tally)
 	}
 	out.Classes = mergeClasses(parts, o)
 	if out.Classes == nil {
 		out.Classes = []ReducedClass{}
 	}
+	out.Aside = mergeAsides(asides)
+	out.Goroutines = mergeGoroutines(gors, o)
+	out.Tally = mergeTallies(tallies)
 	return out
 }
 
-// mergeReducedStacks is Stacks from local's classes (parts) and the reducers' (subs).
-func mergeReducedStacks(local Stacks, parts []ReducedClass, subs []*StackClasses, o StackOptions) Stacks {
-	out := Stacks{Samples: local.Samples, Frames: local.Frames, Cut: local.Cut, Classes: []StackClass{},
-		Ranks: local.Ranks, Processes: local.Processes}
-	for _, c := range subs {
-		parts = append(parts, c.Classes...)
-		out.Samples = max(out.Samples, c.Samples)
-		out.Processes += c.Processes
+// mergeAsides adds up what reducers put aside (nil when none put anything aside). Their
+// hosts are apart: their processes add up.
+func mergeAsides(list []*ReducedAside) *ReducedAside {
+	var out *ReducedAside
+	for _, a := range list {
+		if a == nil {
+			continue
+		}
+		if out == nil {
+			out = &ReducedAside{Members: []Member{}}
+		}
+		if n := out.Count + a.Count; n > 0 {
+			out.CPUShare = (out.CPUShare*float64(out.Count) + a.CPUShare*float64(a.Count)) / float64(n)
+		}
+		out.Count += a.Count
+		out.Helpers += a.Helpers
+		out.Launcher += a.Launcher
+		out.Procs += a.Procs
+		out.Unranked += a.Unranked
+		out.Ranks = out.Ranks.Union(a.Ranks)
+		out.Hosts = out.Hosts.Union(a.Hosts)
+		out.Progress = combineProgress(out.Progress, a.Progress)
+		out.Members = unrankedFirst(out.Members, a.Members)
 	}
-	merged := mergeClasses(parts, o)
+	return out
+}
+
+// firstMembers are the first MaxReducedMembers processes of a and b by host and pid, as a
+// merge of threads lists them, whatever order the reducers' streams came in.
+func firstMembers(a, b []Member) []Member {
+	all := append(slices.Clone(a), b...)
+	slices.SortStableFunc(all, func(x, y Member) int {
+		if x.Host != y.Host {
+			return strings.Compare(x.Host, y.Host)
+		}
+		return x.PID - y.PID
+	})
+	all = slices.CompactFunc(all, func(x, y Member) bool { return x.Host == y.Host && x.PID == y.PID })
+	return all[:min(len(all), MaxReducedMembers)]
+}
+
+// unrankedFirst are the first MaxReducedMembers of the processes of the lists, those without
+// a rank first (they are named by pid, where the others are in the rank set), each kind by
+// host and pid, each process once.
+func unrankedFirst(lists ...[]Member) []Member {
+	var all []Member
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortStableFunc(all, func(a, b Member) int {
+		if (a.Rank < 0) != (b.Rank < 0) {
+			if a.Rank < 0 {
+				return -1
+			}
+			return 1
+		}
+		if a.Host != b.Host {
+			return strings.Compare(a.Host, b.Host)
+		}
+		return a.PID - b.PID
+	})
+	all = slices.CompactFunc(all, func(a, b Member) bool { return a.Host == b.Host && a.PID == b.PID })
+	return append([]Member{}, all[:min(len(all), MaxReducedMembers)]...)
+}
+
+// mergeGoroutines merges reducers' goroutines (nil when none had any).
+func mergeGoroutines(list []*ReducedGoroutines, o StackOptions) *ReducedGoroutines {
+	var out *ReducedGoroutines
+	var parts []ReducedClass
+	var asides []*ReducedAside
+	waitAt := map[[2]string]int{}
+	for _, g := range list {
+		if g == nil {
+			continue
+		}
+		if out == nil {
+			out = &ReducedGoroutines{Waits: []ReducedWait{}}
+		}
+		out.Processes += g.Processes
+		out.Count += g.Count
+		out.System += g.System
+		out.Unreadable += g.Unreadable
+		out.Unread = append(out.Unread, g.Unread...)
+		parts = append(parts, g.Classes...)
+		asides = append(asides, g.Aside)
+		for _, w := range g.Waits {
+			k := [2]string{w.Status, w.WaitReason}
+			i, ok := waitAt[k]
+			if !ok {
+				i = len(out.Waits)
+				waitAt[k] = i
+				out.Waits = append(out.Waits, ReducedWait{Status: w.Status, WaitReason: w.WaitReason, Members: []Member{}})
+			}
+			m := &out.Waits[i]
+			m.Count += w.Count
+			m.Unranked += w.Unranked
+			m.Ranks = m.Ranks.Union(w.Ranks)
+			m.Progress = combineProgress(m.Progress, w.Progress)
+			m.Members = unrankedFirst(m.Members, w.Members)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	out.Classes = mergeClasses(parts, o)
+	if out.Classes == nil {
+		out.Classes = []ReducedClass{}
+	}
+	out.Aside = mergeAsides(asides)
+	sort.SliceStable(out.Unread, func(i, j int) bool {
+		a, b := out.Unread[i], out.Unread[j]
+		return rankOrder(a.Host, a.Rank, a.PID, b.Host, b.Rank, b.PID)
+	})
+	out.Unread = out.Unread[:min(len(out.Unread), MaxListedPIDs)]
+	return out
+}
+
+// mergeReducedStacks is Stacks from the State's own merge (local, and red as a reducer would
+// pass it on) and the reducers' (subs): their classes of threads and of goroutines merged by
+// path, their trees built from those, what they put aside and their goroutines by wait.
+func mergeReducedStacks(local Stacks, red *StackClasses, subs []*StackClasses, o StackOptions) Stacks {
+	m := mergeStackClasses(append([]*StackClasses{red}, subs...), o)
+	out := Stacks{Samples: m.Samples, Frames: local.Frames, Cut: local.Cut, Ranks: local.Ranks, Processes: m.Processes,
+		Tally: m.Tally}
+	out.Classes = classesOf(m.Classes, 1)
+	root := classTree(m.Classes, o, 1)
+	out.Tree = root.n
+	out.Lone = classLone(root, m.Classes)
+	out.Culprit = culprit(out.Lone)
+	out.Aside = asideFrom(m.Aside, out.Classes)
+	if g := m.Goroutines; g != nil {
+		first := len(out.Classes) + 1
+		gs := &GoroutineStacks{Processes: g.Processes, Count: g.Count, System: g.System, Classes: classesOf(g.Classes, first),
+			Tree: classTree(g.Classes, o, first).n, Unread: g.Unread, UnreadMore: g.Unreadable - len(g.Unread)}
+		gs.Aside = asideFrom(g.Aside, gs.Classes)
+		gs.Waits = waitsFrom(g.Waits, gs.Classes)
+		out.Goroutines = gs
+	}
+	return out
+}
+
+// classesOf are merged classes as Stacks lists them, numbered from first.
+func classesOf(merged []ReducedClass, first int) []StackClass {
+	out := []StackClass{}
 	for i, c := range merged {
-		sc := StackClass{Class: i + 1, Count: c.Count, Ranks: c.Ranks.String(), Unranked: unrankedText(c.Members, c.Unranked),
+		sc := StackClass{Class: first + i, Count: c.Count, Ranks: c.Ranks.String(), Unranked: unrankedText(c.Members, c.Unranked),
 			Progress: c.Progress, Frames: c.Frames, Syscall: c.Syscall, Since: c.Since, CPUTicks: c.CPUTicks,
-			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main, HostCount: c.Hosts.Len()}
+			CPUShare: c.CPUShare, Partial: c.Partial, Spark: c.Spark, Role: c.Role, Main: c.Main, HostCount: c.Hosts.Len(),
+			Status: c.Status, WaitReason: c.WaitReason, CreatedBy: c.CreatedBy}
 		multi := false
 		for _, m := range c.Members {
 			sc.PIDs = append(sc.PIDs, m.PID)
@@ -214,12 +372,52 @@ func mergeReducedStacks(local Stacks, parts []ReducedClass, subs []*StackClasses
 		if !multi {
 			sc.Hosts = nil
 		}
-		out.Classes = append(out.Classes, sc)
+		out = append(out, sc)
 	}
-	root := classTree(merged, o)
-	out.Tree = root.n
-	out.Lone = classLone(root, merged)
-	out.Culprit = culprit(out.Lone)
+	return out
+}
+
+// asideFrom is Aside from merged asides: its classes are those with a role.
+func asideFrom(a *ReducedAside, classes []StackClass) *Aside {
+	if a == nil {
+		return nil
+	}
+	out := &Aside{Count: a.Count, Helpers: a.Helpers, Launcher: a.Launcher, Ranks: a.Ranks.String(),
+		Unranked: unrankedText(a.Members, a.Unranked), Progress: a.Progress, CPUShare: a.CPUShare, PIDs: []int{}}
+	for _, m := range a.Members {
+		out.PIDs = append(out.PIDs, m.PID)
+	}
+	for _, c := range classes {
+		if c.Role != "" {
+			out.Classes = append(out.Classes, c.Class)
+		}
+	}
+	if out.Progress == "" {
+		out.Progress = Unknown
+	}
+	return out
+}
+
+// waitsFrom are the goroutines by wait from merged waits, the most first (goroutineWaits):
+// each with the classes of the program's goroutines in that status and wait.
+func waitsFrom(waits []ReducedWait, classes []StackClass) []GoroutineWait {
+	out := make([]GoroutineWait, 0, len(waits))
+	for _, w := range waits {
+		gw := GoroutineWait{Status: w.Status, WaitReason: w.WaitReason, Count: w.Count, Ranks: w.Ranks.String(),
+			Unranked: unrankedText(w.Members, w.Unranked), Progress: w.Progress}
+		for _, c := range classes {
+			if c.Role == "" && c.Status == w.Status && c.WaitReason == w.WaitReason {
+				gw.Classes = append(gw.Classes, c.Class)
+			}
+		}
+		out = append(out, gw)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Status+out[i].WaitReason < out[j].Status+out[j].WaitReason
+	})
 	return out
 }
 
@@ -228,7 +426,8 @@ type classNode struct {
 	n        *StackNode
 	kids     map[string]*classNode
 	order    []string
-	ranks    RankSet
+	ranks    RankSet   // once built: the union of sets
+	sets     []RankSet // its classes' ranks
 	unranked int
 	procs    int
 	cpu      float64 // share of one CPU, summed over threads
@@ -238,7 +437,8 @@ type classNode struct {
 	syscall  string
 }
 
-func classTree(classes []ReducedClass, o StackOptions) *classNode {
+// classTree is the prefix tree of merged classes, numbered from first.
+func classTree(classes []ReducedClass, o StackOptions, first int) *classNode {
 	if o.Frames == "" {
 		o.Frames = "function"
 	}
@@ -248,7 +448,7 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 		at.n.Progress = combineProgress(at.n.Progress, c.Progress)
 		at.cpu += c.CPUShare * float64(c.Count)
 		at.main = at.main || c.Main > 0
-		at.ranks = at.ranks.Union(c.Ranks)
+		at.sets = append(at.sets, c.Ranks)
 		at.unranked += c.Unranked
 		at.procs += c.Procs
 		if len(at.classes) == 0 {
@@ -265,7 +465,7 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 	}
 	for i, c := range classes {
 		at := root
-		add(at, c, i+1)
+		add(at, c, first+i)
 		for j, f := range c.Frames {
 			k, label := stackFrameKey(f, o.Frames)
 			if j == 0 {
@@ -277,12 +477,13 @@ func classTree(classes []ReducedClass, o StackOptions) *classNode {
 				at.kids[k] = next
 				at.order = append(at.order, k)
 			}
-			add(next, c, i+1)
+			add(next, c, first+i)
 			at = next
 		}
 	}
 	var build func(a *classNode, top bool)
 	build = func(a *classNode, top bool) {
+		a.ranks, a.sets = UnionAll(a.sets...), nil
 		a.n.Ranks, a.n.Unranked = a.ranks.String(), unrankedText(a.members, a.unranked)
 		if a.n.Count > 0 {
 			a.n.CPUShare = a.cpu / float64(a.n.Count)

@@ -277,6 +277,73 @@ func (s RankSet) Union(t RankSet) RankSet {
 	return RankSet{runs: b.done()}
 }
 
+// UnionAll is the union of every set given, as a chain of Unions would make it, in one
+// walk over them all. A chain builds each set on the way: the classes of a stack tree's node
+// interleave (ranks 0,3,6... waiting here, 1,4,7... there), and the union of two of three is
+// a run a rank pair before the third fills it in.
+func UnionAll(sets ...RankSet) RankSet {
+	var cs []*runCursor
+	for _, s := range sets {
+		if len(s.runs) > 0 {
+			c := &runCursor{runs: s.runs}
+			c.start()
+			cs = append(cs, c)
+		}
+	}
+	switch len(cs) {
+	case 0:
+		return RankSet{}
+	case 1:
+		return RankSet{runs: cs[0].runs}
+	}
+	var b rankBuilder
+	for {
+		// y is at the smallest rank; xv is the smallest rank of the others (any: there is
+		// one). As Union, with the other side the others together.
+		var y *runCursor
+		for _, c := range cs {
+			if !c.done() && (y == nil || c.v < y.v) {
+				y = c
+			}
+		}
+		if y == nil {
+			break
+		}
+		xv, any := 0, false
+		for _, c := range cs {
+			if c != y && !c.done() && (!any || c.v < xv) {
+				xv, any = c.v, true
+			}
+		}
+		r := y.runs[y.i]
+		switch {
+		case !any || xv > r.Hi:
+			b.pushRun(rankRun{y.v, r.Hi, r.Step})
+			y.next()
+		case r.Step == 1:
+			b.pushRun(rankRun{y.v, r.Hi, 1})
+			for _, c := range cs {
+				if c != y {
+					c.skipTo(r.Hi + 1)
+				}
+			}
+			y.next()
+		default:
+			if below := xv - 1 - (xv-1-y.v)%r.Step; below >= y.v && xv > y.v {
+				b.pushRun(rankRun{y.v, below, r.Step})
+				y.skipTo(below + 1)
+				continue
+			}
+			v := y.v
+			b.push(v)
+			for _, c := range cs {
+				c.skipTo(v + 1)
+			}
+		}
+	}
+	return RankSet{runs: b.done()}
+}
+
 // runCursor walks the ranks of a list of runs: v is the current rank of runs[i].
 type runCursor struct {
 	runs []rankRun

@@ -179,7 +179,25 @@ func parseHeader(b []byte) (Header, error) {
 // Lines are decoded on several goroutines (stream.go); fn and bad are called in order, on
 // the caller's.
 func StreamEvents(r io.Reader, fn func(Event), bad func(*LineError)) error {
-	return streamEvents(r, streamWorkers(), fn, bad)
+	return streamEvents(r, streamWorkers(), StreamOptions{}, fn, bad)
+}
+
+// StreamOptions are how StreamEventsWith reads.
+type StreamOptions struct {
+	// Lean is for a reducing view that records nothing: a crash's registers and
+	// instructions, which only a screen of that one crash shows and a reducer passes on
+	// neither, are checked as ever and then left out (Regs and Disasm nil). A tree's first
+	// level reads every task's crash: a map of registers each was a tenth of its time.
+	Lean bool
+	// Batch, when not nil, is called after fn was called for the events of lines read
+	// together (up to a few hundred, and those that came at once on a live stream): a caller
+	// that queues events can hand them on together, without holding any back.
+	Batch func()
+}
+
+// StreamEventsWith is StreamEvents, read as o says.
+func StreamEventsWith(r io.Reader, o StreamOptions, fn func(Event), bad func(*LineError)) error {
+	return streamEvents(r, streamWorkers(), o, fn, bad)
 }
 
 // isHeader says whether a line is a recording's header (several, when recordings were

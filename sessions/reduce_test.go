@@ -219,3 +219,42 @@ func TestLostHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDetailReducesAlike: a State that keeps no detail (a reducing view's: NoDetail) has no
+// timeline and no process's samples in detail, and its reducer says, change by change, what
+// the reducer of a State that keeps them says.
+func TestNoDetailReducesAlike(t *testing.T) {
+	in := append(agentStream("n1", 0, 40), agentStream("n2", 40, 40)...)
+	t0 := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+	reduce := func(st *State) []byte {
+		r := NewReducer(st, "view")
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		for i, e := range in {
+			st.Apply(e)
+			if i%50 == 0 || i == len(in)-1 {
+				for _, c := range r.Changes(t0, i%200 == 0 || i == len(in)-1) {
+					if err := enc.Encode(c); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		return b.Bytes()
+	}
+	full, lean := NewState(), NewState()
+	lean.NoDetail()
+	want, got := reduce(full), reduce(lean)
+	if len(full.Log) == 0 || len(full.Samples) == 0 {
+		t.Fatalf("the full State kept %d log entries and %d processes' samples", len(full.Log), len(full.Samples))
+	}
+	if len(lean.Log) != 0 || len(lean.Samples) != 0 {
+		t.Errorf("NoDetail kept %d log entries and %d processes' samples", len(lean.Log), len(lean.Samples))
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("without detail the reducer says\n%s\nwith it\n%s", got, want)
+	}
+	if shown(lean) != shown(full) {
+		t.Errorf("without detail the State shows\n%s\nwith it\n%s", shown(lean), shown(full))
+	}
+}

@@ -113,6 +113,54 @@ type ReducedClass struct {
 	Role     string   `json:"role,omitempty"` // RoleHelper, RoleLauncher or ""
 	Main     int      `json:"main,omitempty"` // main threads
 	Members  []Member `json:"members"`        // the first few
+	// Status and WaitReason are a class of goroutines' (StackClass's); CreatedBy the go
+	// statement that started them all, when they share one.
+	Status     string      `json:"status,omitempty"`
+	WaitReason string      `json:"wait_reason,omitempty"`
+	CreatedBy  *StackFrame `json:"created_by,omitempty"`
+}
+
+// ReducedAside sums up the threads (or goroutines) put aside, helpers and the launcher's, as
+// Aside does, with its processes as a rank set and a count.
+type ReducedAside struct {
+	Count    int     `json:"count"`
+	Helpers  int     `json:"helpers"`
+	Launcher int     `json:"launcher"`
+	Procs    int     `json:"procs"`
+	Ranks    RankSet `json:"ranks"`
+	Unranked int     `json:"unranked,omitempty"`
+	Hosts    HostSet `json:"hosts"`
+	Progress string  `json:"progress"`
+	CPUShare float64 `json:"cpu_share"`
+	// Members are its first few processes (MaxReducedMembers).
+	Members []Member `json:"members"`
+}
+
+// ReducedWait is how many goroutines of the program are in one status and wait
+// (GoroutineWait), their processes as a rank set and a count.
+type ReducedWait struct {
+	Status     string   `json:"status"`
+	WaitReason string   `json:"wait_reason,omitempty"`
+	Count      int      `json:"count"`
+	Ranks      RankSet  `json:"ranks"`
+	Unranked   int      `json:"unranked,omitempty"`
+	Progress   string   `json:"progress"`
+	Members    []Member `json:"members"`
+}
+
+// ReducedGoroutines are the goroutines of the Go processes a reducer speaks for, merged
+// (GoroutineStacks): their classes, by call path, status and wait, and their counts by wait.
+type ReducedGoroutines struct {
+	Processes int            `json:"processes"`
+	Count     int            `json:"count"`
+	System    int            `json:"system"`
+	Classes   []ReducedClass `json:"classes"`
+	Waits     []ReducedWait  `json:"waits"`
+	// Unread are the first Go processes whose goroutines could not be read
+	// (MaxListedPIDs of them); Unreadable counts them all.
+	Unread     []GoroutinesUnread `json:"unread,omitempty"`
+	Unreadable int                `json:"unreadable,omitempty"`
+	Aside      *ReducedAside      `json:"aside,omitempty"`
 }
 
 // StackClasses is a reducer's merged stacks: its classes (the tree is theirs merged by
@@ -125,6 +173,43 @@ type StackClasses struct {
 	// Processes is how many processes are placed.
 	Processes int     `json:"processes"`
 	Covers    HostSet `json:"covers"`
+	// Aside sums up the threads of its classes with a role (nil when none has one);
+	// Goroutines are the Go processes' goroutines (nil when no sample had any).
+	Aside      *ReducedAside      `json:"aside,omitempty"`
+	Goroutines *ReducedGoroutines `json:"goroutines,omitempty"`
+	// Tally counts the processes placed by kind and progress (nil from a reducer older
+	// than it).
+	Tally *ProcessTally `json:"tally,omitempty"`
+}
+
+// ProcessTally counts the processes a merge places, by kind and, but for the launchers, by
+// progress, each progress with the places its processes are at: what a root says of them in
+// the heading and the verdict of its stacks, where a merge of threads lists every process
+// (Stacks.Ranks).
+type ProcessTally struct {
+	Ranked    int             `json:"ranked"` // processes with a rank, but the launchers
+	Launchers int             `json:"launchers"`
+	Others    int             `json:"others"` // neither
+	By        []ProgressTally `json:"by"`
+}
+
+// ProgressTally is the processes of one progress (RankState's), and where they are.
+type ProgressTally struct {
+	Progress string `json:"progress"`
+	Procs    int    `json:"procs"`
+	// Places are the innermost frames of the classes their own threads are in (their
+	// helpers' when they have no other), those of their progress when they have such: where
+	// a verdict says they block or spin. A process is in each of its places once.
+	Places []ProcessPlace `json:"places"`
+}
+
+// ProcessPlace is one class's innermost frame (by function) and call, and the processes
+// there; the first of them by host and rank orders the places as a merge of threads does.
+type ProcessPlace struct {
+	Frame   StackFrame `json:"frame"`
+	Syscall string     `json:"syscall,omitempty"`
+	Procs   int        `json:"procs"`
+	First   Member     `json:"first"`
 }
 
 // HostMatrix is one host's access matrix as counts: cells by reason ("" for the pairs that

@@ -176,13 +176,46 @@ type stackTable struct {
 	seed   maphash.Seed
 	ids    map[uint64][]uint32
 	stacks [][]Frame
+	// byArray are the ids of frames slices interned before, by their array: a stream's
+	// decoder gives the events that repeat a stack the same frames (lineDecoder), so the
+	// content need not be hashed again, only compared (its strings are the same strings).
+	byArray map[frameArray]uint32
 }
+
+// frameArray is a frames slice's array and length.
+type frameArray struct {
+	p *Frame
+	n int
+}
+
+// maxByArray bounds stackTable.byArray (it keeps the arrays it names).
+const maxByArray = 1 << 12
 
 func (t *stackTable) intern(frames []Frame) uint32 {
 	if t.ids == nil {
 		t.seed = maphash.MakeSeed()
 		t.ids = map[uint64][]uint32{}
+		t.byArray = map[frameArray]uint32{}
 	}
+	var arr frameArray
+	if len(frames) > 0 {
+		arr = frameArray{&frames[0], len(frames)}
+		if id, ok := t.byArray[arr]; ok && slices.Equal(t.stacks[id], frames) {
+			return id
+		}
+	}
+	id := t.internHashed(frames)
+	if arr.p != nil {
+		if len(t.byArray) >= maxByArray {
+			clear(t.byArray)
+		}
+		t.byArray[arr] = id
+	}
+	return id
+}
+
+// internHashed is intern by the frames' content.
+func (t *stackTable) internHashed(frames []Frame) uint32 {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	var buf [8]byte

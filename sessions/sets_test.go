@@ -81,6 +81,14 @@ func TestRankSetUnionModel(t *testing.T) {
 				t.Fatalf("%v: Contains(%d) = %v", u, r, u.Contains(r))
 			}
 		}
+		c := randSet()
+		all := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(want), c...))))
+		if u3 := UnionAll(RankSetOf(a...), RankSet{}, RankSetOf(b...), RankSetOf(c...)); u3.String() != RankSetOf(all...).String() {
+			t.Fatalf("UnionAll of %v, %v and %v: %q, want %q", RankSetOf(a...), RankSetOf(b...), RankSetOf(c...), u3, RankSetOf(all...))
+		}
+		if u1 := UnionAll(RankSetOf(a...)); u1.String() != RankSetOf(a...).String() {
+			t.Fatalf("UnionAll of %v alone: %q", RankSetOf(a...), u1)
+		}
 		var add RankAdder
 		for _, r := range rng.Perm(len(want)) {
 			add.Add(want[r])
@@ -104,6 +112,10 @@ func TestRankSetUnionBig(t *testing.T) {
 	even, _ := ParseRankSet("0-16777214/2")
 	if u := odd.Union(even); u.String() != "0-16777215" || u.Len() != 1<<24 {
 		t.Errorf("odd ∪ even = %q (%d)", u, u.Len())
+	}
+	third := func(k int) RankSet { s, _ := ParseRankSet(fmt.Sprintf("%d-16777215/3", k)); return s }
+	if u := UnionAll(third(0), third(1), third(2)); u.String() != "0-16777215" {
+		t.Errorf("the three thirds: %q", u)
 	}
 	if _, err := ParseRankSet("0-16777216"); err == nil {
 		t.Error("a rank above MaxRank parsed")

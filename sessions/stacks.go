@@ -71,6 +71,9 @@ type Stacks struct {
 	// Goroutines are the goroutines of the job's Go processes, merged the same way; nil when
 	// no sample has any.
 	Goroutines *GoroutineStacks `json:"goroutines,omitempty"`
+	// Tally counts the processes placed, for stacks merged from reducing views (whose Ranks
+	// are only the merging view's own); nil otherwise.
+	Tally *ProcessTally `json:"tally,omitempty"`
 }
 
 // Aside sums up the threads (or goroutines) with a role: those a reading of the job puts

@@ -120,6 +120,7 @@ type State struct {
 	matrixVer map[string]int // of each host's Matrix
 	ckptVer   map[string]int // of each host's latest checkpoint
 	lost      []Lost         // the Lost events, in order
+	noDetail  bool           // NoDetail
 }
 
 // liteProc is a process beyond MaxProcs: what its host's counts need.
@@ -163,6 +164,12 @@ func NewState() *State {
 		matrixVer: map[string]int{}, ckptVer: map[string]int{},
 	}
 }
+
+// NoDetail makes the State keep only what a Reducer passes on, for a reducing view (crashtui
+// view --reduce, which has no screen): no timeline (Log) and no process's samples in detail
+// (Samples; the merge's store keeps every process's, as in any State). Call it before the
+// first Apply.
+func (s *State) NoDetail() { s.noDetail = true }
 
 // SiteKey is the crash-site key used when the tracer did not give one: exe|module+offset, or
 // the abort message for SIGABRT (Spindle's key, kernel.md §C).
@@ -265,11 +272,15 @@ func (s *State) Apply(e Event) {
 	// The timeline leaves out the periodic facts (a stack sample is one event per process
 	// every few seconds, progress four a second): they would push everything else out of
 	// it. The recording keeps them.
-	if k := e.Kind(); k != KindSample && k != KindGoroutines && k != KindMatrixProgress && k != KindHosts && k != KindStackClasses {
+	if k := e.Kind(); !s.noDetail && k != KindSample && k != KindGoroutines && k != KindMatrixProgress && k != KindHosts && k != KindStackClasses {
 		s.Log = append(s.Log, LogEntry{Seq: s.Seq, Event: e})
 	}
 	if len(s.Log) > MaxLog {
-		s.Log = append(s.Log[:0:0], s.Log[len(s.Log)-MaxLog/2:]...)
+		// A new array (the TUI may hold rows of the old one), with room for the next
+		// MaxLog/2 events: appends do not grow it again.
+		l := make([]LogEntry, MaxLog/2, MaxLog+1)
+		copy(l, s.Log[len(s.Log)-MaxLog/2:])
+		s.Log = l
 	}
 	h := e.Host
 	switch b := e.Body.(type) {
@@ -380,7 +391,7 @@ func (s *State) Apply(e Event) {
 		s.store.add(h, e.Time, b, v.rank, ppid)
 		// Kept in detail for the processes kept in detail, and for those no event named
 		// (a stream of samples alone) while there is room for them.
-		if _, kept := s.Samples[k]; p != nil || kept || (!lite && !v.exists && len(s.Samples) < MaxProcs) {
+		if _, kept := s.Samples[k]; !s.noDetail && (p != nil || kept || (!lite && !v.exists && len(s.Samples) < MaxProcs)) {
 			l := append(s.Samples[k], StampedSample{Host: h, Time: e.Time, Sample: b})
 			if len(l) > MaxSamples {
 				l = append(l[:0:0], l[len(l)-MaxSamples:]...)
@@ -485,7 +496,7 @@ func (s *State) applyThread(h string, at time.Time, b Thread) {
 // ended after it keeps its last known place (a finished or replayed session still shows
 // where every rank was).
 func (s *State) Stacks(o StackOptions) Stacks {
-	local, parts := s.store.mergeFull(o, true)
+	local, red := s.store.mergeFull(o, true)
 	var subs []*StackClasses
 	for _, name := range s.subList {
 		if c := s.subs[name].classes; c != nil {
@@ -495,7 +506,7 @@ func (s *State) Stacks(o StackOptions) Stacks {
 	if len(subs) == 0 {
 		return local
 	}
-	return mergeReducedStacks(local, parts, subs, o)
+	return mergeReducedStacks(local, &red, subs, o)
 }
 
 // newGroupID is the ID of a new group whose first crash the tracer put in group n: n, unless

@@ -26,6 +26,10 @@ type lineBatch struct {
 	lines   [][]byte
 	numbers []int
 	long    []bool
+	// buf holds the lines' bytes (but a line that did not fit, copied alone): one buffer a
+	// batch, reused once the batch is decoded, not an allocation a line (the lines are a
+	// tree's whole input).
+	buf     []byte
 	events  []Event
 	errs    []error
 	headers []*Header // a recording's header line
@@ -33,20 +37,36 @@ type lineBatch struct {
 	done    chan struct{}
 }
 
-func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)) error {
+func streamEvents(r io.Reader, workers int, o StreamOptions, fn func(Event), bad func(*LineError)) error {
 	if workers < 2 {
-		return streamSequential(r, fn, bad)
+		return streamSequential(r, o, fn, bad)
 	}
 	work := make(chan *lineBatch, workers)
 	order := make(chan *lineBatch, 2*workers)
 	stop := make(chan struct{})
 	var readErr error
 	var readLine int
+	// free are decoded batches' buffers: as many as there can be batches on their way.
+	// They start small (a live stream's batches are a line or two) and double, up to
+	// batchBytes, each time a batch has more lines than its buffer holds.
+	free := make(chan []byte, 3*workers+2)
+	bufSize := 64 << 10
+	newBatch := func() *lineBatch {
+		b := &lineBatch{done: make(chan struct{})}
+		select {
+		case b.buf = <-free:
+		default:
+		}
+		if cap(b.buf) < bufSize {
+			b.buf = make([]byte, 0, bufSize)
+		}
+		return b
+	}
 	go func() {
 		defer close(work)
 		defer close(order)
 		sc := NewLineScanner(r, MaxLine)
-		b := &lineBatch{done: make(chan struct{})}
+		b := newBatch()
 		size := 0
 		send := func() bool {
 			select {
@@ -59,7 +79,7 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			case <-stop:
 				return false
 			}
-			b, size = &lineBatch{done: make(chan struct{})}, 0
+			b, size = newBatch(), 0
 			return true
 		}
 		for sc.Scan() {
@@ -67,7 +87,13 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			if !sc.TooLong() && len(line) == 0 {
 				continue
 			}
-			b.lines = append(b.lines, append([]byte(nil), line...))
+			if n := len(b.buf); n+len(line) <= cap(b.buf) {
+				b.buf = append(b.buf, line...)
+				b.lines = append(b.lines, b.buf[n:len(b.buf):len(b.buf)])
+			} else {
+				b.lines = append(b.lines, append([]byte(nil), line...))
+				bufSize = min(2*bufSize, batchBytes)
+			}
 			b.numbers = append(b.numbers, sc.Line())
 			b.long = append(b.long, sc.TooLong())
 			size += len(line)
@@ -83,8 +109,14 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 	for range workers {
 		go func() {
 			d := newLineDecoder()
+			d.lean = o.Lean
 			for b := range work {
 				b.decode(d)
+				select {
+				case free <- b.buf[:0]: // nothing decoded refers to it
+				default:
+				}
+				b.buf = nil
 				close(b.done)
 			}
 		}()
@@ -108,6 +140,9 @@ func streamEvents(r io.Reader, workers int, fn func(Event), bad func(*LineError)
 			default:
 				fn(upgrade(version, b.events[i]))
 			}
+		}
+		if o.Batch != nil {
+			o.Batch()
 		}
 	}
 	if readErr != nil {
@@ -137,9 +172,10 @@ func (b *lineBatch) decode(d *lineDecoder) {
 }
 
 // streamSequential is StreamEvents on the caller's goroutine alone.
-func streamSequential(r io.Reader, fn func(Event), bad func(*LineError)) error {
+func streamSequential(r io.Reader, o StreamOptions, fn func(Event), bad func(*LineError)) error {
 	version := 0
 	dec := newLineDecoder()
+	dec.lean = o.Lean
 	return eachLine(r, func(line int, b []byte) error {
 		if isHeader(b) {
 			h, err := parseHeader(b)
@@ -155,6 +191,9 @@ func streamSequential(r io.Reader, fn func(Event), bad func(*LineError)) error {
 			return nil
 		}
 		fn(upgrade(version, e))
+		if o.Batch != nil {
+			o.Batch()
+		}
 		return nil
 	}, func(line int) error {
 		bad(&LineError{line, errTooLong})

@@ -55,7 +55,7 @@ func TestStreamParallelAsSequential(t *testing.T) {
 	} {
 		run := func(workers int) string {
 			var b strings.Builder
-			err := streamEvents(strings.NewReader(in), workers, func(e Event) {
+			err := streamEvents(strings.NewReader(in), workers, StreamOptions{}, func(e Event) {
 				j, _ := json.Marshal(e)
 				b.Write(j)
 				b.WriteByte('\n')
@@ -76,7 +76,7 @@ func TestStreamParallelAsSequential(t *testing.T) {
 func TestStreamLive(t *testing.T) {
 	r, w := io.Pipe()
 	got := make(chan Event)
-	go streamEvents(r, 3, func(e Event) { got <- e }, func(*LineError) {})
+	go streamEvents(r, 3, StreamOptions{}, func(e Event) { got <- e }, func(*LineError) {})
 	for pid := 1; pid <= 3; pid++ {
 		fmt.Fprintf(w, `{"event":"exit","pid":%d}`+"\n", pid)
 		select {

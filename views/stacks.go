@@ -452,18 +452,29 @@ func StacksSummary(st sessions.Stacks) []string {
 func progressVerdict(st sessions.Stacks) []string {
 	n := map[string]int{}
 	ranked, counted := true, 0
+	count := func(progress string, procs int) {
+		switch progress {
+		case sessions.Mixed:
+			n[sessions.Moving] += procs // some thread of it moved
+		default:
+			n[progress] += procs
+		}
+	}
+	if t := st.Tally; t != nil {
+		// Merged from reducing views: the processes counted, not listed.
+		for _, pt := range t.By {
+			count(pt.Progress, pt.Procs)
+			counted += pt.Procs
+		}
+		ranked = t.Others == 0
+	}
 	for _, r := range st.Ranks {
-		if r.Launcher {
+		if r.Launcher || st.Tally != nil {
 			continue
 		}
 		counted++
 		ranked = ranked && r.Rank >= 0
-		switch r.Progress {
-		case sessions.Mixed:
-			n[sessions.Moving]++ // some thread of it moved
-		default:
-			n[r.Progress]++
-		}
+		count(r.Progress, 1)
 	}
 	one, many := "process", "processes"
 	if ranked && counted > 0 {
@@ -475,6 +486,9 @@ func progressVerdict(st sessions.Stacks) []string {
 	// progress by their innermost frame (the cut's, for an MPI call), the program's own
 	// threads' when any has it: " in MPI_Barrier", or ": 2 in MPI_Barrier, 1 in MPI_Recv".
 	where := func(p string) (string, sessions.StackClass, bool) {
+		if st.Tally != nil {
+			return tallyWhere(st, p)
+		}
 		// By rank, as the counts are: each rank with that progress is where its own threads
 		// are (its helpers only when it has no other, as its progress is), in the classes
 		// with that progress when it has such; a class's progress mixes its ranks', so a
@@ -569,6 +583,52 @@ func progressVerdict(st sessions.Stacks) []string {
 	return out
 }
 
+// tallyWhere is progressVerdict's where for stacks merged from reducing views: the places
+// their tally counts the processes of progress p at, the first class there (for its CPU).
+func tallyWhere(st sessions.Stacks, p string) (string, sessions.StackClass, bool) {
+	label := func(f sessions.StackFrame, syscall string) string {
+		at := frameLabel(f, "function")
+		if sys := sessions.Sanitize(syscall); sys != "" && !strings.HasSuffix(at, sys) {
+			at += " in " + sys
+		}
+		return at
+	}
+	var labels []string
+	procs := map[string]int{}
+	for _, pt := range st.Tally.By {
+		if pt.Progress != p {
+			continue
+		}
+		for _, pl := range pt.Places {
+			at := label(pl.Frame, pl.Syscall)
+			if _, ok := procs[at]; !ok {
+				labels = append(labels, at)
+			}
+			procs[at] += pl.Procs
+		}
+	}
+	if len(labels) == 0 {
+		return "", sessions.StackClass{}, false
+	}
+	var first sessions.StackClass
+	found := false
+	for _, own := range []bool{true, false} {
+		for _, c := range st.Classes {
+			if !found && (c.Role == "") == own && c.Progress == p && len(c.Frames) > 0 && label(c.Frames[len(c.Frames)-1], c.Syscall) == labels[0] {
+				first, found = c, true
+			}
+		}
+	}
+	if len(labels) == 1 {
+		return " in " + labels[0], first, true
+	}
+	parts := make([]string, 0, len(labels))
+	for _, l := range labels {
+		parts = append(parts, fmt.Sprintf("%d in %s", procs[l], l))
+	}
+	return ": " + strings.Join(parts, ", "), first, true
+}
+
 // goroutineSummary is what the goroutines say: how many wait for what, and whether any of
 // the program's can run.
 func goroutineSummary(st sessions.Stacks) []string {
@@ -593,6 +653,9 @@ func goroutineSummary(st sessions.Stacks) []string {
 	}
 	for _, u := range g.Unread {
 		out = append(out, fmt.Sprintf("The goroutines of %s could not be read: %s.", rankLabel(u.Rank, u.Host, u.PID), sessions.Sanitize(u.Note)))
+	}
+	if g.UnreadMore > 0 {
+		out = append(out, fmt.Sprintf("Nor could those of %s.", Count(g.UnreadMore, "more Go process", "more Go processes")))
 	}
 	return out
 }
@@ -867,21 +930,25 @@ func stackColumns(lines []StackLine, most int) (rankW, pidW int) {
 // procsWord counts the processes of a merge: "4 ranks and 1 launcher", "3 processes".
 func procsWord(st sessions.Stacks) string {
 	ranks, launchers, others := 0, 0, 0
-	for _, r := range st.Ranks {
-		switch {
-		case r.Launcher:
-			launchers++
-		case r.Rank >= 0:
-			ranks++
-		default:
-			others++
+	if t := st.Tally; t != nil {
+		ranks, launchers, others = t.Ranked, t.Launchers, t.Others // merged from reducing views
+	} else {
+		for _, r := range st.Ranks {
+			switch {
+			case r.Launcher:
+				launchers++
+			case r.Rank >= 0:
+				ranks++
+			default:
+				others++
+			}
 		}
 	}
 	var parts []string
 	if ranks > 0 {
 		parts = append(parts, Count(ranks, "rank", "ranks"))
 	}
-	if others > 0 || len(st.Ranks) == 0 {
+	if others > 0 || ranks+launchers == 0 {
 		parts = append(parts, Count(others, "process", "processes"))
 	}
 	if launchers > 0 {

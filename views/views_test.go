@@ -236,3 +236,18 @@ func rawC1(s string) bool {
 	}
 	return false
 }
+
+// TestGoroutinesUnreadMore: a root that lists the first Go processes whose goroutines could
+// not be read says how many more there are.
+func TestGoroutinesUnreadMore(t *testing.T) {
+	st := sessions.Stacks{Samples: 2, Classes: []sessions.StackClass{{Class: 1, Count: 1, Ranks: "0", Progress: sessions.Stuck}},
+		Goroutines: &sessions.GoroutineStacks{Processes: 3,
+			Unread:     []sessions.GoroutinesUnread{{Host: "n1", PID: 7, Rank: 3, Note: "no DWARF"}},
+			UnreadMore: 41}}
+	sum := strings.Join(StacksSummary(st), "\n")
+	for _, want := range []string{"could not be read: no DWARF.", "Nor could those of 41 more Go processes."} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, sum)
+		}
+	}
+}

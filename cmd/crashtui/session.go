@@ -52,6 +52,9 @@ type common struct {
 	ranksLog string
 	// filter, when not nil, keeps a share of the job's processes (agent --share).
 	filter func(pid int) bool
+	// reduce: view --reduce. Its --json carries a reducer's events (session.reduced), and
+	// its State keeps only what a reducer passes on (State.NoDetail).
+	reduce bool
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -203,6 +206,11 @@ type session struct {
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
 		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
+	if c.reduce {
+		// Before applyLoop starts: it reads both.
+		s.reduced, s.passUp = true, passUp()
+		s.state.NoDetail()
+	}
 	s.in.init()
 	s.writes.init()
 	if !c.json {
@@ -430,9 +438,13 @@ func (s *session) emit(e sessions.Event) { s.in.push(e) }
 // tree's first level would hold its whole input decoded (the tracer's emit never waits).
 const maxQueued = 1 << 14
 
-// emitRead queues an event read from a stream (a view's sources): it waits while maxQueued
-// are ahead of it, so the stream's reader goes at the pace the State is reduced at.
-func (s *session) emitRead(e sessions.Event) { s.in.pushWait(e, maxQueued) }
+// emitRead queues events read from a stream (a view's sources): it waits while maxQueued
+// are ahead of them, so the stream's reader goes at the pace the State is reduced at.
+func (s *session) emitRead(es []sessions.Event) {
+	if len(es) > 0 {
+		s.in.pushAllWait(es, maxQueued)
+	}
+}
 
 // finish queues the summary event (derived from the State), waits until every event and
 // then the summary have been written, and closes the recording. Call it after detaching:
@@ -452,14 +464,16 @@ func (s *session) finish(host string) sessions.Summary {
 	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
 	// that keeps reading gets everything, the summary last.
 	for last := s.progress.Load(); ; {
-		stall := 2 * time.Second
+		stall, second := 2*time.Second, quit.second
 		select {
 		case <-quit.second:
-			stall = 250 * time.Millisecond
+			stall, second = 250*time.Millisecond, nil
 		default:
 		}
 		select {
 		case <-s.written:
+		case <-second:
+			continue // told again while waiting: wait less
 		case <-time.After(stall):
 			if now := s.progress.Load(); now != last {
 				last = now
@@ -500,14 +514,15 @@ func (q *batchQueue[T]) push(e T) {
 	q.cond.Broadcast()
 }
 
-// pushWait is push, after waiting while limit items wait to be taken (or until closed).
-func (q *batchQueue[T]) pushWait(e T, limit int) {
+// pushAllWait is pushAll, after waiting while limit items wait to be taken (or until
+// closed).
+func (q *batchQueue[T]) pushAllWait(es []T, limit int) {
 	q.mu.Lock()
 	for len(q.items) >= limit && !q.closed {
 		q.cond.Wait()
 	}
-	q.items = append(q.items, e)
-	q.pushed++
+	q.items = append(q.items, es...)
+	q.pushed += int64(len(es))
 	q.mu.Unlock()
 	q.cond.Broadcast()
 }
@@ -530,7 +545,7 @@ func (q *batchQueue[T]) take() (batch []T, ok bool) {
 	}
 	batch, q.items = q.items, nil
 	if len(batch) > 0 {
-		q.cond.Broadcast() // room again for pushWait
+		q.cond.Broadcast() // room again for pushAllWait
 	}
 	return batch, len(batch) > 0 || !q.closed
 }

@@ -19,9 +19,10 @@ import (
 // copies each (level 1: each copy as one srun would merge its agents' lines), then by one root
 // `view --json` of the 32 reduced streams; beside them, one flat `view --json --reduce` of all
 // 1024 copies, in the same run. It reports each level's time (level 1: its slowest view; they
-// run side by side on their own nodes), the root's and the flat view's time and largest RSS,
-// and their ratios; it fails when the root does not show what the flat view shows (groups,
-// classes, counts, rank ranges). Goals: each level under 1 s, the root under 256 MB.
+// run side by side on their own nodes) and CPU time (user and system: what a loaded machine
+// inflates less), the root's and the flat view's time and largest RSS, and their ratios; it
+// fails when the root does not show what the flat view shows (groups, classes, counts, rank
+// ranges). Goals: each level under 1 s, the root under 256 MB.
 //
 // The views run one after another, so each is timed alone on this machine; the copies are
 // written to a view's stdin as it reads (by this process: memory copies, not JSON). It is
@@ -32,8 +33,11 @@ func BenchmarkMillionTasks(b *testing.B) {
 	b.ReportMetric(float64(m.tasks), "tasks")
 	b.ReportMetric(m.level1.Seconds(), "level1-s")
 	b.ReportMetric(m.level1Median.Seconds(), "level1-median-s")
+	b.ReportMetric(m.level1CPU.Seconds(), "level1-cpu-s")
+	b.ReportMetric(m.level1MedianCPU.Seconds(), "level1-median-cpu-s")
 	b.ReportMetric(float64(m.level1RSS)/(1<<20), "level1-rss-MB")
 	b.ReportMetric(m.root.Seconds(), "root-s")
+	b.ReportMetric(m.rootCPU.Seconds(), "root-cpu-s")
 	b.ReportMetric(float64(m.rootRSS)/(1<<20), "root-rss-MB")
 	b.ReportMetric(m.flat.Seconds(), "flat-s")
 	b.ReportMetric(float64(m.flatRSS)/(1<<20), "flat-rss-MB")
@@ -45,6 +49,8 @@ func BenchmarkMillionTasks(b *testing.B) {
 type treeMeasure struct {
 	tasks                       int
 	level1, level1Median, root  time.Duration
+	level1CPU, level1MedianCPU  time.Duration // user and system time
+	rootCPU                     time.Duration
 	flat                        time.Duration
 	level1RSS, rootRSS, flatRSS int64
 	streamBytes                 int
@@ -71,11 +77,11 @@ func measureTree(b *testing.B) *treeMeasure {
 		m := &treeMeasure{tasks: n * n, streamBytes: len(stream)}
 		dir := b.TempDir()
 		var files []string
-		var times []time.Duration
+		var times, cpus []time.Duration
 		for v := 0; v < fan; v++ {
 			run := runView(b, func(w io.Writer) error { return tpl.merged(w, v*fan, fan) },
 				"--json", "--reduce", "--host", fmt.Sprintf("view%02d", v))
-			times = append(times, run.wall)
+			times, cpus = append(times, run.wall), append(cpus, run.cpu)
 			m.level1RSS = max(m.level1RSS, run.rss)
 			f := filepath.Join(dir, fmt.Sprintf("view%02d.jsonl", v))
 			if err := os.WriteFile(f, run.out, 0o600); err != nil {
@@ -84,9 +90,11 @@ func measureTree(b *testing.B) *treeMeasure {
 			files = append(files, f)
 		}
 		slices.Sort(times)
+		slices.Sort(cpus)
 		m.level1, m.level1Median = times[len(times)-1], times[len(times)/2]
+		m.level1CPU, m.level1MedianCPU = cpus[len(cpus)-1], cpus[len(cpus)/2]
 		root := runView(b, nil, append([]string{"--json"}, files...)...)
-		m.root, m.rootRSS = root.wall, root.rss
+		m.root, m.rootRSS, m.rootCPU = root.wall, root.rss, root.cpu
 		flat := runView(b, func(w io.Writer) error { return tpl.merged(w, 0, n) }, "--json", "--reduce", "--host", "flat")
 		m.flat, m.flatRSS = flat.wall, flat.rss
 		if got, want := shows(b, root.out), shows(b, flat.out); got != want {

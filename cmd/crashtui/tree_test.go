@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
+	"github.com/crashtui/crashtui/views"
 )
 
 // recordAgent runs treerank with n ranks under a real `crashtui agent --control` and returns
@@ -65,89 +67,124 @@ func recordAgent(tb testing.TB, n int) []byte {
 		tb.Fatalf("treerank said %q (%v, %v)", line, err, err2)
 	}
 
-	agent := exec.Command(crashtuiBin, "agent", "--control", "--host", "base", "--sample-every", "0", "--matrix", "off", "pgid:"+strconv.Itoa(pgid))
-	agent.Stderr = os.Stderr
-	in, err := agent.StdinPipe()
+	a := startAgentRec(tb, pgid, "base")
+	patient := time.Duration(60+n/8) * time.Second
+	a.wait("every rank attached", patient, func(k map[string]int) bool { return k["process"] >= n })
+	for round := 1; round <= 2; round++ {
+		a.request("sample")
+		a.wait("a sample of every rank", patient, func(k map[string]int) bool { return k["sample"] >= round*n })
+	}
+	w.Close() // the pipe ends: every rank crashes
+	a.wait("every crash and exit", patient, func(k map[string]int) bool { return k["summary"] >= 1 })
+	stream, kinds := a.end()
+	if kinds["crash"] != n || kinds["exit"] != n {
+		tb.Fatalf("the agent's stream: %v, want %d crashes and exits", kinds, n)
+	}
+	return stream
+}
+
+// agentRec is a real `crashtui agent --control` of a job, its stream kept as it comes and its
+// events counted by kind.
+type agentRec struct {
+	tb    testing.TB
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	kinds map[string]int
+	more  chan struct{}
+	ended chan struct{}
+}
+
+// startAgentRec starts an agent of process group pgid stamped host, sampling only when asked
+// and measuring no matrix; the test's cleanup detaches it.
+func startAgentRec(tb testing.TB, pgid int, host string) *agentRec {
+	tb.Helper()
+	a := &agentRec{tb: tb, kinds: map[string]int{}, more: make(chan struct{}, 1), ended: make(chan struct{})}
+	a.cmd = exec.Command(crashtuiBin, "agent", "--control", "--host", host, "--sample-every", "0", "--matrix", "off", "pgid:"+strconv.Itoa(pgid))
+	a.cmd.Stderr = os.Stderr
+	var err error
+	if a.in, err = a.cmd.StdinPipe(); err != nil {
+		tb.Fatal(err)
+	}
+	out, err := a.cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := agent.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := agent.Start(); err != nil {
+	if err := a.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		agent.Process.Signal(syscall.SIGTERM) // detaches
-		agent.Wait()
+		a.cmd.Process.Signal(syscall.SIGTERM) // detaches
+		a.cmd.Wait()
 	})
-	var mu sync.Mutex
-	var stream bytes.Buffer
-	kinds := map[string]int{}
-	more := make(chan struct{}, 1)
-	ended := make(chan struct{})
-	kindRE := regexp.MustCompile(`^\{"event":"([a-z_]+)"`)
 	go func() {
-		defer close(ended)
+		defer close(a.ended)
 		sc := sessions.NewLineScanner(out, sessions.MaxLine)
 		for sc.Scan() {
-			mu.Lock()
-			stream.Write(sc.Bytes())
-			stream.WriteByte('\n')
+			a.mu.Lock()
+			a.buf.Write(sc.Bytes())
+			a.buf.WriteByte('\n')
 			if m := kindRE.FindSubmatch(sc.Bytes()); m != nil {
-				kinds[string(m[1])]++
+				a.kinds[string(m[1])]++
 			}
-			mu.Unlock()
+			a.mu.Unlock()
 			select {
-			case more <- struct{}{}:
+			case a.more <- struct{}{}:
 			default:
 			}
 		}
 	}()
-	wait := func(what string, ok func(map[string]int) bool) {
-		tb.Helper()
-		deadline := patience.After(time.Duration(60+n/8) * time.Second)
-		for {
-			mu.Lock()
-			done := ok(kinds)
-			seen := fmt.Sprint(kinds)
-			mu.Unlock()
-			if done {
-				return
+	return a
+}
+
+// request writes one request line to the agent.
+func (a *agentRec) request(line string) {
+	a.tb.Helper()
+	if _, err := fmt.Fprintln(a.in, line); err != nil {
+		a.tb.Fatalf("request %q: %v", line, err)
+	}
+}
+
+// wait waits until ok holds of the kinds of events the agent wrote so far.
+func (a *agentRec) wait(what string, patient time.Duration, ok func(map[string]int) bool) {
+	a.tb.Helper()
+	deadline := patience.After(patient)
+	for {
+		a.mu.Lock()
+		done := ok(a.kinds)
+		seen := fmt.Sprint(a.kinds)
+		a.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-a.more:
+		case <-a.ended:
+			a.mu.Lock()
+			done, seen = ok(a.kinds), fmt.Sprint(a.kinds)
+			a.mu.Unlock()
+			if !done {
+				a.tb.Fatalf("the agent ended before %s: %s", what, seen)
 			}
-			select {
-			case <-more:
-			case <-ended:
-				mu.Lock()
-				done, seen = ok(kinds), fmt.Sprint(kinds)
-				mu.Unlock()
-				if !done {
-					tb.Fatalf("the agent ended before %s: %s", what, seen)
-				}
-				return
-			case <-deadline:
-				tb.Fatalf("waiting for %s: the agent said %s", what, seen)
-			}
+			return
+		case <-deadline:
+			a.tb.Fatalf("waiting for %s: the agent said %s", what, seen)
 		}
 	}
-	wait("every rank attached", func(k map[string]int) bool { return k["process"] >= n })
-	for round := 1; round <= 2; round++ {
-		fmt.Fprintln(in, "sample")
-		wait("a sample of every rank", func(k map[string]int) bool { return k["sample"] >= round*n })
+}
+
+// end waits for the agent to end (its job ended, or it was told to detach) and returns its
+// stream and the kinds of its events.
+func (a *agentRec) end() ([]byte, map[string]int) {
+	a.tb.Helper()
+	<-a.ended
+	if err := a.cmd.Wait(); err != nil {
+		a.tb.Fatalf("agent: %v", err)
 	}
-	w.Close() // the pipe ends: every rank crashes
-	wait("every crash and exit", func(k map[string]int) bool { return k["summary"] >= 1 })
-	<-ended
-	if err := agent.Wait(); err != nil {
-		tb.Fatalf("agent: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if kinds["crash"] != n || kinds["exit"] != n {
-		tb.Fatalf("the agent's stream: %v, want %d crashes and exits", kinds, n)
-	}
-	return stream.Bytes()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return bytes.Clone(a.buf.Bytes()), maps.Clone(a.kinds)
 }
 
 // streamTemplate is a recorded agent stream cut where its host and its ranks are, so that
@@ -231,7 +268,8 @@ func hostName(c int) string { return fmt.Sprintf("node%04d", c) }
 type viewRun struct {
 	out  []byte // its output, but the per-task events (kept out of memory at a million)
 	wall time.Duration
-	rss  int64 // its largest resident set, bytes
+	cpu  time.Duration // its user and system time
+	rss  int64         // its largest resident set, bytes
 }
 
 // runView runs `crashtui view ARGS...` with stdin written by feed (nil: none) and keeps its
@@ -269,7 +307,8 @@ func runView(tb testing.TB, feed func(io.Writer) error, args ...string) viewRun 
 	if ferr := <-fed; err != nil || ferr != nil {
 		tb.Fatalf("view %v: %v (feeding it: %v): %s", args, err, ferr, stderr.String())
 	}
-	return viewRun{out: keep.Bytes(), wall: wall, rss: cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return viewRun{out: keep.Bytes(), wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: ru.Maxrss << 10}
 }
 
 // keptLines keeps a view's output lines but those of the per-task kinds.
@@ -363,8 +402,8 @@ func treeTemplate(t *testing.T) *streamTemplate {
 // TestTreeOfViews: 16 copies of a real agent's stream of 24 ranks (384 tasks, ranks crashing
 // at four sites, waiting in three places) through four `view --json --reduce` of four copies
 // each, into a root `view --json`: the root shows what one flat `view --json` of all sixteen
-// shows (counts, groups, classes, rank ranges, hosts), and the reduced streams carry no
-// per-task event.
+// shows (counts, groups, classes, rank ranges, hosts, its stacks' report), and the reduced
+// streams carry no per-task event.
 func TestTreeOfViews(t *testing.T) {
 	tpl := treeTemplate(t)
 	const copies, fan = 16, 4
@@ -394,6 +433,12 @@ func TestTreeOfViews(t *testing.T) {
 	root := runView(t, nil, append([]string{"--json"}, files...)...)
 	if got := shows(t, root.out); got != want {
 		t.Errorf("the root shows\n%s\none flat view shows\n%s", got, want)
+	}
+	// Its stacks' report: the same heading (384 ranks, counted from the views' tallies), tree,
+	// classes and verdict.
+	rootText, flatText := views.StacksText(stacksOf(t, root.out), 0), views.StacksText(stacksOf(t, flat.out), 0)
+	if rootText != flatText || !strings.HasPrefix(rootText, "384 ranks, ") {
+		t.Errorf("the root's stacks:\n%s\none flat view's:\n%s", rootText, flatText)
 	}
 }
 

@@ -185,12 +185,10 @@ func viewSession(c *common, o viewOptions, stdout io.Writer, open func(*session)
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	c.reduce = o.reduce
 	s, err := newSession(c, stdout, o.label, o.mode)
 	if err != nil {
 		return err
-	}
-	if o.reduce {
-		s.reduced, s.passUp = true, passUp()
 	}
 	ctx, cancel := s.withStdout(ctx)
 	defer cancel()

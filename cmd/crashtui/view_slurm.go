@@ -269,6 +269,9 @@ func (t *slurmTree) launch(p plannedSource, errs func(string)) (*source, error) 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", strings.Join(p.argv[:min(len(p.argv), 8)], " "), err)
 	}
+	if f, ok := out.(*os.File); ok {
+		growPipe(f)
+	}
 	go func() {
 		sc := bufio.NewScanner(errOut)
 		for sc.Scan() {

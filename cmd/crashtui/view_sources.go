@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -81,6 +83,7 @@ func openSources(pos []string, tree *slurmTree, s *session) ([]*source, error) {
 				return srcs, usageErr("view: stdin (-) given twice")
 			}
 			stdin = true
+			growPipe(os.Stdin)
 			srcs = append(srcs, &source{label: "stdin", r: io.NopCloser(os.Stdin), stdin: true})
 			continue
 		}
@@ -107,9 +110,26 @@ func openSources(pos []string, tree *slurmTree, s *session) ([]*source, error) {
 		if err != nil {
 			return srcs, &exitError{2, fmt.Errorf("view: %w", err)}
 		}
+		growPipe(f) // a named pipe
 		srcs = append(srcs, &source{label: strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)), r: f})
 	}
 	return srcs, nil
+}
+
+// pipeSize is the buffer a view asks of the pipes it reads (the kernel's default is 64 KiB,
+// and 1 MiB is what /proc/sys/fs/pipe-max-size lets any user have by default): a tree's
+// first level reads hundreds of megabytes through them, and each time a pipe is full its
+// writer waits and its reader wakes.
+const pipeSize = 1 << 20
+
+// growPipe asks for a bigger buffer when f is a pipe; it stays as it was when the kernel
+// refuses (a lower pipe-max-size, or a user over pipe-user-pages-soft).
+func growPipe(f *os.File) {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return
+	}
+	unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, pipeSize)
 }
 
 func stdinSource(srcs []*source) bool {
@@ -123,14 +143,17 @@ func stdinSource(srcs []*source) bool {
 
 // readSources reads every source into s and returns a channel closed when all have ended.
 // Events without a host are stamped with their source's name when there are several
-// sources, or always in a reducing view (its counts are per named host).
+// sources, or always in a reducing view (its counts are per named host). A reducing view
+// that records nothing reads its streams lean (sessions.StreamOptions): what it keeps of a
+// crash is what it passes on.
 func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
+	lean := reduce && s.rec == nil
 	var wg sync.WaitGroup
 	for _, src := range srcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			readSource(src, s, reduce || len(srcs) > 1)
+			readSource(src, s, reduce || len(srcs) > 1, lean)
 		}()
 	}
 	done := make(chan struct{})
@@ -138,27 +161,36 @@ func readSources(srcs []*source, s *session, reduce bool) <-chan struct{} {
 	return done
 }
 
-func readSource(src *source, s *session, stampAll bool) {
+func readSource(src *source, s *session, stampAll, lean bool) {
 	stamp := func(e sessions.Event) sessions.Event {
 		if e.Host == "" && stampAll {
 			e.Host = src.label
 		}
 		return e
 	}
+	// The events of lines read together are queued together (one wait and one wake for
+	// them all), each batch as soon as it is read.
+	var read []sessions.Event
+	flush := func() {
+		s.emitRead(read)
+		read = read[:0]
+	}
 	bad := func(le *sessions.LineError) {
+		flush() // after the lines before it
 		s.emit(stamp(sessions.Event{Time: time.Now(), Body: sessions.Error{Op: "view",
 			Message: fmt.Sprintf("%s: %v (line skipped)", src.label, le)}}))
 	}
 	var ended endings
-	err := sessions.StreamEvents(src.r, func(e sessions.Event) {
+	err := sessions.StreamEventsWith(src.r, sessions.StreamOptions{Lean: lean, Batch: flush}, func(e sessions.Event) {
 		e = stamp(e)
 		ended.see(e)
 		// Each stream's own summary and merged stacks are dropped: the view derives both
 		// for all the streams.
 		if k := e.Kind(); k != sessions.KindSummary && k != sessions.KindStacks {
-			s.emitRead(e)
+			read = append(read, e)
 		}
 	}, bad)
+	flush()
 	why := "its stream ended without its summary"
 	if err != nil {
 		var le *sessions.LineError
