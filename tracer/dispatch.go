@@ -52,8 +52,9 @@ func (t *Tracer) dispatch(s status) {
 	}
 	switch si.class {
 	case classEvent, classInterrupt:
-		t.event(tk, si)
+		later := t.event(tk, si)
 		t.keepOrResume(tk, si)
+		later()
 	case classGroup:
 		t.keepOrResume(tk, si)
 	case classSyscall:
@@ -84,10 +85,12 @@ func (t *Tracer) dispatchOwn(tk *task, s status) {
 	case si.class == classSignal || si.class == classSyscall:
 		t.park(tk, si)
 	default:
+		later := func() {}
 		if si.class == classEvent {
-			t.event(tk, si)
+			later = t.event(tk, si)
 		}
 		t.keepOrResume(tk, si)
+		later()
 	}
 }
 
@@ -139,13 +142,26 @@ func (t *Tracer) detachAtStop(tk *task, si stopInfo) {
 }
 
 // event handles the engine's own part of an event stop: a fork or clone's child taken in, an
-// exec's image read later, an exit stop's status.
-func (t *Tracer) event(tk *task, si stopInfo) {
+// exec's image read later, an exit stop's status. It asks the kernel what only the stop can
+// say (PTRACE_GETEVENTMSG) and returns the rest, for the caller to do once the task runs
+// again: the task does not wait while a child is announced or an image's read is started.
+func (t *Tracer) event(tk *task, si stopInfo) (later func()) {
+	later = func() {}
 	switch si.event {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
-		t.child(tk, si.event)
+		msg, err := geteventmsg(tk.tid)
+		return func() { t.child(tk, si.event, msg, err) }
 	case unix.PTRACE_EVENT_EXEC:
-		t.onExec(tk)
+		// The thread that called execve now has the leader's tid; the kernel killed the
+		// others (fs/exec.c de_thread). GETEVENTMSG gives the former tid.
+		msg, err := geteventmsg(tk.tid)
+		if p := t.procs[tk.pid]; p != nil && p.launched && !p.execed {
+			// A rank crashtui started: its image is read while it stops, to tell the exec
+			// of crashtui's gate shell from its command's (which follows at once).
+			t.onExec(tk, msg, err)
+			return later
+		}
+		return func() { t.onExec(tk, msg, err) }
 	case unix.PTRACE_EVENT_EXIT:
 		// The message is the group's wait status, needed only where the process has no
 		// traced leader to report its end (died): one syscall less per thread's end.
@@ -155,11 +171,11 @@ func (t *Tracer) event(tk *task, si stopInfo) {
 			}
 		}
 	}
+	return later
 }
 
-// child takes in the new task of tk's fork, vfork or clone.
-func (t *Tracer) child(tk *task, cause int) {
-	msg, err := geteventmsg(tk.tid)
+// child takes in the new task of tk's fork, vfork or clone (msg and err: its event's message).
+func (t *Tracer) child(tk *task, cause int, msg uint64, err error) {
 	if ck := t.tasks[int(msg)]; ck != nil {
 		ck.early = false // its first stop came first
 		return
@@ -206,15 +222,14 @@ func isThread(pid, child int) bool {
 	return procfs.IsThreadOf(pid, child)
 }
 
-func (t *Tracer) onExec(tk *task) {
+// onExec takes in tk's exec (msg and err: its event's message, the former tid).
+func (t *Tracer) onExec(tk *task, msg uint64, err error) {
 	p := t.procs[tk.pid]
 	if p == nil {
 		return
 	}
 	p.gen++
-	// The thread that called execve now has the leader's tid; the kernel killed the others
-	// (fs/exec.c de_thread). GETEVENTMSG gives the former tid.
-	if msg, err := geteventmsg(tk.tid); err == nil && int(msg) != tk.tid {
+	if err == nil && int(msg) != tk.tid {
 		if old := t.tasks[int(msg)]; old != nil {
 			delete(t.tasks, old.tid)
 			delete(p.tasks, old.tid)

@@ -79,6 +79,7 @@ func TestCloseReapsDyingProcess(t *testing.T) {
 			return err
 		}
 		_, tracerPid = procfs.TaskStatus(p.PID) // 0 once reaped
+		tr.flush()                              // the events so far, handed over now
 		seen = exits
 		return nil
 	})

@@ -46,8 +46,16 @@ func (t *Tracer) Do(fn func(l *Loop) error) error {
 	return t.do(func() error { return fn(&Loop{t: t}) })
 }
 
-// Emit sends an event of the feature's, in order with the engine's.
-func (l *Loop) Emit(b sessions.Body) { l.t.emit(b) }
+// Emit sends an event of the feature's, in order with the engine's, and hands it over at
+// once with those queued before it: a feature's events are few (a crash, a matrix, a
+// sample), and its reader may look at the process the event is about while it is still at
+// its stop (a crash: the process waits at its signal until the watcher is done). The
+// engine's own, a storm's worth of process, task, exec and exit events, go in batches
+// (Tracer.emit).
+func (l *Loop) Emit(b sessions.Body) {
+	l.t.emit(b)
+	l.t.flush()
+}
 
 // EmitErr sends an Error event: op failed for pid.
 func (l *Loop) EmitErr(pid int, op string, err error) { l.t.emitErr(pid, op, err) }

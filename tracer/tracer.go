@@ -34,6 +34,10 @@ type Options struct {
 	// syscall-stops of followed threads) and hears of the job's ends: the crash feature.
 	// Nil: every signal is delivered as it came.
 	Watcher Watcher
+	// Background, when above 0, is the nice value the program's other threads run at while
+	// the loop's thread keeps its own (yieldOthers): whatever else the program does (its
+	// screen, --json, unwinding) waits for the job's CPUs to be free, never the other way.
+	Background int
 }
 
 type request struct {
@@ -77,9 +81,14 @@ type Tracer struct {
 	blocking bool
 	loopTid  atomic.Int32
 	idle     atomic.Bool
-	waiting  atomic.Uint64 // the generation of the current wait, 0 when none
-	waitGen  uint64
-	lastTick time.Time
+	// pending are the events emitted and not yet handed to Options.Emit (flush), the first
+	// at pendingSince; hasPending says there are some (watchWaits reads it).
+	pending      []sessions.Event
+	pendingSince time.Time
+	hasPending   atomic.Bool
+	waiting      atomic.Uint64 // the generation of the current wait, 0 when none
+	waitGen      uint64
+	lastTick     time.Time
 }
 
 // New starts the tracer's goroutine (locked to one OS thread).
@@ -158,8 +167,44 @@ func (t *Tracer) Close() error {
 	return err
 }
 
+// emit queues an event for Options.Emit, which gets the queue in batches (flush): at most
+// emitEvery after its first event, whenever a request ends, and before JobDone or the loop's
+// end. Each batch wakes the program's readers of events once: a fork+exec loop's five events
+// each, handed over one by one, woke them five times, and their runs on the job's CPUs were
+// most of what crashtui added to the job's own time beyond the floor tracer's (ftrace of
+// sched_switch: the job's tasks ran 15% longer, and came back to their CPUs later).
 func (t *Tracer) emit(b sessions.Body) {
-	t.opts.Emit(sessions.Event{Time: time.Now(), Host: t.opts.Host, Body: b})
+	if len(t.pending) == 0 {
+		t.pendingSince = time.Now()
+		t.hasPending.Store(true)
+	}
+	t.pending = append(t.pending, sessions.Event{Time: time.Now(), Host: t.opts.Host, Body: b})
+	if len(t.pending) >= emitBatch {
+		t.flush()
+	}
+}
+
+const (
+	// emitEvery is how long an emitted event may wait in the queue; emitBatch how many.
+	emitEvery = 20 * time.Millisecond
+	emitBatch = 1024
+)
+
+// flush hands the queued events to Options.Emit, in order.
+func (t *Tracer) flush() {
+	for _, e := range t.pending {
+		t.opts.Emit(e)
+	}
+	clear(t.pending)
+	t.pending = t.pending[:0]
+	t.hasPending.Store(false)
+}
+
+// flushDue flushes when the oldest queued event has waited emitEvery.
+func (t *Tracer) flushDue() {
+	if len(t.pending) > 0 && time.Since(t.pendingSince) >= emitEvery {
+		t.flush()
+	}
 }
 
 func (t *Tracer) emitErr(pid int, op string, err error) {
@@ -175,8 +220,12 @@ func (t *Tracer) loop(started chan struct{}) {
 		close(started)
 	}
 	t.loopTid.Store(int32(t.self))
+	if t.opts.Background > 0 {
+		yieldOthers(t.self, t.opts.Background)
+	}
 	defer t.loopTid.Store(0)
 	defer close(t.done)
+	defer t.flush() // what the detach said, before done
 	defer signal.Stop(t.sigch)
 	t.lastTick = time.Now()
 	defer func() {
@@ -184,6 +233,7 @@ func (t *Tracer) loop(started chan struct{}) {
 			// Never leave the job stopped or half-modified: detach, then re-panic.
 			t.closing, t.callbacks = true, 0
 			t.detachAll()
+			t.flush()
 			t.jobDoneOnce.Do(func() { close(t.jobDone) })
 			panic(r)
 		}
@@ -197,6 +247,7 @@ func (t *Tracer) loop(started chan struct{}) {
 		if t.closing && len(t.tasks) == 0 {
 			return
 		}
+		t.flushDue()
 		t.await(pollInterval, true)
 		if time.Since(t.lastTick) >= pollInterval {
 			t.lastTick = time.Now()
@@ -211,9 +262,36 @@ func (t *Tracer) loop(started chan struct{}) {
 	}
 }
 
+// yieldOthers sets every thread of the program but the loop's (tid) to nice more than the
+// loop's own (at most 19). A tracee's stop costs the job the time until the loop resumes it,
+// and on a machine whose CPUs the job keeps busy the program's other threads (the screen, the
+// --json writer, the events' reducer, an exec'd image's reader) took CPUs the job's
+// processes were waiting for: inside a fork+exec loop under crashtui, a thread of the
+// reducer ran 80 µs on the CPU the forking parent had been woken on (BenchmarkJobTime, ftrace
+// of sched_switch). At nice 10 they get a tenth of a CPU the job wants, all of an idle one.
+// Threads made later take the nice of the thread that makes them (the runtime makes them
+// from its threads, or its template thread, all of them here). A thread is never raised.
+func yieldOthers(loop, nice int) {
+	base, err := unix.Getpriority(unix.PRIO_PROCESS, loop) // 20 - nice
+	if err != nil {
+		return
+	}
+	nice = min(20-base+nice, 19)
+	for _, tid := range procfs.Tasks(os.Getpid()) {
+		if tid == loop {
+			continue
+		}
+		if cur, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err != nil || 20-cur >= nice {
+			continue // gone, or already that low
+		}
+		unix.Setpriority(unix.PRIO_PROCESS, tid, nice)
+	}
+}
+
 // checkDone closes JobDone once every process of a started job is gone.
 func (t *Tracer) checkDone() {
 	if (t.started && len(t.tasks) == 0 && len(t.released) == 0) || (t.closing && len(t.tasks) == 0) {
+		t.flush() // the job's last events before JobDone
 		t.jobDoneOnce.Do(func() { close(t.jobDone) })
 	}
 }
@@ -377,16 +455,15 @@ func (r *imageRead) ready() bool {
 // loop under crashtui took twice the floor tracer's added time, BenchmarkJobTime), and they
 // need no stop. comm replaces stat (an exec changes the name, never the parent). The loop
 // takes the result when the process next stops (the read is then surely done: a stopped
-// process's /proc is there), or when idle once it is done; the reader kicks an idle loop.
+// process's /proc is there), or when idle once it is done. The reader does not kick an idle
+// loop: the kick would take a CPU from the job (the exec'd process itself, most often) to
+// tell its Exec at once; the loop's next wake tells it, within pollInterval.
 func (t *Tracer) execImage(pid int) *imageRead {
 	r := &imageRead{done: make(chan struct{})}
 	go func() {
 		r.img = image{comm: procfs.Comm(pid), exe: procfs.Exe(pid), argv: procfs.Argv(pid),
 			uid: procfs.UID(pid), rank: procfs.Rank(pid)}
 		close(r.done)
-		if t.idle.Load() {
-			t.kick()
-		}
 	}()
 	return r
 }

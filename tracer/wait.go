@@ -197,14 +197,21 @@ func (t *Tracer) do(fn func() error) error {
 	case err := <-r.done:
 		return err
 	case <-t.done:
-		return errStopped
+		select {
+		case err := <-r.done: // it was served, and the loop ended after it (Close)
+			return err
+		default:
+			return errStopped
+		}
 	}
 }
 
 // serve runs a request on the loop thread, with every process's image current.
 func (t *Tracer) serve(r request) {
 	t.freshenAll(true)
-	r.done <- r.fn()
+	err := r.fn()
+	t.flush() // the request's events before its answer
+	r.done <- err
 }
 
 // drainMax bounds one drain: in a storm of stops, requests are served between drains (burst).
@@ -252,6 +259,7 @@ func (t *Tracer) burst() bool {
 		if t.drain() > 0 {
 			got = true
 			deadline = time.Now().Add(burstWindow)
+			t.flushDue()
 		}
 		select {
 		case r := <-t.reqs:
@@ -329,23 +337,27 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 }
 
 // watchWaits kicks the loop out of a blocking wait that has lasted from one of its looks to
-// the next, pollInterval/2 apart: the loop's idle wait so lasts at most pollInterval (and the
-// watcher's Tick comes), and a kick lost just before waitid is repeated. It ends with the
-// loop.
+// the next, emitEvery apart, when events wait in its queue (flush), and out of any after
+// pollInterval: the loop's idle wait so lasts at most pollInterval (and the watcher's Tick
+// comes), and a kick lost just before waitid is repeated. It ends with the loop.
 func (t *Tracer) watchWaits() {
-	tick := time.NewTicker(pollInterval / 2)
+	tick := time.NewTicker(emitEvery)
 	defer tick.Stop()
 	var last uint64
+	seen := 0 // looks that saw the wait last
 	for {
 		select {
 		case <-t.done:
 			return
 		case <-tick.C:
 		}
-		if g := t.waiting.Load(); g != 0 && g == last {
+		g := t.waiting.Load()
+		if g == 0 || g != last {
+			last, seen = g, 1
+			continue
+		}
+		if seen++; t.hasPending.Load() || time.Duration(seen)*emitEvery > pollInterval {
 			t.kick()
-		} else {
-			last = g
 		}
 	}
 }
