@@ -308,3 +308,79 @@ func TestRunInterruptedEndsItsRanks(t *testing.T) {
 		t.Errorf("%d exit events, want the 3 ranks' exits", n)
 	}
 }
+
+// TestBackgroundThreads: crashtui's threads but the tracer's loop run 10 nice values below it
+// (tracer.Options.Background), the loop at the nice crashtui was started with, and the job's
+// processes keep theirs: a rank crashtui runs is started at the loop's (the test's own).
+func TestBackgroundThreads(t *testing.T) {
+	needRoot(t)
+	base := niceOf(t, os.Getpid(), os.Getpid())
+	j := startJob(t, 2)
+	pids := pgroupPIDs(j.pgid)
+	c := startCrashtui(t, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	c.waitFor(t, "2 process events", 20*time.Second, func(evs []event) bool { return count(evs, "process") >= 2 })
+	checkNice := func(c *crashtuiProc, traced int) {
+		t.Helper()
+		loop := tracerPID(traced)
+		crashtui := c.cmd.Process.Pid
+		tids := pidsIn("/proc/" + strconv.Itoa(crashtui) + "/task")
+		if len(tids) < 3 {
+			t.Fatalf("crashtui %d has threads %v", crashtui, tids)
+		}
+		for _, tid := range tids {
+			n, want := niceOf(t, crashtui, tid), min(base+10, 19)
+			if tid == loop {
+				want = base
+			}
+			if n != want {
+				t.Errorf("crashtui thread %d (loop %d): nice %d, want %d", tid, loop, n, want)
+			}
+		}
+	}
+	checkNice(c, pids[0])
+	for _, pid := range pids {
+		if n := niceOf(t, pid, pid); n != base {
+			t.Errorf("job process %d: nice %d, want %d (its own)", pid, n, base)
+		}
+	}
+
+	r := startCrashtui(t, "run", "--json", "-n", "1", "--", "sleep", "30")
+	evs := r.waitFor(t, "the rank's process event", 20*time.Second, func(evs []event) bool { return count(evs, "process") >= 1 })
+	var rank int
+	for _, e := range evs {
+		if e.kind() == "process" {
+			rank = e.int("pid")
+		}
+	}
+	checkNice(r, rank)
+	if n := niceOf(t, rank, rank); n != base {
+		t.Errorf("rank %d that crashtui run started: nice %d, want %d", rank, n, base)
+	}
+}
+
+// niceOf is a thread's nice value (/proc/PID/task/TID/stat's 19th field).
+func niceOf(t *testing.T, pid, tid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	n, err := strconv.Atoi(f[16]) // fields from the 3rd: state is f[0], nice the 19th
+	if err != nil {
+		t.Fatalf("stat of %d/%d: %q", pid, tid, b)
+	}
+	return n
+}
+
+// pidsIn lists the numeric names in a /proc directory.
+func pidsIn(dir string) []int {
+	ents, _ := os.ReadDir(dir)
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
