@@ -228,6 +228,25 @@ func pipeBytes(t *testing.T, r *os.File) int {
 	return n
 }
 
+// blockedWriting says whether a thread of pid is in write(fd, …): blocked there, as
+// /proc/TID/syscall shows a thread in a call ("running" for one that is not in any).
+func blockedWriting(pid, fd int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, tk := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, tk.Name()))
+		f := strings.Fields(string(b))
+		if err != nil || len(f) < 2 {
+			continue
+		}
+		nr, err1 := strconv.Atoi(f[0])
+		arg, err2 := strconv.ParseUint(f[1], 0, 64)
+		if err1 == nil && err2 == nil && nr == unix.SYS_WRITE && arg == uint64(fd) {
+			return true
+		}
+	}
+	return false
+}
+
 // A --json reader that does not read (a pager, "| sleep 15") must not stall the job. crashtui's
 // stdout is a pipe the test does not read; the job's leader forks 10 workers per SIGUSR2 (each
 // fork a ptrace event the tracer must answer before the leader runs on) until the pipe is full.
@@ -273,7 +292,10 @@ func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 		j.waitLines(t, "ready", 10)
 	}
 	forks := 0
-	for rounds := 0; pipeBytes(t, r) < size*3/4; rounds++ {
+	// Full once crashtui blocks writing to it: a write that does not fit the page's free
+	// bytes waits whole (a batch of events, 3055 bytes in, never reached 3/4 of the page).
+	full := func() bool { return pipeBytes(t, r) >= size*3/4 || blockedWriting(proc.cmd.Process.Pid, 1) }
+	for rounds := 0; !full(); rounds++ {
 		if rounds == 200 {
 			t.Fatalf("crashtui's stdout still not full after %d forks", forks)
 		}
