@@ -378,28 +378,12 @@ func mergeTallies(list []*ProcessTally) *ProcessTally {
 
 // reducedAside is asideOf as a reducer passes it on: its processes as a rank set and a count.
 func reducedAside(cur []*threadTrack) *ReducedAside {
-	var ts []*threadTrack
-	a := &ReducedAside{}
-	for _, tr := range cur {
-		switch tr.role {
-		case RoleHelper:
-			a.Helpers++
-		case RoleLauncher:
-			a.Launcher++
-		default:
-			continue
-		}
-		ts = append(ts, tr)
-	}
-	if len(ts) == 0 {
+	at := tallyAside(cur)
+	if len(at.ts) == 0 {
 		return nil
 	}
-	a.Count = len(ts)
-	for _, tr := range ts {
-		a.Progress = combineProgress(a.Progress, tr.progress())
-		a.CPUShare += tr.cpuShare() / float64(len(ts))
-	}
-	rs := rankSet(ts)
+	a := &ReducedAside{Count: len(at.ts), Helpers: at.helpers, Launcher: at.launcher, Progress: at.progress, CPUShare: at.share}
+	rs := rankSet(at.ts)
 	a.Procs, a.Ranks, a.Unranked, a.Hosts = rs.procs, rs.set, rs.unranked, rs.hostSet
 	a.Members = unrankedFirst(rs.unrankedMembers, rs.members)
 	return a
@@ -1139,28 +1123,44 @@ func (mt *mergedTracks) tree(m *merger) *StackNode {
 	return root
 }
 
-// asideOf sums up the tracks with a role (nil when none has one).
-func asideOf(cur []*threadTrack, classOf map[*threadTrack]int) *Aside {
-	var ts []*threadTrack
-	a := &Aside{}
+// asideTally is what the tracks with a role have in common, in the flat and the reduced
+// summary alike: which they are, how many of each role, their progress and mean CPU share.
+type asideTally struct {
+	ts                []*threadTrack
+	helpers, launcher int
+	progress          string
+	share             float64
+}
+
+func tallyAside(cur []*threadTrack) asideTally {
+	var at asideTally
 	for _, tr := range cur {
 		switch tr.role {
 		case RoleHelper:
-			a.Helpers++
+			at.helpers++
 		case RoleLauncher:
-			a.Launcher++
+			at.launcher++
 		default:
 			continue
 		}
-		ts = append(ts, tr)
+		at.ts = append(at.ts, tr)
 	}
-	if len(ts) == 0 {
+	for _, tr := range at.ts {
+		at.progress = combineProgress(at.progress, tr.progress())
+		at.share += tr.cpuShare() / float64(len(at.ts))
+	}
+	return at
+}
+
+// asideOf sums up the tracks with a role (nil when none has one).
+func asideOf(cur []*threadTrack, classOf map[*threadTrack]int) *Aside {
+	at := tallyAside(cur)
+	if len(at.ts) == 0 {
 		return nil
 	}
-	a.Count = len(ts)
+	ts := at.ts
+	a := &Aside{Count: len(ts), Helpers: at.helpers, Launcher: at.launcher, Progress: at.progress, CPUShare: at.share}
 	for _, tr := range ts {
-		a.Progress = combineProgress(a.Progress, tr.progress())
-		a.CPUShare += tr.cpuShare() / float64(len(ts))
 		if c := classOf[tr]; !containsInt(a.Classes, c) {
 			a.Classes = append(a.Classes, c)
 		}
