@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/tui/tuitest"
 	"github.com/crashtui/crashtui/views"
@@ -267,13 +268,34 @@ func (p *ptyTUI) waitCursor(t *testing.T, want string) {
 }
 
 // moveTo presses down until the cursor's line contains want.
+// Each j is typed once the one before it has moved the cursor (its line changed), not on
+// any change of the screen: a tab still being painted changed it, and a second j typed then
+// came after the program had read the first, to move the cursor later, off what was reached
+// (under load, after the next events had arrived).
 func (p *ptyTUI) moveTo(t *testing.T, want string) {
 	t.Helper()
-	for i := 0; !strings.Contains(cursorLine(p.Text()), want); i++ {
+	line := p.cursorMoved(t, "")
+	for i := 0; !strings.Contains(line, want); i++ {
 		if i > 40 {
 			t.Fatalf("the cursor never reached %q:\n%s", want, p.Text())
 		}
-		p.Key(t, "j")
+		p.Type("j")
+		line = p.cursorMoved(t, line)
+	}
+}
+
+// cursorMoved waits until the cursor's line is shown and is not from, and returns it.
+func (p *ptyTUI) cursorMoved(t *testing.T, from string) string {
+	t.Helper()
+	deadline := patience.New(tuitest.KeyTimeout)
+	for {
+		if l := cursorLine(p.Text()); l != "" && l != from {
+			return l
+		}
+		if deadline.Passed() {
+			t.Fatalf("the cursor's line did not change from %q:\n%s", from, p.Text())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -334,6 +356,7 @@ func TestSelectionByIdentityOnPty(t *testing.T) {
 
 			// Threads: tid 4201 stays selected when a new checkpoint lists a thread before it.
 			p.Key(t, "4")
+			p.WaitFor(t, 5*time.Second, "ON RESUME", "4201")
 			p.moveTo(t, "4201")
 			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4100, Arch: "amd64", InSyscall: true, Syscall: "nanosleep", Code: "ERESTART_RESTARTBLOCK"})
 			ch <- ev(sessions.Thread{Checkpoint: 2, Policy: "correct", PID: 4100, TID: 4300, Arch: "amd64", InSyscall: true, Syscall: "poll", Code: "ERESTART_RESTARTBLOCK"})
