@@ -34,10 +34,6 @@ type Options struct {
 	// syscall-stops of followed threads) and hears of the job's ends: the crash feature.
 	// Nil: every signal is delivered as it came.
 	Watcher Watcher
-	// Background, when above 0, is the nice value the program's other threads run at while
-	// the loop's thread keeps its own (yieldOthers): whatever else the program does (its
-	// screen, --json, unwinding) waits for the job's CPUs to be free, never the other way.
-	Background int
 }
 
 type request struct {
@@ -220,9 +216,6 @@ func (t *Tracer) loop(started chan struct{}) {
 		close(started)
 	}
 	t.loopTid.Store(int32(t.self))
-	if t.opts.Background > 0 {
-		yieldOthers(t.self, t.opts.Background)
-	}
 	defer t.loopTid.Store(0)
 	defer close(t.done)
 	defer t.flush() // what the detach said, before done
@@ -259,32 +252,6 @@ func (t *Tracer) loop(started chan struct{}) {
 		if t.closing && len(t.tasks) == 0 {
 			return
 		}
-	}
-}
-
-// yieldOthers sets every thread of the program but the loop's (tid) to nice more than the
-// loop's own (at most 19). A tracee's stop costs the job the time until the loop resumes it,
-// and on a machine whose CPUs the job keeps busy the program's other threads (the screen, the
-// --json writer, the events' reducer, an exec'd image's reader) took CPUs the job's
-// processes were waiting for: inside a fork+exec loop under crashtui, a thread of the
-// reducer ran 80 µs on the CPU the forking parent had been woken on (BenchmarkJobTime, ftrace
-// of sched_switch). At nice 10 they get a tenth of a CPU the job wants, all of an idle one.
-// Threads made later take the nice of the thread that makes them (the runtime makes them
-// from its threads, or its template thread, all of them here). A thread is never raised.
-func yieldOthers(loop, nice int) {
-	base, err := unix.Getpriority(unix.PRIO_PROCESS, loop) // 20 - nice
-	if err != nil {
-		return
-	}
-	nice = min(20-base+nice, 19)
-	for _, tid := range procfs.Tasks(os.Getpid()) {
-		if tid == loop {
-			continue
-		}
-		if cur, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err != nil || 20-cur >= nice {
-			continue // gone, or already that low
-		}
-		unix.Setpriority(unix.PRIO_PROCESS, tid, nice)
 	}
 }
 

@@ -21,12 +21,7 @@ type tracing struct {
 }
 
 // newTracing starts an engine with o and its features; with co, crashes are handled.
-// backgroundNice is how much lower than the tracer's loop crashtui's other threads run
-// (tracer.Options.Background): the job's processes come before its screen and its writers.
-const backgroundNice = 10
-
 func newTracing(o tracer.Options, co *crash.Options) *tracing {
-	o.Background = backgroundNice
 	res := elfinfo.NewResolver()
 	tr := &tracing{}
 	if co != nil {
