@@ -105,8 +105,10 @@ func TestStages(t *testing.T) {
 }
 
 // TestStageStillRunning: a stage that is silent on the console for -quiet gets a line saying
-// it still runs and what it printed last. The stage's script waits for that line in the
-// console file (no clock decides whether it came), then ends.
+// it still runs and what it printed last. The stage's script waits for that line, naming its
+// own last line, in the console file (no clock decides whether it came), then ends: under
+// load a first "still running" can come before the stage's reader has its line ("it has
+// printed nothing yet"), and the next one, a quiet period later, names it.
 func TestStageStillRunning(t *testing.T) {
 	dir := t.TempDir()
 	conFile := filepath.Join(dir, "console")
@@ -116,7 +118,7 @@ func TestStageStillRunning(t *testing.T) {
 	}
 	defer f.Close()
 	o := stageOptions{name: "slow", log: filepath.Join(dir, "slow.log"), quiet: 20 * time.Millisecond}
-	script := `echo "booting power9"; i=0; until grep -q "still running" ` + conFile + `; do i=$((i+1)); [ $i -lt 60000 ] || exit 9; sleep 0.01; done`
+	script := `echo "booting power9"; i=0; until grep -q "its last line: booting power9" ` + conFile + `; do i=$((i+1)); [ $i -lt 60000 ] || exit 9; sleep 0.01; done`
 	if code := runStage(o, []string{"sh", "-c", script}, f); code != 0 {
 		b, _ := os.ReadFile(conFile)
 		t.Fatalf("exit %d:\n%s", code, b)
