@@ -153,9 +153,25 @@ func (t *Tracer) event(tk *task, si stopInfo) (later func()) {
 		return func() { t.child(tk, si.event, msg, err) }
 	case unix.PTRACE_EVENT_EXEC:
 		// The thread that called execve now has the leader's tid; the kernel killed the
-		// others (fs/exec.c de_thread). GETEVENTMSG gives the former tid.
-		msg, err := geteventmsg(tk.tid)
-		if p := t.procs[tk.pid]; p != nil && p.launched && !p.execed {
+		// others (fs/exec.c de_thread). GETEVENTMSG gives the former tid, which is the
+		// leader's own when the process has no other thread crashtui knows of (a thread it
+		// does not know of has no task to drop): then nothing is asked before the exec'd
+		// program runs. Otherwise the exec may have come from another thread, and the kernel
+		// refuses every ptrace request for a tracee whose tid an exec changed (ESRCH) until
+		// its exec stop has been waited for, not merely peeked (kernel/ptrace.c
+		// looks_like_a_spurious_pid): peeked only, the stop was dispatched again and again,
+		// the loop spun and the exec'd program never ran. Consuming the stop first loses
+		// nothing (an event stop holds no signal).
+		p := t.procs[tk.pid]
+		msg, err := uint64(tk.tid), error(nil)
+		if p == nil || len(p.tasks) != 1 || p.tasks[tk.tid] != tk {
+			if ws, ok := consumeStatus(tk.tid); ok && (ws.Exited() || ws.Signaled()) {
+				t.died(tk.tid, tk, ws) // killed since its stop was peeked
+				return later
+			}
+			msg, err = geteventmsg(tk.tid)
+		}
+		if p != nil && p.launched && !p.execed {
 			// A rank crashtui started: its image is read while it stops, to tell the exec
 			// of crashtui's gate shell from its command's (which follows at once).
 			t.onExec(tk, msg, err)

@@ -156,13 +156,16 @@ func peek(pid int, nohang bool) (status, unix.Errno) {
 
 // consume takes tid's reported status off the kernel (wait4 of that one task): a stop kept
 // for a holder, or a death (which reaps it).
-func consume(tid int) {
-	var ws unix.WaitStatus
+func consume(tid int) { consumeStatus(tid) }
+
+// consumeStatus takes tid's reported status off the kernel, as consume does, and returns it
+// (ok: there was one): the stop that was peeked or, if the task was killed since, its death.
+func consumeStatus(tid int) (ws unix.WaitStatus, ok bool) {
 	for {
-		_, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&ws)),
+		pid, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&ws)),
 			unix.WALL|unix.WNOTHREAD|unix.WNOHANG, 0, 0, 0)
 		if e != unix.EINTR {
-			return
+			return ws, e == 0 && int(pid) == tid
 		}
 	}
 }

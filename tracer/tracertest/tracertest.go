@@ -331,11 +331,11 @@ func (ch LineReader) Expect(t testing.TB, prefix string, timeout time.Duration) 
 	}
 }
 
-// StartProgram starts a demo program in its own process group with stdin and stdout pipes.
-// Its cleanup kills the whole group, by pid.
-func StartProgram(t testing.TB, name string) (*exec.Cmd, io.WriteCloser, LineReader) {
+// StartProgram starts a demo program with args in its own process group with stdin and
+// stdout pipes. Its cleanup kills the whole group, by pid.
+func StartProgram(t testing.TB, name string, args ...string) (*exec.Cmd, io.WriteCloser, LineReader) {
 	t.Helper()
-	cmd := exec.Command(DemoProgram(t, name))
+	cmd := exec.Command(DemoProgram(t, name), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
