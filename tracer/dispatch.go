@@ -174,10 +174,19 @@ func (t *Tracer) event(tk *task, si stopInfo) (later func()) {
 		if p != nil && p.launched && !p.execed {
 			// A rank crashtui started: its image is read while it stops, to tell the exec
 			// of crashtui's gate shell from its command's (which follows at once).
-			t.onExec(tk, msg, err)
+			t.onExec(tk, msg, err, nil)
 			return later
 		}
-		return func() { t.onExec(tk, msg, err) }
+		// What the new stack says of the program is read now, before it runs (it may
+		// rewrite its arguments, as setproctitle does); the rest once it runs.
+		var img *image
+		if t.execBuf == nil {
+			t.execBuf = make([]byte, execStackSpan)
+		}
+		if im, ok := stackImage(tk.tid, t.execBuf); ok {
+			img = &im
+		}
+		return func() { t.onExec(tk, msg, err, img) }
 	case unix.PTRACE_EVENT_EXIT:
 		// The message is the group's wait status, needed only where the process has no
 		// traced leader to report its end (died): one syscall less per thread's end.
@@ -238,8 +247,9 @@ func isThread(pid, child int) bool {
 	return procfs.IsThreadOf(pid, child)
 }
 
-// onExec takes in tk's exec (msg and err: its event's message, the former tid).
-func (t *Tracer) onExec(tk *task, msg uint64, err error) {
+// onExec takes in tk's exec (msg and err: its event's message, the former tid; img, when
+// not nil: what its exec stop's stack said of the new program).
+func (t *Tracer) onExec(tk *task, msg uint64, err error, img *image) {
 	p := t.procs[tk.pid]
 	if p == nil {
 		return
@@ -264,11 +274,22 @@ func (t *Tracer) onExec(tk *task, msg uint64, err error) {
 		t.freshen(p)
 		return
 	}
-	// Its image is read while it runs again, off the loop thread (execImage): the exec'ing
-	// thread does not wait for five /proc reads, nor do the job's other stops.
-	p.stale, p.inherited = true, false
-	p.reading = t.execImage(p.pid)
+	p.stale = true
 	t.stale = append(t.stale, p)
+	if img != nil {
+		// The stack said all but the executable's path, which /proc/PID/exe gives in one
+		// readlink, read here on the loop thread while the program runs.
+		p.exe, p.comm, p.argv, p.uid = procfs.Exe(p.pid), img.comm, img.argv, img.uid
+		if img.rank != sessions.NoRank {
+			p.rank = img.rank
+		}
+		p.inherited = true
+		return
+	}
+	// Else its image is read while it runs again, off the loop thread (execImage): the
+	// exec'ing thread does not wait for five /proc reads, nor do the job's other stops.
+	p.inherited = false
+	p.reading = t.execImage(p.pid)
 }
 
 // signalStop hands a signal-delivery-stop to the watcher, which decides its fate, and

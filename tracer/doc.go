@@ -80,9 +80,13 @@
 // waitid returns EINTR; a request's lost kick is repeated every millisecond, and the idle
 // wait is ended every 100 ms at most by one watching goroutine (watchWaits), never by a timer
 // per wait. Work a stop does not need is done after the tracee runs again, and off the loop
-// thread where it can: an exec'd process's image is read from /proc by a goroutine of its
-// own while it runs, and told at its next stop or once read (execImage: a fresh process's
-// first /proc files are the kernel's dearest), a new thread is told from a new process by
+// thread where it can: an exec'd process's argv, environment, uid and comm are read at its
+// exec stop from its new stack (stackImage: one register read and one process_vm_readv, in
+// place of four /proc files, a fresh process's first /proc files being the kernel's
+// dearest) and its exe by one readlink once it runs; where the stack does not say it all
+// (a secure exec, an exec by /dev/fd, arguments past 32 KiB) the image is read from /proc by
+// a goroutine of its own while it runs, and told at its next stop or once read
+// (execImage); a new thread is told from a new process by
 // pidfd_open, which opens only a group's leader (no /proc entry made for it), and a fork
 // copies what its child inherits. An attach reads /proc on every CPU at once
 // (procfs.InParallel). BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench)

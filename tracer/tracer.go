@@ -85,6 +85,8 @@ type Tracer struct {
 	waiting      atomic.Uint64 // the generation of the current wait, 0 when none
 	waitGen      uint64
 	lastTick     time.Time
+	// execBuf holds an exec stop's new stack as stackImage reads it (the loop's alone).
+	execBuf []byte
 }
 
 // New starts the tracer's goroutine (locked to one OS thread).
