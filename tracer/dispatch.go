@@ -278,8 +278,12 @@ func (t *Tracer) onExec(tk *task, msg uint64, err error, img *image) {
 	t.stale = append(t.stale, p)
 	if img != nil {
 		// The stack said all but the executable's path, which /proc/PID/exe gives in one
-		// readlink, read here on the loop thread while the program runs.
+		// readlink, read here on the loop thread while the program runs (a program gone
+		// already keeps the name execve was given).
 		p.exe, p.comm, p.argv, p.uid = procfs.Exe(p.pid), img.comm, img.argv, img.uid
+		if p.exe == "" {
+			p.exe = img.exe
+		}
 		if img.rank != sessions.NoRank {
 			p.rank = img.rank
 		}

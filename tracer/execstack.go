@@ -133,8 +133,10 @@ done:
 	if !ok || !haveEUID || secure != 0 || strings.HasPrefix(string(fn), "/dev/fd/") {
 		return image{}, false
 	}
-	// The kernel names the task after the file name's last element, cut to TASK_COMM_LEN-1
+	// exe is the file name as execve was given it, until /proc/PID/exe gives its path
+	// (onExec); the kernel names the task after its last element, cut to TASK_COMM_LEN-1
 	// bytes (fs/exec.c begin_new_exec).
+	img.exe = string(fn)
 	if j := bytes.LastIndexByte(fn, '/'); j >= 0 {
 		fn = fn[j+1:]
 	}

@@ -105,6 +105,9 @@ func TestStackImage(t *testing.T) {
 			if img.comm != want.comm || img.uid != want.uid || img.rank != want.rank || !slices.Equal(img.argv, want.argv) {
 				t.Errorf("from the stack %+v, /proc says %+v", img, want)
 			}
+			if img.exe != c.path { // what onExec keeps if /proc/PID/exe is gone when it looks
+				t.Errorf("from the stack exe %q, want the name execve was given, %q", img.exe, c.path)
+			}
 		})
 	}
 }
