@@ -280,13 +280,10 @@ func (t *Tracer) onExec(tk *task, msg uint64, err error, img *image) {
 		// The stack said all but the executable's path, which /proc/PID/exe gives in one
 		// readlink, read here on the loop thread while the program runs (a program gone
 		// already keeps the name execve was given).
-		p.exe, p.comm, p.argv, p.uid = procfs.Exe(p.pid), img.comm, img.argv, img.uid
-		if p.exe == "" {
-			p.exe = img.exe
+		if exe := procfs.Exe(p.pid); exe != "" {
+			img.exe = exe
 		}
-		if img.rank != sessions.NoRank {
-			p.rank = img.rank
-		}
+		p.take(*img)
 		p.inherited = true
 		return
 	}

@@ -392,12 +392,21 @@ func (t *Tracer) dropProc(p *proc) {
 	delete(t.caves, p.pid)
 }
 
-// image is what /proc says of a process's program after an exec.
+// image is what a process's program is after an exec: as its exec stop's stack says
+// (stackImage) or /proc (execImage).
 type image struct {
 	exe, comm string
 	argv      []string
 	uid       int
 	rank      sessions.Rank
+}
+
+// take makes img p's image; a rank img does not know leaves p's as it was.
+func (p *proc) take(img image) {
+	p.exe, p.comm, p.argv, p.uid = img.exe, img.comm, img.argv, img.uid
+	if img.rank != sessions.NoRank {
+		p.rank = img.rank
+	}
 }
 
 // imageRead is one read of a process's image off the loop thread: img is set when done is
@@ -448,10 +457,7 @@ func (t *Tracer) freshen(p *proc) {
 		p.reading = nil
 		<-r.done
 		if r.img.exe != "" || r.img.comm != "" { // else gone meanwhile: what it had stays
-			p.exe, p.comm, p.argv, p.uid = r.img.exe, r.img.comm, r.img.argv, r.img.uid
-			if r.img.rank != sessions.NoRank {
-				p.rank = r.img.rank
-			}
+			p.take(r.img)
 		}
 		p.inherited = true
 	}
