@@ -36,22 +36,10 @@ func startTraced(t *testing.T, path string) int {
 		syscall.Kill(pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	if ws := waitStop(t, pid); ws.StopSignal() != syscall.SIGTRAP {
+	if ws := waitStop(t, pid, "exec stop"); ws.StopSignal() != syscall.SIGTRAP {
 		t.Fatalf("%s: first stop %v, want SIGTRAP at exec", path, ws.StopSignal())
 	}
 	return pid
-}
-
-func waitStop(t *testing.T, pid int) syscall.WaitStatus {
-	t.Helper()
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, syscall.WALL, nil); err != nil {
-		t.Fatalf("wait4 %d: %v", pid, err)
-	}
-	if !ws.Stopped() {
-		t.Fatalf("pid %d: not stopped: %#x", pid, ws)
-	}
-	return ws
 }
 
 // contUntil resumes the tracee until it stops with sig (a signal-delivery-stop).
@@ -60,7 +48,7 @@ func contUntil(t *testing.T, pid int, sig syscall.Signal) {
 	if err := syscall.PtraceCont(pid, 0); err != nil {
 		t.Fatalf("cont %d: %v", pid, err)
 	}
-	if ws := waitStop(t, pid); ws.StopSignal() != sig {
+	if ws := waitStop(t, pid, "signal delivery"); ws.StopSignal() != sig {
 		t.Fatalf("pid %d stopped with %v, want %v", pid, ws.StopSignal(), sig)
 	}
 }

@@ -147,6 +147,60 @@ func waitFor(t *testing.T, cond func() bool, what string, why ...func() string) 
 	}
 }
 
+// threadState is the state letter of thread tid in /proc/TID/stat (R running, S sleeping,
+// t ptrace-stopped, ...), or "gone".
+func threadState(tid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if i := strings.LastIndexByte(string(b), ')'); err == nil && i >= 0 && i+2 < len(b) {
+		return string(b[i+2])
+	}
+	return "gone"
+}
+
+// describeThread says what the kernel shows thread tid doing: its state, wait channel and
+// /proc/TID/syscall, for a test that waited on it in vain.
+func describeThread(tid int) string {
+	wchan, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/wchan")
+	sc, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/syscall")
+	return "thread " + strconv.Itoa(tid) + " is in state " + threadState(tid) + ", wchan " + strconv.Quote(string(wchan)) +
+		", syscall " + strconv.Quote(strings.TrimSpace(string(sc)))
+}
+
+// waitStop is the next ptrace stop of thread tid, traced by the calling (locked) thread.
+// It fails the test, saying what the thread is doing, after two minutes without one: a
+// generous deadline for a loaded TCG guest, so a stop that never comes is a failure that
+// says why, never a guest silent until its harness stops it.
+func waitStop(t *testing.T, tid int, what string) syscall.WaitStatus {
+	t.Helper()
+	var ws syscall.WaitStatus
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Millisecond) {
+		id, err := syscall.Wait4(tid, &ws, syscall.WALL|syscall.WNOHANG, nil)
+		switch {
+		case err != nil:
+			t.Fatalf("thread %d, %s: wait: %v", tid, what, err)
+		case id == tid && !ws.Stopped():
+			t.Fatalf("thread %d, %s: ended (%#x)", tid, what, ws)
+		case id == tid:
+			return ws
+		case time.Now().After(deadline):
+			t.Fatalf("thread %d, %s: no stop in 2 minutes; %s", tid, what, describeThread(tid))
+		}
+	}
+}
+
+// letGo detaches thread tid from the stop ws, delivering its signal if ws is a
+// signal-delivery-stop (an interrupt can be answered by one: a signal was already queued).
+// A plain PTRACE_DETACH would discard it, and the Go runtime, which sends a thread no second
+// SIGURG until its handler ran, would never preempt that thread again. SIGTRAP is never
+// passed on: to these tests it is a syscall or single-step stop, not a signal.
+func letGo(tid int, ws syscall.WaitStatus) {
+	sig := 0
+	if ws.Stopped() && int(ws)>>16 == 0 && ws.StopSignal() != syscall.SIGTRAP {
+		sig = int(ws.StopSignal())
+	}
+	syscall.Syscall6(syscall.SYS_PTRACE, syscall.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
+}
+
 // taskSyscalls reads /proc/PID/task/*/syscall: the syscall number each blocked thread is in,
 // -1 for a running one.
 func taskSyscalls(pid int) map[int]int {

@@ -192,13 +192,7 @@ func guestProgram(t *testing.T, env, name string) string {
 // is stopped, and if it says no, lets the thread go at once and returns false.
 func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal, there func() bool) bool {
 	t.Helper()
-	wait := func(what string) syscall.WaitStatus {
-		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
-			t.Fatalf("thread %d, %s: %v %#x", tid, what, err, ws)
-		}
-		return ws
-	}
+	wait := func(what string) syscall.WaitStatus { return waitStop(t, tid, what) }
 	if err := ptraceSeize(tid); err != nil {
 		t.Fatalf("seize %d: %v", tid, err)
 	}
@@ -206,9 +200,8 @@ func ptraceHandlerEntry(t *testing.T, pid, tid int, sig syscall.Signal, there fu
 	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
 		t.Fatalf("interrupt %d: %v", tid, e)
 	}
-	wait("interrupt")
-	if there != nil && !there() {
-		syscall.PtraceDetach(tid)
+	if ws := wait("interrupt"); there != nil && !there() {
+		letGo(tid, ws)
 		return false
 	}
 	if err := syscall.Tgkill(pid, tid, sig); err != nil {
@@ -341,9 +334,8 @@ func TestSignalFrameGo(t *testing.T) {
 					t.Fatalf("no runtime.sigtrampgo in %d single steps from the handler's entry", n)
 				}
 				ptraceStep(t, tid, 0)
-				var ws syscall.WaitStatus
-				if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || ws.StopSignal() != syscall.SIGTRAP {
-					t.Fatalf("single step %d of %d: %v %#x", n, tid, err, ws)
+				if ws := waitStop(t, tid, fmt.Sprintf("single step %d", n)); ws.StopSignal() != syscall.SIGTRAP {
+					t.Fatalf("single step %d of %d: stopped with %#x", n, tid, ws)
 				}
 			}
 			inGo := unwindThread(t, r, pid, tid, mem)
@@ -366,14 +358,12 @@ func stopsIn(t *testing.T, r *Resolver, pid, tid int, mem MemReader, fn string) 
 	if err := ptraceSeize(tid); err != nil {
 		return false
 	}
-	defer syscall.PtraceDetach(tid)
 	if _, _, e := syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0); e != 0 { // PTRACE_INTERRUPT
+		syscall.PtraceDetach(tid)
 		return false
 	}
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
-		return false
-	}
+	ws := waitStop(t, tid, "interrupted to look")
+	defer letGo(tid, ws)
 	return inStack(unwindThread(t, r, pid, tid, mem), fn)
 }
 
@@ -463,10 +453,7 @@ func TestSignalFrameGoPreempt(t *testing.T) {
 			}
 			for {
 				ptraceStep(t, tid, 0)
-				var ws syscall.WaitStatus
-				if _, err := syscall.Wait4(tid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
-					t.Fatalf("single step %d of %d: %v %#x", steps, tid, err, ws)
-				}
+				ws := waitStop(t, tid, fmt.Sprintf("single step %d in runtime.asyncPreempt", steps))
 				if sig := ws.StopSignal(); sig != syscall.SIGTRAP {
 					// The runtime's next SIGURG: held back while stepping (a handler would
 					// run in the middle of asyncPreempt), sent again when the test is done,
@@ -530,21 +517,31 @@ func followIntoAsyncPreempt(t *testing.T, tid int, in func() bool) bool {
 	t.Cleanup(func() { syscall.PtraceDetach(tid) })
 	giveUp := func() bool {
 		syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0) // PTRACE_INTERRUPT
-		var ws syscall.WaitStatus
-		syscall.Wait4(tid, &ws, syscall.WALL, nil)
-		syscall.PtraceDetach(tid)
+		letGo(tid, waitStop(t, tid, "interrupted to let go"))
 		return false
 	}
-	// wait is the thread's next stop, or false after 20 s without one (a parked thread).
+	// wait is the thread's next stop, or false once the thread has slept through 50 looks
+	// in a row (the spinner left it: the runtime parked it in a futex) or after 20 s.
 	wait := func() (syscall.WaitStatus, bool) {
 		var ws syscall.WaitStatus
+		asleep := 0
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			if id, err := syscall.Wait4(tid, &ws, syscall.WALL|syscall.WNOHANG, nil); err != nil {
 				t.Fatalf("wait %d: %v", tid, err)
 			} else if id == tid {
 				return ws, true
 			}
+			if s := threadState(tid); s == "S" || s == "D" {
+				asleep++
+			} else {
+				asleep = 0
+			}
+			if asleep == 50 {
+				t.Logf("thread %d sleeps: the spinner left it (%s)", tid, describeThread(tid))
+				return ws, false
+			}
 		}
+		t.Logf("thread %d took no SIGURG in 20 s (%s)", tid, describeThread(tid))
 		return ws, false
 	}
 	resume := func(req int, sig syscall.Signal) {
@@ -573,5 +570,6 @@ func followIntoAsyncPreempt(t *testing.T, tid int, in func() bool) bool {
 			resume(syscall.PTRACE_CONT, sig)
 		}
 	}
+	t.Logf("thread %d: 50 SIGURG handlers, none returned into runtime.asyncPreempt", tid)
 	return giveUp()
 }
