@@ -302,13 +302,48 @@ func runView(tb testing.TB, feed func(io.Writer) error, args ...string) viewRun 
 	} else {
 		fed <- nil
 	}
+	hwm := make(chan int64, 1)
+	done := make(chan struct{})
+	pid := cmd.Process.Pid
+	go func() { hwm <- sampleHWM(pid, done) }()
 	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
 	if ferr := <-fed; err != nil || ferr != nil {
 		tb.Fatalf("view %v: %v (feeding it: %v): %s", args, err, ferr, stderr.String())
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return viewRun{out: keep.Bytes(), wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: ru.Maxrss << 10}
+	return viewRun{out: keep.Bytes(), wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss: <-hwm}
+}
+
+// sampleHWM is the largest VmHWM (the peak resident set of the process's own memory) read
+// from /proc/PID/status every 2 ms until done. Not rusage's ru_maxrss: os/exec starts a
+// child with CLONE_VM|CLONE_VFORK, and at its exec the kernel folds the memory it shared (the
+// parent's, this test binary's, hundreds of MB after the streams it built) into the child's
+// maxrss (exec_mmap's setmax_mm_hiwater_rss), so ru_maxrss says the test's size, not the view's.
+// VmHWM only grows, so the last read before the view exits is its peak up to ~2 ms before.
+func sampleHWM(pid int, done <-chan struct{}) int64 {
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	var peak int64
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if i := bytes.Index(b, []byte("\nVmHWM:")); i >= 0 {
+				f := strings.Fields(string(b[i+7:]))
+				if len(f) > 0 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						peak = max(peak, kb<<10)
+					}
+				}
+			}
+		}
+		select {
+		case <-done:
+			return peak
+		case <-tick.C:
+		}
+	}
 }
 
 // keptLines keeps a view's output lines but those of the per-task kinds.
