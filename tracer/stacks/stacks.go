@@ -39,6 +39,7 @@ type Stacks struct {
 	// Owned by the loop thread.
 	seq  int               // the last sample's number
 	bufs [][]byte          // the stack copies, reused (snapshotStack)
+	blk  blockMem          // a blocked thread's walk's memory (readBlocked)
 	maps map[int]mapsCache // each process's mappings between samples
 	gos  goSampler         // the goroutines of Go processes (goroutines.go)
 	mu   sync.Mutex        // one Sample at a time
@@ -305,21 +306,21 @@ func (s *Stacks) sampleProc(l *tracer.Loop, p tracer.Process, o Options) (sessio
 // readBlocked unwinds thread tid without stopping it when the kernel shows it blocked in a
 // syscall (state S or D, its user pc and sp in /proc/TID/syscall) and CFI alone, from those
 // two registers, reaches the stack's end (issue 24 item 3). It is only trusted when the
-// thread did not run while it was read: the same pc and sp in /proc/TID/syscall and the same
-// count of times on a CPU (schedstat) after as before. Otherwise (running, a frame-pointer
+// thread did not run while it was read: the same count of times put on a CPU (schedstat's
+// third field, counted at every switch to the thread) after the walk as before sys was read,
+// so sys and the stack are what the thread left when it blocked. Otherwise (running, a frame-pointer
 // CFA, a leaf's return address in a register, woken meanwhile) it says no, and the thread is
 // stopped and read as before.
 func (s *Stacks) readBlocked(pid, tid int, state byte, sys procfs.Syscall, before procfs.Schedstat, maps []elfinfo.Mapping, o Options) ([]elfinfo.Frame, bool) {
 	if (state != 'S' && state != 'D') || !sys.InSyscall() || sys.PC == 0 || sys.SP == 0 || before.Slices == 0 || len(maps) == 0 {
 		return nil, false
 	}
-	frames, complete := s.resolver.UnwindBlocked(pid, maps, sys.PC, sys.SP, string(arch.Host()), procfs.Reader(pid), o.MaxFrames)
+	s.blk.reset(pid)
+	frames, complete := s.resolver.UnwindBlocked(pid, maps, sys.PC, sys.SP, string(arch.Host()), s.blk.read, o.MaxFrames)
 	if !complete || len(frames) == 0 {
 		return nil, false
 	}
-	after, ok := procfs.ReadTaskSchedstat(pid, tid)
-	now := procfs.ReadTaskSyscall(pid, tid)
-	if !ok || after.Slices != before.Slices || now.PC != sys.PC || now.SP != sys.SP || now.Nr != sys.Nr {
+	if after, ok := procfs.ReadTaskSchedstat(pid, tid); !ok || after.Slices != before.Slices {
 		return nil, false // it ran: what was read may be half old, half new
 	}
 	return frames, true
