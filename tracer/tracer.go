@@ -85,6 +85,7 @@ type Tracer struct {
 	waiting      atomic.Uint64 // the generation of the current wait, 0 when none
 	waitGen      uint64
 	lastTick     time.Time
+	lastPark     time.Time // when the loop goroutine last gave its P back to the scheduler (parkDue)
 	// execBuf holds an exec stop's new stack as stackImage reads it (the loop's alone).
 	execBuf []byte
 }

@@ -19,7 +19,9 @@ import (
 // requester kicks again every millisecond until its request is taken, and a wait with a
 // deadline is kicked every millisecond past it, so nothing waits longer than that. Where the
 // kick cannot be set up (Go's handler is not installed for the signal) the loop falls back
-// to SIGCHLD through os/signal.
+// to SIGCHLD through os/signal. In a storm of stops the loop goroutine only makes syscalls;
+// every parkEvery it parks for a moment before a blocking wait (parkDue), or the runtime's
+// sysmon would preempt it and take its P, and wake 50 times for each.
 //
 // Every wait peeks (WNOWAIT): the status stays the kernel's until the engine decides. A
 // signal-delivery-stop is never consumed: it ends only by a resume that passes the signal
@@ -324,6 +326,7 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 			}
 		}).Stop
 	}
+	t.parkDue()
 	s, e := peek(0, false)
 	t.waiting.Store(0)
 	t.idle.Store(false)
@@ -337,6 +340,28 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return false
+}
+
+// parkEvery is how long the loop goroutine may go without being scheduled before parkDue
+// parks it: under the runtime's forcePreemptNS (10 ms).
+const parkEvery = 8 * time.Millisecond
+
+// parkDue parks the loop goroutine for a moment, through the Go scheduler, once it has run
+// parkEvery without being scheduled, just before a blocking wait (it would block now
+// anyway). A loop busy with a storm of stops only makes syscalls and is never rescheduled:
+// after 10 ms the runtime's sysmon preempts it, and if it is in a syscall then, takes its P
+// (runtime.retake skips its recent-syscall check for a preempted P), which resets sysmon to
+// polling every 20 µs: some 50 wakes of a thread on a CPU the job needs, 100 times a second
+// (perf sched: 2,700-3,300 sysmon wakes in a 300 fork+exec run). A timer's park (not
+// runtime.Gosched, whose global run queue a locked goroutine can wait in for long) is put
+// back on its P's run queue as soon as it fires.
+func (t *Tracer) parkDue() {
+	now := time.Now()
+	if now.Sub(t.lastPark) < parkEvery {
+		return
+	}
+	time.Sleep(time.Microsecond)
+	t.lastPark = time.Now()
 }
 
 // watchWaits kicks the loop out of a blocking wait that has lasted from one of its looks to

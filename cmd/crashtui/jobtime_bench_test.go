@@ -21,7 +21,9 @@ import (
 // floor tracer (floor.c: the minimal C tracer of the same design), and alone, interleaved in
 // the same rounds. The figure of merit is crashtui's added time per event over the floor's
 // (goal ≤ 1.3), for `run --json` (matrix and sampling off, their --json defaults), `run --json
-// --matrix measure --sample-every 5s` (what the TUI runs), and the TUI itself in a pty.
+// --matrix measure --sample-every 5s` (what the TUI runs), and the TUI itself in a pty. Beside
+// it, the context switches each tracer adds per event (rusage, over the job alone's): a
+// tracer's thread woken on a CPU the job needs.
 func BenchmarkJobTime(b *testing.B) {
 	needRoot(b)
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -45,6 +47,9 @@ func BenchmarkJobTime(b *testing.B) {
 	}{{"signal", 5000}, {"thread", 2000}, {"fork", 300}} {
 		b.Run(kind.name, func(b *testing.B) {
 			job := []string{events, kind.name, strconv.Itoa(kind.n), elapsed}
+			// switches are the context switches of the last run of each mode (its process and
+			// every one it reaped: the job's too), from wait4's rusage.
+			switches := map[string]int64{}
 			run := func(mode string) time.Duration {
 				os.Remove(elapsed)
 				var cmd *exec.Cmd
@@ -63,6 +68,8 @@ func BenchmarkJobTime(b *testing.B) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%s: %v\n%s", mode, err, out)
 				}
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				switches[mode] = ru.Nvcsw + ru.Nivcsw
 				return readElapsed(b, elapsed)
 			}
 			// Each round runs every mode three times, interleaved, and keeps each mode's least
@@ -70,6 +77,7 @@ func BenchmarkJobTime(b *testing.B) {
 			// sides under the same load, and their medians reported.
 			ratios := map[string][]float64{}
 			var floorAdded []float64
+			added := map[string][]float64{} // context switches per event over the job's own
 			for round := 0; round < b.N*3; round++ {
 				best := map[string]time.Duration{}
 				for i := 0; i < 3; i++ {
@@ -78,6 +86,9 @@ func BenchmarkJobTime(b *testing.B) {
 							best[m] = d
 						}
 					}
+				}
+				for _, m := range []string{"floor", "json", "json-live"} {
+					added[m] = append(added[m], float64(switches[m]-switches["plain"])/float64(kind.n))
 				}
 				fl := float64(best["floor"]-best["plain"]) / float64(kind.n)
 				floorAdded = append(floorAdded, fl/1000)
@@ -89,6 +100,9 @@ func BenchmarkJobTime(b *testing.B) {
 			b.ReportMetric(medianOf(floorAdded), "floor-us/event")
 			for _, m := range modes[2:] {
 				b.ReportMetric(medianOf(ratios[m]), m+"/floor")
+			}
+			for _, m := range []string{"floor", "json", "json-live"} {
+				b.ReportMetric(medianOf(added[m]), m+"-switches/event")
 			}
 		})
 	}
