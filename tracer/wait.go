@@ -20,7 +20,7 @@ import (
 // deadline is kicked every millisecond past it, so nothing waits longer than that. Where the
 // kick cannot be set up (Go's handler is not installed for the signal) the loop falls back
 // to SIGCHLD through os/signal. In a storm of stops the loop goroutine only makes syscalls;
-// every parkEvery it parks for a moment before a blocking wait (parkDue), or the runtime's
+// every parkEvery it parks for a moment before its idle wait (parkDue), or the runtime's
 // sysmon would preempt it and take its P, and wake 50 times for each.
 //
 // Every wait peeks (WNOWAIT): the status stays the kernel's until the engine decides. A
@@ -326,7 +326,9 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 			}
 		}).Stop
 	}
-	t.parkDue()
+	if idle {
+		t.parkDue()
+	}
 	s, e := peek(0, false)
 	t.waiting.Store(0)
 	t.idle.Store(false)
@@ -347,8 +349,8 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 const parkEvery = 8 * time.Millisecond
 
 // parkDue parks the loop goroutine for a moment, through the Go scheduler, once it has run
-// parkEvery without being scheduled, just before a blocking wait (it would block now
-// anyway). A loop busy with a storm of stops only makes syscalls and is never rescheduled:
+// parkEvery without being scheduled, just before its idle wait (it would block now anyway;
+// never in a wait for a hold's or a request's own stops, which a park would only delay). A loop busy with a storm of stops only makes syscalls and is never rescheduled:
 // after 10 ms the runtime's sysmon preempts it, and if it is in a syscall then, takes its P
 // (runtime.retake skips its recent-syscall check for a preempted P), which resets sysmon to
 // polling every 20 µs: some 50 wakes of a thread on a CPU the job needs, 100 times a second
