@@ -194,7 +194,8 @@ type session struct {
 	// set with reduced).
 	reduced bool
 	passUp  func(sessions.Event) bool
-	// progress counts the events writeLoop has written: finish waits while it moves.
+	// progress counts the events writeLoop has written and the --json writes the reader took
+	// (progressWriter): finish waits while it moves.
 	progress atomic.Int64
 	header   sessions.Header
 
@@ -217,7 +218,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		s.queue = newEventQueue()
 	}
 	if c.json {
-		s.out = bufio.NewWriter(stdout)
+		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress})
 		s.enc = json.NewEncoder(s.out)
 		s.enc.SetEscapeHTML(false)
 	}
@@ -491,6 +492,36 @@ func (s *session) finish(host string) sessions.Summary {
 		s.recF.Close()
 	}
 	return sum
+}
+
+// progressWriter writes to w at most progressChunk bytes a call and counts each write the
+// reader took. One event's line can be megabytes (a 100-process matrix is 2.3 MB): a slow
+// reader taking it steadily is progress, and finish, which lets a stalled reader go after
+// two seconds without any, must not cut that line (and lose the summary after it) because
+// the whole line took longer than that.
+type progressWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+const progressChunk = 64 << 10
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := p.w.Write(b[done:min(len(b), done+progressChunk)])
+		done += n
+		if n > 0 {
+			p.n.Add(1)
+		}
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, io.ErrShortWrite
+		}
+	}
+	return done, nil
 }
 
 // batchQueue is an unbounded FIFO of events taken in batches: whatever came while its

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -346,6 +348,87 @@ func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 		last = at
 	}
 	checkJobIntact(t, j, pgroupPIDs(j.pgid))
+}
+
+// TestSlowReaderGetsTheLongLineWhole: `crashtui matrix --json`, told to stop while it
+// measures, then writes one long line (the matrix: 380 cells, about 150 kB) to a reader that
+// takes 4 KiB every 100 ms, seconds in all. That reader is slow, not stalled: crashtui waits
+// for it, and it gets the matrix whole and the summary last. Before, crashtui counted only
+// whole events as the reader's progress, gave up after two seconds inside the long line and
+// cut it (TestMatrixSignalDetaches failed so beside two CPU hogs).
+func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
+	needRoot(t)
+	const n = 20
+	j := startJob(t, n)
+	pids := pgroupPIDs(j.pgid)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096)
+	cmd := exec.Command(crashtuiBin, "matrix", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	proc := startWaited(t, cmd, 0)
+	w.Close()
+
+	var out bytes.Buffer
+	read := make(chan error, 1)
+	measuring := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		told := false
+		for {
+			k, err := r.Read(buf)
+			out.Write(buf[:k])
+			if !told && bytes.Contains(out.Bytes(), []byte(`"event":"matrix_progress"`)) {
+				told = true
+				close(measuring)
+			}
+			if err != nil {
+				read <- err
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-measuring:
+	case <-proc.exited:
+		t.Fatalf("crashtui ended before measuring; stderr: %s", stderr.String())
+	case <-patience.After(60 * time.Second):
+		t.Fatal("no matrix_progress in 60 s")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-proc.exited:
+	case <-patience.After(120 * time.Second):
+		t.Fatal("crashtui did not exit 120 s after SIGTERM")
+	}
+	<-read
+	if proc.err != nil {
+		t.Errorf("crashtui: %v; stderr: %s", proc.err, stderr.String())
+	}
+	var kinds []string
+	longest := 0
+	for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
+		var e event
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatalf("a line of %d bytes does not parse (%v): %.200s", len(l), err, l)
+		}
+		kinds = append(kinds, e.kind())
+		longest = max(longest, len(l))
+	}
+	if len(kinds) == 0 || kinds[len(kinds)-1] != "summary" || !slices.Contains(kinds, "matrix") {
+		t.Fatalf("events %v: want the matrix, and the summary last", kinds)
+	}
+	if longest < 30*4096 { // 30 reads: 3 s at the reader's pace
+		t.Fatalf("the longest line is %d bytes: too short to take the reader over two seconds", longest)
+	}
+	t.Logf("%d events, the longest line %d bytes", len(kinds), longest)
+	checkJobIntact(t, j, pids)
 }
 
 // TestSignalWithStuckReader: `crashtui attach --json` whose reader never reads (its pipe
