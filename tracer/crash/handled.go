@@ -37,8 +37,10 @@ type fault struct {
 	sigret    bool           // the balancing rt_sigreturn was entered: its exit stop is next
 	stepping  bool           // running on after the handler returned: does the same fault come back?
 	steppedAt time.Time      // when it was let run on
-	returned  bool           // the handler returned (or the watch ended): handled unless it faults again
-	masked    bool           // the signal was blocked at the handler's first syscall
+	steppedNS uint64         // its time on a CPU then (schedstat), ok: it could be read
+	steppedOK bool
+	returned  bool // the handler returned (or the watch ended): handled unless it faults again
+	masked    bool // the signal was blocked at the handler's first syscall
 	syscalls  int
 	tries     int  // times the same fault came straight back through the handler
 	looping   bool // judged (LeaveUnrepaired): the handler never repairs it (reported as a crash)
@@ -205,6 +207,8 @@ func (c *Crashes) Syscall(l *tracer.Loop, s *tracer.SyscallStop) {
 	// fault again means not repaired; a syscall, or no fault within stepVerdict, means the
 	// faulting instruction went through.
 	f.stepping, f.steppedAt = true, time.Now()
+	st, ok := procfs.ReadTaskSchedstat(f.pid, f.tid)
+	f.steppedNS, f.steppedOK = st.RunNS, ok
 	s.Follow()
 }
 
@@ -226,15 +230,31 @@ func (c *Crashes) crashLooping(l *tracer.Loop, s *tracer.SignalStop, f *fault, s
 }
 
 // stepVerdict is how long a thread let run on after its handler returned may go without
-// faulting again or making a syscall before its fault is called repaired.
-const stepVerdict = 50 * time.Millisecond
+// faulting again or making a syscall before its fault is called repaired, and stepRun how
+// long it must have been on a CPU meanwhile: on a loaded machine a thread can wait for a CPU
+// longer than stepVerdict, and one that never ran has not shown its fault gone (a write the
+// handler did not repair was called handled so, beside two CPU hogs).
+const (
+	stepVerdict = 50 * time.Millisecond
+	stepRun     = time.Millisecond
+)
 
-// Tick is the Watcher's: it calls repaired the faults whose thread ran on for stepVerdict
-// without the same fault coming back (a compute loop makes no syscall). The thread's next
-// syscall-stop, if any, resumes it unfollowed (Syscall).
+// ranOn says whether f's thread has been on a CPU for stepRun since it was let run on
+// (where schedstat cannot be read, stepVerdict's wall-clock time alone decides).
+func (f *fault) ranOn() bool {
+	if !f.steppedOK {
+		return true
+	}
+	st, ok := procfs.ReadTaskSchedstat(f.pid, f.tid)
+	return !ok || st.RunNS >= f.steppedNS+uint64(stepRun)
+}
+
+// Tick is the Watcher's: it calls repaired the faults whose thread ran on for stepVerdict,
+// stepRun of it on a CPU, without the same fault coming back (a compute loop makes no
+// syscall). The thread's next syscall-stop, if any, resumes it unfollowed (Syscall).
 func (c *Crashes) Tick(l *tracer.Loop) {
 	for _, f := range c.faults {
-		if f.stepping && time.Since(f.steppedAt) > stepVerdict {
+		if f.stepping && time.Since(f.steppedAt) > stepVerdict && f.ranOn() {
 			f.stepping = false
 			c.emitHandled(l, f)
 		}
