@@ -249,6 +249,28 @@ func blockedWriting(pid, fd int) bool {
 	return false
 }
 
+// startToPipe starts crashtui ARGS with its stdout a pipe of size bytes (got: the size the
+// kernel gave it) that nobody reads yet: the test reads r as slowly as it likes (r is closed
+// at the end).
+func startToPipe(t *testing.T, size int, args ...string) (r *os.File, got int, proc *waitedProc, stderr *strings.Builder) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if got, err = unix.FcntlInt(r.Fd(), unix.F_SETPIPE_SZ, size); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(crashtuiBin, args...)
+	cmd.Stdout = w
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
+	proc = startWaited(t, cmd, 0)
+	w.Close()
+	return r, got, proc, stderr
+}
+
 // A --json reader that does not read (a pager, "| sleep 15") must not stall the job. crashtui's
 // stdout is a pipe the test does not read; the job's leader forks 10 workers per SIGUSR2 (each
 // fork a ptrace event the tracer must answer before the leader runs on) until the pipe is full.
@@ -258,25 +280,12 @@ func blockedWriting(pid, fd int) bool {
 func TestJSONSlowReaderDoesNotStallTheJob(t *testing.T) {
 	needRoot(t)
 	j := startJob(t, 4)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	// A pipe of one page fills with a few dozen events. Filling the default 64 KiB took
 	// about 400 workers and 700 threads, each waking every 5 ms; under the race detector,
 	// beside another package's tests, the machine crawled (crashtui's loop handled about 10
 	// events a second, with the code of 7fbaabd too) and the test timed out.
-	size, err := unix.FcntlInt(r.Fd(), unix.F_SETPIPE_SZ, os.Getpagesize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Stdout = w
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	proc := startWaited(t, cmd, 0)
-	w.Close()
+	r, size, proc, stderr := startToPipe(t, os.Getpagesize(), "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd := proc.cmd
 	exited := proc.exited
 	// The attach is done once the 4 process events are in the pipe (polled: a pipe's fill
 	// cannot be waited on without reading it).
@@ -361,18 +370,8 @@ func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
 	const n = 20
 	j := startJob(t, n)
 	pids := pgroupPIDs(j.pgid)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096)
-	cmd := exec.Command(crashtuiBin, "matrix", "--json", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Stdout = w
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	proc := startWaited(t, cmd, 0)
-	w.Close()
+	r, _, proc, stderr := startToPipe(t, 4096, "matrix", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd := proc.cmd
 
 	var out bytes.Buffer
 	read := make(chan error, 1)
