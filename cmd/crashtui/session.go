@@ -504,7 +504,10 @@ type progressWriter struct {
 	n *atomic.Int64
 }
 
-const progressChunk = 64 << 10
+// progressChunk is a page, the least a pipe holds: a write of it completes as soon as the
+// reader has taken one page, however small the pipe (64 KiB, 16 pages of a 4 KiB pipe, took
+// a loaded reader over two seconds and was cut).
+const progressChunk = 4 << 10
 
 func (p progressWriter) Write(b []byte) (int, error) {
 	done := 0

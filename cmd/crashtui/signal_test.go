@@ -505,87 +505,51 @@ func TestSignalWithStuckReader(t *testing.T) {
 // TestSignalAtStartup: SIGINT in crashtui's first moments makes it exit on its own, leaving
 // nothing traced (before, its handlers came after flag parsing, and a SIGINT in its first ~50
 // ms killed it). No program can catch a signal before the Go runtime and every package's init
-// have run: that takes crashtui about 6 ms of CPU (what `crashtui version` uses in all), and
-// on a loaded machine any number of milliseconds after its exec. So each trial waits until
-// crashtui has had twice that CPU time, or has attached a process of the job (its init is over
-// either way), and signals it i ms later, i from 0 to 38: through the job's resolution and
-// attach.
+// have run, and on a loaded machine that is any number of milliseconds after its exec. So each
+// trial waits until crashtui's own init is over (GODEBUG=inittrace=1: the runtime prints
+// "init main @..." when the main package's init, which installs the handlers, returns) and
+// signals it i ms later, i from 0 to 38: through the job's resolution and attach. (It waited
+// for twice the CPU time `crashtui version` takes before, and a loaded run signalled one
+// crashtui before its init was over.)
 func TestSignalAtStartup(t *testing.T) {
 	needRoot(t)
 	j := startJob(t, 3)
 	pids := pgroupPIDs(j.pgid)
-	var initCPU time.Duration
-	for range 3 {
-		v := exec.Command(crashtuiBin, "version")
-		if err := v.Run(); err != nil {
-			t.Fatalf("crashtui version: %v", err)
-		}
-		initCPU = max(initCPU, v.ProcessState.UserTime()+v.ProcessState.SystemTime())
-	}
 	for i := 0; i < 40; i += 2 {
 		cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		pid := cmd.Process.Pid
-		past := func() bool {
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe != crashtuiBin {
-				return false // not yet exec'd: the CPU time so far is the test's fork child's
-			}
-			if st := procState(pid); st == "Z" || st == "" {
-				return true // it ended: Wait says how
-			}
-			for _, p := range pids {
-				if tracerPID(p) == pid {
-					return true
+		inited := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for done := false; sc.Scan(); {
+				if !done && strings.HasPrefix(sc.Text(), "init main @") {
+					done = true
+					close(inited)
 				}
 			}
-			return cpuTime(pid) >= 2*initCPU
-		}
-		for dl := patience.New(10 * time.Second); !past(); time.Sleep(100 * time.Microsecond) {
-			if dl.Passed() {
-				t.Fatalf("trial %d: crashtui neither had %v of CPU nor attached anything in %v", i, 2*initCPU, dl.Waited())
-			}
+		}()
+		select {
+		case <-inited:
+		case <-patience.After(10 * time.Second):
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("trial %d: crashtui's init did not end in 10 s", i)
 		}
 		time.Sleep(time.Duration(i) * time.Millisecond)
 		cmd.Process.Signal(os.Interrupt)
-		err := cmd.Wait()
+		err = cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
-			t.Fatalf("trial %d: crashtui died of %v %d ms after it had %v of CPU (its init takes at most %v)", i, ee.Sys().(syscall.WaitStatus).Signal(), i, 2*initCPU, initCPU)
+			t.Fatalf("trial %d: crashtui died of %v %d ms after its init", i, ee.Sys().(syscall.WaitStatus).Signal(), i)
 		}
 	}
 	checkJobIntact(t, j, pids)
-}
-
-// cpuTime is the CPU time pid's threads have had so far: the sum of their
-// /proc/PID/task/TID/schedstat run times (nanoseconds, exact), or of utime and stime in
-// /proc/PID/stat (clock ticks) on a kernel without schedstat.
-func cpuTime(pid int) time.Duration {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, _ := os.ReadDir(dir)
-	var sum time.Duration
-	ok := len(ents) > 0
-	for _, e := range ents {
-		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
-		f := strings.Fields(string(b))
-		if err != nil || len(f) == 0 {
-			ok = false
-			break
-		}
-		ns, _ := strconv.ParseInt(f[0], 10, 64)
-		sum += time.Duration(ns)
-	}
-	if ok {
-		return sum
-	}
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of proc(5), after "(comm)"
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // TestEmitNeverWaitsForTheScreen: the tracer's Emit (session.emit) returns while the State's
