@@ -37,10 +37,9 @@ type fault struct {
 	sigret    bool           // the balancing rt_sigreturn was entered: its exit stop is next
 	stepping  bool           // running on after the handler returned: does the same fault come back?
 	steppedAt time.Time      // when it was let run on
-	steppedNS uint64         // its time on a CPU then (schedstat), ok: it could be read
-	steppedOK bool
-	returned  bool // the handler returned (or the watch ended): handled unless it faults again
-	masked    bool // the signal was blocked at the handler's first syscall
+	steppedNS uint64         // its time on a CPU then (schedstat; 0: it could not be read)
+	returned  bool           // the handler returned (or the watch ended): handled unless it faults again
+	masked    bool           // the signal was blocked at the handler's first syscall
 	syscalls  int
 	tries     int  // times the same fault came straight back through the handler
 	looping   bool // judged (LeaveUnrepaired): the handler never repairs it (reported as a crash)
@@ -207,8 +206,8 @@ func (c *Crashes) Syscall(l *tracer.Loop, s *tracer.SyscallStop) {
 	// fault again means not repaired; a syscall, or no fault within stepVerdict, means the
 	// faulting instruction went through.
 	f.stepping, f.steppedAt = true, time.Now()
-	st, ok := procfs.ReadTaskSchedstat(f.pid, f.tid)
-	f.steppedNS, f.steppedOK = st.RunNS, ok
+	st, _ := procfs.ReadTaskSchedstat(f.pid, f.tid) // a thread that faulted has run: 0 is unread
+	f.steppedNS = st.RunNS
 	s.Follow()
 }
 
@@ -242,7 +241,7 @@ const (
 // ranOn says whether f's thread has been on a CPU for stepRun since it was let run on
 // (where schedstat cannot be read, stepVerdict's wall-clock time alone decides).
 func (f *fault) ranOn() bool {
-	if !f.steppedOK {
+	if f.steppedNS == 0 {
 		return true
 	}
 	st, ok := procfs.ReadTaskSchedstat(f.pid, f.tid)
