@@ -102,7 +102,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 	m.hostIDs()
 	refs := m.refs(w)
 	all, cur := m.threadTracks(refs, w)
-	alive := make([]bool, len(st.procs)) // by the process's index in the store
+	alive := make([]bool, st.procs.len()) // by the process's index in the store
 	for _, tr := range cur {
 		alive[tr.proc] = true
 	}
@@ -113,7 +113,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 
 	mt := m.mergeTracks(cur, all, w.qs, 1)
 	out.Classes = mt.classes
-	counted := make([]bool, len(st.procs))
+	counted := make([]bool, st.procs.len())
 	for _, tr := range cur {
 		if !counted[tr.proc] {
 			counted[tr.proc] = true
@@ -121,7 +121,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 		}
 	}
 	red := StackClasses{Samples: out.Samples, Frames: out.Frames, Cut: out.Cut, Processes: out.Processes,
-		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyTracks(cur, mt.classes, len(st.procs))}
+		Classes: mt.reduced(), Aside: reducedAside(cur), Tally: tallyTracks(cur, mt.classes, st.procs.len())}
 	var g *mergedTracks
 	if len(gcur) > 0 || len(unread) > 0 {
 		g = m.mergeTracks(gcur, gall, w.qs, len(out.Classes)+1)
@@ -136,7 +136,7 @@ func (st *sampleStore) mergeFull(o StackOptions, tree bool) (Stacks, StackClasse
 	}
 	if tree {
 		out.Tree = mt.tree(m)
-		out.Ranks = sortRankStates(processStates(cur, len(st.procs)))
+		out.Ranks = sortRankStates(processStates(cur, st.procs.len()))
 		out.Lone = loneRanks(mt.root, mt.classOf)
 		out.Culprit = culprit(out.Lone)
 		out.Aside = asideOf(cur, mt.classOf)
@@ -429,8 +429,8 @@ type storeWindow struct {
 func (st *sampleStore) window(o StackOptions) storeWindow {
 	seqs := map[string]map[int32]bool{}
 	w := storeWindow{latest: map[string]int32{}, in: map[string]map[int32]bool{}}
-	for i := range st.procs {
-		p := &st.procs[i]
+	for i := range int32(st.procs.len()) {
+		p := st.procs.at(i)
 		set := seqs[p.host]
 		if set == nil {
 			set = map[int32]bool{}
@@ -558,12 +558,12 @@ type sampleRef struct {
 // as given).
 func (m *merger) refs(w storeWindow) []sampleRef {
 	n := 0
-	for i := range m.st.procs {
-		n += len(m.st.procs[i].heads)
+	for i := range int32(m.st.procs.len()) {
+		n += len(m.st.procs.at(i).heads)
 	}
 	refs := make([]sampleRef, 0, n)
-	for i := range m.st.procs {
-		p := &m.st.procs[i]
+	for i := range int32(m.st.procs.len()) {
+		p := m.st.procs.at(i)
 		in := w.in[p.host]
 		t := int32(0)
 		for j, h := range p.heads {
@@ -579,16 +579,16 @@ func (m *merger) refs(w storeWindow) []sampleRef {
 
 // newTrack is a track of process proc with room for n samples.
 func (m *merger) newTrack(proc int32, tid, n int) *threadTrack {
-	p := &m.st.procs[proc]
+	p := m.st.procs.at(proc)
 	return m.slab.track(threadTrack{host: p.host, pid: int(p.pid), proc: proc, tid: tid}, n)
 }
 
 // hostIDs numbers the hosts of the store's processes (merger.hostID).
 func (m *merger) hostIDs() {
 	ids := map[string]int32{}
-	m.hostID = make([]int32, len(m.st.procs))
-	for i := range m.st.procs {
-		h := m.st.procs[i].host
+	m.hostID = make([]int32, m.st.procs.len())
+	for i := range int32(m.st.procs.len()) {
+		h := m.st.procs.at(i).host
 		id, ok := ids[h]
 		if !ok {
 			id = int32(len(ids))
@@ -643,7 +643,7 @@ func (m *merger) threadTracks(refs []sampleRef, w storeWindow) (all, cur []*thre
 	byKey := make(map[tkey]*threadTrack, len(refs))
 	var order []tkey
 	for _, r := range refs {
-		p := &m.st.procs[r.p]
+		p := m.st.procs.at(r.p)
 		h := &p.heads[r.h]
 		for _, t := range p.threads[r.t : r.t+h.n] {
 			k := tkey{m.hostID[r.p], t.tid}
@@ -694,7 +694,7 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*th
 	tracks := map[gkey]*threadTrack{}
 	var order []gkey
 	for _, r := range refs {
-		p := &m.st.procs[r.p]
+		p := m.st.procs.at(r.p)
 		h := &p.heads[r.h]
 		if !h.hasGo {
 			continue
@@ -731,13 +731,13 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*th
 		if !alive[r.p] {
 			continue
 		}
-		if m.st.procs[r.p].heads[r.h].goNote != 0 {
+		if m.st.procs.at(r.p).heads[r.h].goNote != 0 {
 			keys = append(keys, k)
 			continue
 		}
 		procs++
 	}
-	rank := func(k pkey) Rank { r := latest[k]; return Rank(m.st.procs[r.p].heads[r.h].rank) }
+	rank := func(k pkey) Rank { r := latest[k]; return Rank(m.st.procs.at(r.p).heads[r.h].rank) }
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		return rankOrder(a.host, rank(a), a.pid, b.host, rank(b), b.pid)
@@ -745,13 +745,13 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*th
 	for _, k := range keys {
 		r := latest[k]
 		unread = append(unread, GoroutinesUnread{Host: k.host, PID: k.pid, Rank: rank(k),
-			Note: m.st.strs[m.st.procs[r.p].heads[r.h].goNote]})
+			Note: m.st.strs[m.st.procs.at(r.p).heads[r.h].goNote]})
 	}
 	for _, k := range order {
 		tr := tracks[k]
 		all = append(all, tr)
 		pk := pkey{k.host, int(k.pid)}
-		if r := latest[pk]; alive[tr.proc] && tr.seqs[len(tr.seqs)-1] == m.st.procs[r.p].heads[r.h].seq {
+		if r := latest[pk]; alive[tr.proc] && tr.seqs[len(tr.seqs)-1] == m.st.procs.at(r.p).heads[r.h].seq {
 			cur = append(cur, tr)
 		}
 	}
@@ -764,13 +764,13 @@ func (m *merger) goroutineTracks(refs []sampleRef, alive []bool) (all, cur []*th
 //
 // They are said by the processes' index in the store (a process is one host and pid).
 func (m *merger) launchers(refs []sampleRef) []bool {
-	n := len(m.st.procs)
+	n := m.st.procs.len()
 	in := make([]bool, n)    // in the window
 	rank := make([]Rank, n)  // its latest sample's
 	parent := make([]int, n) // its latest sample's that names one; 0 for none
 	known := false
 	for _, r := range refs {
-		h := &m.st.procs[r.p].heads[r.h]
+		h := m.st.procs.at(r.p).heads[r.h]
 		in[r.p], rank[r.p] = true, Rank(h.rank)
 		if h.ppid != 0 {
 			parent[r.p], known = int(h.ppid), true
@@ -783,7 +783,7 @@ func (m *merger) launchers(refs []sampleRef) []bool {
 			continue
 		}
 		ranked = true
-		byPID := m.st.index[m.st.procs[k].host]
+		byPID := m.st.index[m.st.procs.at(int32(k)).host]
 		at := int32(k)
 		for range 64 { // a parent chain is short; a cycle (pid reuse) ends here
 			pp := parent[at]

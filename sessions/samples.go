@@ -15,7 +15,7 @@ type sampleStore struct {
 	tab   stackTable
 	strs  []string          // interned strings (syscalls, executables, goroutine states); 0 is ""
 	strID map[string]uint32 //
-	procs []procSamples     // in the order they were first sampled
+	procs procList          // in the order they were first sampled
 	index map[string]map[int32]int32
 	added int64 // samples added so far: each head's ord
 }
@@ -97,11 +97,10 @@ func (st *sampleStore) add(host string, at time.Time, s Sample, rank Rank, ppid 
 	}
 	i, ok := byPID[int32(s.PID)]
 	if !ok {
-		i = int32(len(st.procs))
+		i = st.procs.add(procSamples{host: host, pid: int32(s.PID)})
 		byPID[int32(s.PID)] = i
-		st.procs = append(st.procs, procSamples{host: host, pid: int32(s.PID)})
 	}
-	p := &st.procs[i]
+	p := st.procs.at(i)
 	// At most MaxSamples samples per process: the oldest goes when one more comes.
 	if len(p.heads) >= MaxSamples {
 		n := p.heads[0].n
@@ -109,6 +108,11 @@ func (st *sampleStore) add(host string, at time.Time, s Sample, rank Rank, ppid 
 		p.threads = append(p.threads[:0], p.threads[n:]...)
 	}
 	st.added++
+	if p.heads == nil {
+		// Room for two samples (a sampled process is sampled again) and their threads.
+		p.heads = make([]sampleHead, 0, 2)
+		p.threads = make([]sampleThread, 0, 2*len(s.Threads))
+	}
 	p.heads = append(p.heads, sampleHead{ord: st.added, time: at.UnixNano(), seq: int32(s.Seq), rank: int32(rank),
 		ppid: int32(ppid), exe: st.str(exe), n: int32(len(s.Threads))})
 	for _, th := range s.Threads {
@@ -139,7 +143,7 @@ func (st *sampleStore) addGoroutines(host string, g Goroutines) bool {
 	if !ok {
 		return false
 	}
-	p := &st.procs[i]
+	p := st.procs.at(i)
 	for j := len(p.heads) - 1; j >= 0; j-- {
 		h := &p.heads[j]
 		if h.seq != int32(g.Seq) {
@@ -251,4 +255,28 @@ func (t *stackTable) internHashed(frames []Frame) uint32 {
 	t.stacks = append(t.stacks, slices.Clone(frames))
 	t.ids[sum] = append(t.ids[sum], id)
 	return id
+}
+
+// procList is the store's processes, in arrays of procChunk that never move: a list of a
+// tree's tens of thousands of processes grows without copying them.
+type procList struct {
+	chunks [][]procSamples
+	n      int
+}
+
+const procChunk = 1024
+
+func (l *procList) len() int { return l.n }
+
+func (l *procList) at(i int32) *procSamples { return &l.chunks[i/procChunk][i%procChunk] }
+
+// add appends p and returns its index.
+func (l *procList) add(p procSamples) int32 {
+	if l.n%procChunk == 0 {
+		l.chunks = append(l.chunks, make([]procSamples, procChunk))
+	}
+	i := l.n
+	l.chunks[i/procChunk][i%procChunk] = p
+	l.n++
+	return int32(i)
 }

@@ -50,9 +50,19 @@ func streamEvents(r io.Reader, workers int, o StreamOptions, fn func(Event), bad
 	// They start small (a live stream's batches are a line or two) and double, up to
 	// batchBytes, each time a batch has more lines than its buffer holds.
 	free := make(chan []byte, 3*workers+2)
+	// used are batches whose events were handed on: their arrays hold the next batch's
+	// lines and events (a tree's first level reads thousands of batches).
+	used := make(chan *lineBatch, 3*workers+2)
 	bufSize := 64 << 10
 	newBatch := func() *lineBatch {
-		b := &lineBatch{done: make(chan struct{})}
+		var b *lineBatch
+		select {
+		case b = <-used:
+			b.reset()
+		default:
+			b = &lineBatch{}
+		}
+		b.done = make(chan struct{})
 		select {
 		case b.buf = <-free:
 		default:
@@ -144,6 +154,10 @@ func streamEvents(r io.Reader, workers int, o StreamOptions, fn func(Event), bad
 		if o.Batch != nil {
 			o.Batch()
 		}
+		select {
+		case used <- b: // fn and Batch copied what they keep
+		default:
+		}
 	}
 	if readErr != nil {
 		return &LineError{readLine + 1, readErr}
@@ -151,10 +165,17 @@ func streamEvents(r io.Reader, workers int, o StreamOptions, fn func(Event), bad
 	return nil
 }
 
+// reset empties a batch whose events were handed on, keeping its arrays.
+func (b *lineBatch) reset() {
+	clear(b.lines)
+	b.lines, b.numbers, b.long = b.lines[:0], b.numbers[:0], b.long[:0]
+}
+
 // decode decodes every line of the batch, and lets go of its bytes.
 func (b *lineBatch) decode(d *lineDecoder) {
 	n := len(b.lines)
-	b.events, b.errs, b.headers, b.badHead = make([]Event, n), make([]error, n), make([]*Header, n), make([]bool, n)
+	b.events, b.errs = zeroed(b.events, n), zeroed(b.errs, n)
+	b.headers, b.badHead = zeroed(b.headers, n), zeroed(b.badHead, n)
 	for i, l := range b.lines {
 		switch {
 		case b.long[i]:
@@ -168,7 +189,18 @@ func (b *lineBatch) decode(d *lineDecoder) {
 			b.events[i], b.errs[i] = d.decode(l)
 		}
 	}
-	b.lines = nil
+	clear(b.lines)
+	b.lines = b.lines[:0]
+}
+
+// zeroed is s with n zero elements, in its own array when it has room.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // streamSequential is StreamEvents on the caller's goroutine alone.

@@ -267,6 +267,7 @@ func (s *session) writeLoop() {
 			}
 			s.progress.Add(1)
 		}
+		s.writes.recycle(batch)
 		// Flushed when caught up, once a batch: a reader sees each event promptly, and a
 		// storm of events costs one write per batch, not one per event.
 		if s.enc != nil && s.stdoutErr == nil {
@@ -307,6 +308,7 @@ func (s *session) applyLoop() {
 			}
 		}
 		s.in.done(len(batch))
+		s.in.recycle(batch)
 		// What comes meanwhile waits for the next batch: an emit then wakes no one (a
 		// Broadcast without a waiter is an atomic load), so the tracer's loop makes no
 		// futex call for an event, and a storm costs one wake here per applyEvery.
@@ -534,6 +536,7 @@ type batchQueue[T any] struct {
 	mu          sync.Mutex
 	cond        *sync.Cond // signalled when items come, when closed, and when done
 	items       []T
+	spare       []T // a taken batch's array, given back (recycle) for the next items
 	closed      bool
 	pushed, got int64
 }
@@ -577,7 +580,7 @@ func (q *batchQueue[T]) take() (batch []T, ok bool) {
 	for len(q.items) == 0 && !q.closed {
 		q.cond.Wait()
 	}
-	batch, q.items = q.items, nil
+	batch, q.items, q.spare = q.items, q.spare, nil
 	if len(batch) > 0 {
 		q.cond.Broadcast() // room again for pushAllWait
 	}
@@ -590,6 +593,18 @@ func (q *batchQueue[T]) done(n int) {
 	q.got += int64(n)
 	q.mu.Unlock()
 	q.cond.Broadcast()
+}
+
+// recycle gives back a batch take returned, once its reader is done with it: its array
+// holds the next items, so a stream of batches does not grow a new array for each (a tree's
+// first level queues tens of thousands of events a second).
+func (q *batchQueue[T]) recycle(batch []T) {
+	clear(batch) // what it pointed to is not kept alive by the queue
+	q.mu.Lock()
+	if q.spare == nil && cap(batch) > 0 {
+		q.spare = batch[:0]
+	}
+	q.mu.Unlock()
 }
 
 // settle waits until the reader is done with every item pushed before the call.
