@@ -36,6 +36,12 @@ type procsTab struct {
 	hostCursor, hostOffset int
 	host                   string
 	hostProcCursor         int
+	// framed are the rows normalize listed, for the View that follows it (a frame lists
+	// them once, not twice: every process, each frame); framedOf is the State they are of,
+	// at framedSeq.
+	framed    []views.ProcRow
+	framedOf  *sessions.State
+	framedSeq int
 }
 
 // HostAsker is a Controller that can ask one host's agent for its processes (a tree of views:
@@ -375,6 +381,7 @@ func (p *procsTab) normalize(m *Model) {
 		}
 	}
 	rows := p.rows(m)
+	p.framed, p.framedOf, p.framedSeq = rows, m.state, m.state.Seq
 	p.keep.fit(&p.cursor, len(rows), func(i int) sessions.ProcKey { return rows[i].Key() })
 	p.offset = views.Window(p.cursor, p.offset, m.bodyH()-2, len(rows))
 }
@@ -462,7 +469,11 @@ func (p *procsTab) view(m *Model, w, h int) string {
 			return views.ProcDetail(m.st, m.state, pr, p.detailOpts(m, w, h))
 		}
 	}
-	return views.Processes(m.st, m.state, p.rows(m), p.opts(m, w, h))
+	rows := p.framed
+	if p.framedOf != m.state || p.framedSeq != m.state.Seq {
+		rows = p.rows(m) // the State changed since normalize listed them
+	}
+	return views.Processes(m.st, m.state, rows, p.opts(m, w, h))
 }
 
 func (p *procsTab) explain(m *Model) *views.Explanation {

@@ -91,9 +91,9 @@ func siteShort(g *sessions.Group, w int) string {
 		return where
 	}
 	fn := sessions.Sanitize(g.Function)
-	room := w - ansi.StringWidth(where) - 3
+	room := w - cellWidth(where) - 3
 	switch {
-	case ansi.StringWidth(fn) <= room:
+	case cellWidth(fn) <= room:
 	case room >= 12:
 		fn = ansi.Truncate(fn, room, "…")
 	case w < 32: // too narrow for both: the function, the detail has the rest
@@ -101,7 +101,7 @@ func siteShort(g *sessions.Group, w int) string {
 	default: // the module's name is long too: they share the row
 		off := "+" + g.Offset.String()
 		fn = ansi.Truncate(fn, max((w-3-len(off))*2/5, 8), "…")
-		where = cutMiddle(sessions.Sanitize(sessions.ModuleBase(g.Module)), w-ansi.StringWidth(fn)-3-len(off)) + off
+		where = cutMiddle(sessions.Sanitize(sessions.ModuleBase(g.Module)), w-cellWidth(fn)-3-len(off)) + off
 	}
 	return fn + " (" + where + ")"
 }
@@ -123,7 +123,7 @@ func MidEllipsis(s string, w int) string { return midEllipsis(s, w) }
 // file name and the directories nearest to it stay, "…" stands for what was cut
 // ("/home/…/solver/relax.c:88").
 func midEllipsis(s string, w int) string {
-	if ansi.StringWidth(s) <= w {
+	if cellWidth(s) <= w {
 		return s
 	}
 	if w < 4 {
@@ -131,22 +131,22 @@ func midEllipsis(s string, w int) string {
 	}
 	parts := strings.Split(s, "/")
 	last := parts[len(parts)-1]
-	if ansi.StringWidth(last)+1 >= w {
+	if cellWidth(last)+1 >= w {
 		r := []rune(last)
-		for len(r) > 0 && ansi.StringWidth(string(r))+1 > w {
+		for len(r) > 0 && cellWidth(string(r))+1 > w {
 			r = r[1:]
 		}
 		return "…" + string(r)
 	}
 	i := len(parts) - 1 // the tail is parts[i:]
-	for i > 1 && ansi.StringWidth(strings.Join(parts[i-1:], "/"))+2 <= w {
+	for i > 1 && cellWidth(strings.Join(parts[i-1:], "/"))+2 <= w {
 		i--
 	}
 	tail := "/" + strings.Join(parts[i:], "/")
 	head := ""
 	for j := 1; j < i; j++ {
 		c := strings.Join(parts[:j], "/")
-		if ansi.StringWidth(c)+2+ansi.StringWidth(tail) > w {
+		if cellWidth(c)+2+cellWidth(tail) > w {
 			break
 		}
 		head = c + "/"
@@ -158,7 +158,7 @@ func midEllipsis(s string, w int) string {
 // after its separators where it can (splitToken), at most maxLines lines; the last one is cut
 // in the middle when it does not fit.
 func hardWrap(prefix, s string, w, maxLines int) []string {
-	pw := ansi.StringWidth(prefix)
+	pw := cellWidth(prefix)
 	room := w - pw
 	if room < 8 {
 		return []string{cut(prefix+s, w)}
@@ -481,10 +481,10 @@ func stackLines(st *Styles, stack []sessions.Frame, width int) []string {
 			if split[i] {
 				continue
 			}
-			fnW = max(fnW, ansi.StringWidth(r.fn))
-			locW = max(locW, ansi.StringWidth(r.loc))
-			modW = max(modW, ansi.StringWidth(r.mod))
-			if w := ansi.StringWidth(r.fn) + ansi.StringWidth(r.loc) + ansi.StringWidth(r.mod); w > longestW {
+			fnW = max(fnW, cellWidth(r.fn))
+			locW = max(locW, cellWidth(r.loc))
+			modW = max(modW, cellWidth(r.mod))
+			if w := cellWidth(r.fn) + cellWidth(r.loc) + cellWidth(r.mod); w > longestW {
 				longest, longestW = i, w
 			}
 		}
@@ -517,8 +517,8 @@ func stackLines(st *Styles, stack []sessions.Frame, width int) []string {
 		second := r.mod
 		if r.loc != "" {
 			loc := r.loc
-			if ansi.StringWidth(loc)+2+ansi.StringWidth(r.mod) > room {
-				loc = midEllipsis(loc, max(room-2-min(ansi.StringWidth(r.mod), 24), room/2))
+			if cellWidth(loc)+2+cellWidth(r.mod) > room {
+				loc = midEllipsis(loc, max(room-2-min(cellWidth(r.mod), 24), room/2))
 			}
 			second = loc + "  " + r.mod
 		}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -224,7 +222,7 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		cells[i] = []string{strconv.Itoa(g.ID), strconv.Itoa(g.Count()), sessions.Sanitize(g.Signal), groupRankText(g),
 			hms(g.First), hms(g.Last), repPID(g), core, siteFull(g)}
 		for j, c := range cells[i] {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+			cols[j].want = max(cols[j].want, cellWidth(c))
 		}
 	}
 	if o.Width < wideList { // the times are in the detail; a narrow list keeps the site
@@ -244,11 +242,11 @@ func Crashes(st *Styles, s *sessions.State, o CrashOptions) string {
 		c := cells[i]
 		site := siteFull(g)
 		switch {
-		case ansi.StringWidth(site) > siteW:
+		case cellWidth(site) > siteW:
 			site = siteShort(g, siteW)
-		case g.Core != nil && ws[7] == 0 || g.Core != nil && siteW-ansi.StringWidth(site) >= 16:
+		case g.Core != nil && ws[7] == 0 || g.Core != nil && siteW-cellWidth(site) >= 16:
 			// Room left after the site: the core's path, the middle cut first.
-			site += " → " + midEllipsis(sessions.Sanitize(*g.Core), max(siteW-ansi.StringWidth(site)-3, 12))
+			site += " → " + midEllipsis(sessions.Sanitize(*g.Core), max(siteW-cellWidth(site)-3, 12))
 		}
 		c[len(c)-1] = site
 		b.WriteString(st.listRow(row(cols, ws, c), o.Filter, st.Bad, i == cur, o.Width) + "\n")
@@ -282,7 +280,7 @@ func handledList(st *Styles, s *sessions.State, o CrashOptions) string {
 		cells[i] = []string{strconv.Itoa(len(hs.Members)), sessions.Sanitize(hs.Signal), sessions.Sanitize(hs.Code), hs.ranks(),
 			strconv.Itoa(hs.procs()), hms(hs.First), hms(hs.Last), hs.Site()}
 		for j, c := range cells[i] {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+			cols[j].want = max(cols[j].want, cellWidth(c))
 		}
 	}
 	if o.Width < wideList {

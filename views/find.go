@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // Finding and sorting, shared by the list views: a filter (/) is a case-insensitive text the
@@ -85,9 +84,9 @@ func visibleMatch(text, filter string, w int) bool {
 	if i < 0 {
 		return false
 	}
-	if ansi.StringWidth(text) <= w {
+	if cellWidth(text) <= w {
 		return true
 	}
 	// The row is cut at w-1 cells and "…" added: the match must end before the cut.
-	return len(lower) == len(text) && ansi.StringWidth(text[:i+len(f)]) <= w-1
+	return len(lower) == len(text) && cellWidth(text[:i+len(f)]) <= w-1
 }

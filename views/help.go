@@ -3,8 +3,6 @@ package views
 import (
 	"fmt"
 	"strings"
-
-	"github.com/charmbracelet/x/ansi"
 )
 
 // HelpGroup is one column of the help overlay: a title and its keys with what they do.
@@ -31,10 +29,10 @@ func Help(st *Styles, groups []HelpGroup, width, height, from int) (string, int)
 	for _, g := range groups {
 		kw, dw := 0, 0
 		for _, k := range g.Keys {
-			kw = max(kw, ansi.StringWidth(k.Key))
-			dw = max(dw, ansi.StringWidth(k.Desc))
+			kw = max(kw, cellWidth(k.Key))
+			dw = max(dw, cellWidth(k.Desc))
 		}
-		w := min(max(kw+2+dw, ansi.StringWidth(g.Title)), inner)
+		w := min(max(kw+2+dw, cellWidth(g.Title)), inner)
 		c := col{w: w, lines: []string{st.Title.Render(cut(g.Title, w))}}
 		for _, k := range g.Keys {
 			line := st.Bold.Render(pad(k.Key, kw)) + "  " + st.Dim.Render(cut(k.Desc, max(w-kw-2, 1)))
@@ -69,7 +67,7 @@ func Help(st *Styles, groups []HelpGroup, width, height, from int) (string, int)
 					cell = c.lines[l]
 				}
 				if k < len(row)-1 {
-					cell += strings.Repeat(" ", c.w-ansi.StringWidth(cell)+gap)
+					cell += strings.Repeat(" ", c.w-cellWidth(cell)+gap)
 				}
 				b.WriteString(cell)
 			}
@@ -91,7 +89,7 @@ func Help(st *Styles, groups []HelpGroup, width, height, from int) (string, int)
 	shown = append(shown, st.Dim.Render(hint))
 	w := 0
 	for _, l := range shown {
-		w = max(w, ansi.StringWidth(l))
+		w = max(w, cellWidth(l))
 	}
 	return st.Box.Render(fit(strings.Join(shown, "\n"), min(w, inner), len(shown))), from
 }
@@ -102,9 +100,9 @@ func Help(st *Styles, groups []HelpGroup, width, height, from int) (string, int)
 // ones, never the way to the help.
 func Footer(st *Styles, message string, keys []HelpKey, width int) string {
 	sep := " • "
-	sepW := ansi.StringWidth(sep)
+	sepW := cellWidth(sep)
 	item := func(k HelpKey) string { return st.Bold.Render(k.Key) + " " + st.Dim.Render(k.Desc) }
-	itemW := func(k HelpKey) int { return ansi.StringWidth(k.Key) + 1 + ansi.StringWidth(k.Desc) }
+	itemW := func(k HelpKey) int { return cellWidth(k.Key) + 1 + cellWidth(k.Desc) }
 	if len(keys) == 0 {
 		return cut(st.Info.Render(message), width)
 	}
@@ -112,7 +110,7 @@ func Footer(st *Styles, message string, keys []HelpKey, width int) string {
 	keep[0] = true
 	room := width - itemW(keys[0])
 	if message != "" {
-		mw := min(ansi.StringWidth(message), max(room-2, 0))
+		mw := min(cellWidth(message), max(room-2, 0))
 		if mw > 0 {
 			message = cut(message, mw)
 			room -= mw + 2

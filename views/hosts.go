@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -71,7 +69,7 @@ func Hosts(st *Styles, s *sessions.State, rows []sessions.HostCount, o HostOptio
 		cells[i] = []string{sessions.Sanitize(r.Host), strconv.Itoa(r.Processes), strconv.Itoa(r.Alive),
 			strconv.Itoa(r.Exits), strconv.Itoa(r.Crashes), strconv.Itoa(r.Threads), ranks}
 		for j, c := range cells[i][:len(cols)-1] {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+			cols[j].want = max(cols[j].want, cellWidth(c))
 		}
 	}
 	ws := layout(cols, o.Width)
@@ -136,7 +134,7 @@ func HostProcesses(st *Styles, host string, hp *sessions.HostProcesses, o HostOp
 		}
 		cells[i] = []string{rank, strconv.Itoa(p.PID), ppid, state, strconv.Itoa(p.Threads), sessions.Sanitize(p.Comm)}
 		for j, c := range cells[i][:len(cols)-1] {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+			cols[j].want = max(cols[j].want, cellWidth(c))
 		}
 	}
 	ws := layout(cols, o.Width)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -172,14 +173,6 @@ func procCmdKey(p *sessions.Proc) string {
 	return strings.ToLower(p.Comm + " " + strings.Join(p.Argv, " "))
 }
 
-// procNode is one process in the job's tree.
-type procNode struct {
-	p           *sessions.Proc
-	kids        []*procNode
-	match, show bool // show: it or something below it matches
-	desc        int
-}
-
 // ProcList lists the processes as q asks: the tree (children under their parent inside the
 // job, with ├─ └─ glyphs, folded subtrees skipped) or one sorted list.
 func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
@@ -216,45 +209,78 @@ func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
 		return rows
 	}
 
-	children := map[sessions.ProcKey][]*sessions.Proc{}
-	var roots []*sessions.Proc
-	for _, p := range procs {
-		parent := sessions.ProcKey{Host: p.Host, PID: p.PPID}
-		if _, ok := s.Procs[parent]; ok && p.PPID != p.PID {
-			children[parent] = append(children[parent], p)
-		} else {
-			roots = append(roots, p)
-		}
+	return procTree(procs, match, q)
+}
+
+// procTree is ProcList's tree order: each process under its parent inside the job, in the
+// order procs has them, subtrees that do not match the filter left out. It is drawn every
+// frame, so it works on indexes into procs, not on a map and a node per process.
+func procTree(procs []*sessions.Proc, match func(*sessions.Proc) bool, q ProcQuery) []ProcRow {
+	n := len(procs)
+	at := make(map[sessions.ProcKey]int32, n)
+	for i, p := range procs {
+		at[sessions.ProcKey{Host: p.Host, PID: p.PID}] = int32(i)
 	}
-	seen := map[*sessions.Proc]bool{}
-	var build func(p *sessions.Proc) *procNode
-	build = func(p *sessions.Proc) *procNode {
-		seen[p] = true
-		n := &procNode{p: p, match: match(p)}
-		for _, c := range children[sessions.ProcKey{Host: p.Host, PID: p.PID}] {
-			if seen[c] { // a pid reused inside the job must not loop
+	// Each process's children, in procs' order: its first kid, then each one's sibling. built is the
+	// process a child was built under (-1: a root, or none yet); a pid reused inside the job
+	// can make a cycle, and a process is built once.
+	links := make([]int32, 4*n)
+	kid, lastKid, sibling, built := links[:n], links[n:2*n], links[2*n:3*n], links[3*n:]
+	for i := range links {
+		links[i] = -1
+	}
+	var roots []int32
+	for i, p := range procs {
+		j, ok := at[sessions.ProcKey{Host: p.Host, PID: p.PPID}]
+		if !ok || p.PPID == p.PID {
+			roots = append(roots, int32(i))
+			continue
+		}
+		if lastKid[j] < 0 {
+			kid[j] = int32(i)
+		} else {
+			sibling[lastKid[j]] = int32(i)
+		}
+		lastKid[j] = int32(i)
+	}
+	flags := make([]uint8, n)
+	const (
+		seen = 1 << iota
+		matches
+		show // it or something below it matches
+	)
+	desc := make([]int, n)
+	var build func(i int32)
+	build = func(i int32) {
+		flags[i] |= seen
+		if match(procs[i]) {
+			flags[i] |= matches | show
+		}
+		for c := kid[i]; c >= 0; c = sibling[c] {
+			if flags[c]&seen != 0 { // a pid reused inside the job must not loop
 				continue
 			}
-			k := build(c)
-			n.kids = append(n.kids, k)
-			n.desc += 1 + k.desc
-			n.show = n.show || k.show
+			build(c)
+			built[c] = i
+			desc[i] += 1 + desc[c]
+			flags[i] |= flags[c] & show
 		}
-		n.show = n.show || n.match
-		return n
 	}
-	var trees []*procNode
-	for _, p := range roots {
-		trees = append(trees, build(p))
+	var trees []int32
+	for _, i := range roots {
+		build(i)
+		trees = append(trees, i)
 	}
-	for _, p := range procs { // cycles (pid reuse) leave no root: start from where they are
-		if !seen[p] {
-			trees = append(trees, build(p))
+	for i := range int32(n) { // cycles (pid reuse) leave no root: start from where they are
+		if flags[i]&seen == 0 {
+			build(i)
+			trees = append(trees, i)
 		}
 	}
 	filtering := strings.TrimSpace(q.Filter) != ""
-	var emit func(n *procNode, depth int, prefix string, last bool)
-	emit = func(n *procNode, depth int, prefix string, last bool) {
+	rows := make([]ProcRow, 0, n)
+	var emit func(i int32, depth int, prefix string, last bool)
+	emit = func(i int32, depth int, prefix string, last bool) {
 		glyph, next := "", prefix
 		if depth > 0 {
 			if last {
@@ -263,26 +289,29 @@ func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
 				glyph, next = prefix+"├─ ", prefix+"│  "
 			}
 		}
-		k := sessions.ProcKey{Host: n.p.Host, PID: n.p.PID}
-		folded := !filtering && len(n.kids) > 0 && q.Collapsed[k]
-		rows = append(rows, ProcRow{Proc: n.p, Depth: depth, Prefix: shortPrefix(glyph), Children: n.desc,
-			Collapsed: folded, Context: !n.match})
+		p := procs[i]
+		folded := !filtering && desc[i] > 0 && q.Collapsed[sessions.ProcKey{Host: p.Host, PID: p.PID}]
+		rows = append(rows, ProcRow{Proc: p, Depth: depth, Prefix: shortPrefix(glyph), Children: desc[i],
+			Collapsed: folded, Context: flags[i]&matches == 0})
 		if folded {
 			return
 		}
-		var shown []*procNode
-		for _, c := range n.kids {
-			if c.show {
-				shown = append(shown, c)
+		shown := func(c int32) bool { return built[c] == i && flags[c]&show != 0 }
+		lastShown := int32(-1)
+		for c := kid[i]; c >= 0; c = sibling[c] {
+			if shown(c) {
+				lastShown = c
 			}
 		}
-		for i, c := range shown {
-			emit(c, depth+1, next, i == len(shown)-1)
+		for c := kid[i]; c >= 0; c = sibling[c] {
+			if shown(c) {
+				emit(c, depth+1, next, c == lastShown)
+			}
 		}
 	}
-	for _, n := range trees {
-		if n.show {
-			emit(n, 0, "", true)
+	for _, i := range trees {
+		if flags[i]&show != 0 {
+			emit(i, 0, "", true)
 		}
 	}
 	return rows
@@ -293,6 +322,9 @@ func ProcList(s *sessions.State, q ProcQuery) []ProcRow {
 const maxPrefix = 24
 
 func shortPrefix(p string) string {
+	if utf8.RuneCountInString(p) <= maxPrefix {
+		return p
+	}
 	r := []rune(p)
 	if len(r) <= maxPrefix {
 		return p
@@ -327,12 +359,12 @@ func leftRight(left, right string, width int) string {
 	if right == "" {
 		return cut(left, width)
 	}
-	rw := ansi.StringWidth(right)
+	rw := cellWidth(right)
 	if rw+3 > width {
 		return cut(left, width)
 	}
 	left = cut(left, width-rw-2)
-	return left + strings.Repeat(" ", width-ansi.StringWidth(left)-rw) + right
+	return left + strings.Repeat(" ", width-cellWidth(left)-rw) + right
 }
 
 // Position is the "12/201" of a long list (cursor is 0-based); "" when it all fits.
@@ -394,18 +426,19 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 		}
 		return fit(b.String(), o.Width, o.Height)
 	}
-	cols, cells := procTable(s, rows, o.Users)
+	off := window(o.Cursor, o.Offset, h, len(rows))
+	end := min(len(rows), off+h)
+	cols, cells := procTable(s, rows, o.Users, off, end)
 	if c, ok := procSortColumn[sortName]; ok {
 		cols[c].head += SortMark(sortName, o.Reverse)
 	}
 	ws := layout(cols, o.Width)
 	b.WriteString(st.Head.Render(cut(heads(cols, ws), o.Width)) + "\n")
 	cmdW := ws[len(ws)-1]
-	off := window(o.Cursor, o.Offset, h, len(rows))
-	for i := off; i < len(rows) && i < off+h; i++ {
+	for i := off; i < end; i++ {
 		r := rows[i]
 		p := r.Proc
-		c := cells[i]
+		c := cells[i-off]
 		c[len(c)-1] = procCommand(st, r, cmdW)
 		line := cut(row(cols, ws, c), o.Width)
 		base, styled := st.R.NewStyle(), true
@@ -430,34 +463,27 @@ func Processes(st *Styles, s *sessions.State, rows []ProcRow, o ProcOptions) str
 	return fit(strings.TrimSuffix(b.String(), "\n"), o.Width, o.Height)
 }
 
-// procTable is the process list's columns, each as wide as its content, and every row's
-// cells (the command's is the plain text; procCommand draws it for the room it gets). USER,
-// THR and FAULTS give their room to the command first when the terminal is narrow (e
-// explains a row).
-func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]column, [][]string) {
+// procTable is the process list's columns, each as wide as its content in every row, and
+// the cells of rows[from:to], the ones shown (the command's is the plain text; procCommand
+// draws it for the room it gets). USER, THR and FAULTS give their room to the command first
+// when the terminal is narrow (e explains a row). The list is drawn every frame: the other
+// rows are measured (procCellWidths), not written.
+func procTable(s *sessions.State, rows []ProcRow, users map[int]string, from, to int) ([]column, [][]string) {
 	cols := []column{{head: "RANK"}, {head: "HOST", cap: 16, drop: 4}, {head: "PID", right: true}, {head: "USER", cap: 12, drop: 2},
 		{head: "STATE", cap: 24}, {head: "THR", right: true, drop: 1}, {head: "FAULTS", drop: 3}, {head: "COMMAND", min: 16}}
 	hosts, named := false, false
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
+	for _, r := range rows {
 		p := r.Proc
-		faults := ""
-		if p.Crashes > 0 {
-			faults += fmt.Sprintf("✗%d ", p.Crashes)
-		}
-		if p.Handled > 0 {
-			faults += fmt.Sprintf("h%d", p.Handled)
-		}
-		state, _ := ProcStat(s, p)
-		user, ok := procUser(p, users)
+		ws, ok := procCellWidths(s, r, users)
 		named = named || ok
-		c := []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), user, state,
-			strconv.Itoa(p.Threads), strings.TrimSpace(faults), procCommandText(r, false)}
 		hosts = hosts || p.Host != ""
-		for j, v := range c {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(v))
+		for j, w := range ws {
+			cols[j].want = max(cols[j].want, w)
 		}
-		cells[i] = c
+	}
+	cells := make([][]string, 0, to-from)
+	for _, r := range rows[from:to] {
+		cells = append(cells, procCells(s, r, users))
 	}
 	if !hosts {
 		cols[1].want, cols[1].head = 0, "" // one machine: no HOST column at all
@@ -468,6 +494,95 @@ func procTable(s *sessions.State, rows []ProcRow, users map[int]string) ([]colum
 		cols[3].head = "UID"
 	}
 	return cols, cells
+}
+
+// procCells are a row's cells, as procTable's columns.
+func procCells(s *sessions.State, r ProcRow, users map[int]string) []string {
+	p := r.Proc
+	faults := ""
+	if p.Crashes > 0 {
+		faults += fmt.Sprintf("✗%d ", p.Crashes)
+	}
+	if p.Handled > 0 {
+		faults += fmt.Sprintf("h%d", p.Handled)
+	}
+	state, _ := ProcStat(s, p)
+	user, _ := procUser(p, users)
+	return []string{p.Rank.String(), sessions.Sanitize(p.Host), strconv.Itoa(p.PID), user, state,
+		strconv.Itoa(p.Threads), strings.TrimSpace(faults), procCommandText(r, false)}
+}
+
+// procCellWidths are the widths of procCells(s, r, users), most of them counted rather than
+// written, and whether the user was named.
+func procCellWidths(s *sessions.State, r ProcRow, users map[int]string) ([8]int, bool) {
+	p := r.Proc
+	var w [8]int
+	w[0] = 1 // "-": no rank
+	if p.Rank >= 0 {
+		w[0] = digits(int(p.Rank))
+	}
+	w[1] = cellWidth(sessions.Sanitize(p.Host))
+	w[2] = digits(p.PID)
+	named := false
+	if u := users[p.UID]; u != "" && p.Host == "" {
+		w[3], named = cellWidth(sessions.Sanitize(u)), true
+	} else {
+		w[3] = digits(p.UID)
+	}
+	state, _ := ProcStat(s, p)
+	w[4] = cellWidth(state)
+	w[5] = digits(p.Threads)
+	if p.Crashes > 0 {
+		w[6] = 1 + digits(p.Crashes) // ✗N
+	}
+	if p.Handled > 0 {
+		if w[6] > 0 {
+			w[6]++ // the space between
+		}
+		w[6] += 1 + digits(p.Handled) // hN
+	}
+	w[7] = procCommandWidth(r)
+	return w, named
+}
+
+// procCommandWidth is cellWidth(procCommandText(r, false)), without writing it when the
+// arguments need no sanitising.
+func procCommandWidth(r ProcRow) int {
+	p := r.Proc
+	args := 0
+	if len(p.Argv) > 1 {
+		for i, a := range p.Argv[1:] {
+			if sessions.Sanitize(a) != a {
+				return cellWidth(procCommandText(r, false)) // its escapes, as written
+			}
+			args += cellWidth(a)
+			if i > 0 {
+				args++
+			}
+		}
+		args++ // the space before them
+	}
+	name := sessions.Sanitize(p.Comm)
+	if name == "" {
+		name = sessions.Sanitize(p.Exe)
+	}
+	w := cellWidth(r.Prefix) + cellWidth(name) + args
+	if r.Collapsed {
+		w += 2 + 3 + digits(r.Children) + 1 // "▸ " and " (+N)"
+	}
+	return w
+}
+
+// digits is len(strconv.Itoa(n)).
+func digits(n int) int {
+	if n < 0 {
+		return len(strconv.Itoa(n))
+	}
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // procUser is the USER cell: the name when the front end resolved it (for this machine's
@@ -502,7 +617,7 @@ func procCommandText(r ProcRow, full bool) string {
 // procCommand draws the COMMAND cell for w cells: the whole command line when it fits (ps's
 // COMMAND), else the name and as much of the arguments as fit; the arguments dim.
 func procCommand(st *Styles, r ProcRow, w int) string {
-	full := len(r.Proc.Argv) > 0 && ansi.StringWidth(procCommandText(r, true)) <= w
+	full := len(r.Proc.Argv) > 0 && cellWidth(procCommandText(r, true)) <= w
 	text := procCommandText(r, full)
 	if len(r.Proc.Argv) > 1 {
 		args := sessions.Sanitize(strings.Join(r.Proc.Argv[1:], " "))

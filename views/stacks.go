@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -918,10 +916,10 @@ func cpuCell(share float64, progress string, gor bool) string {
 func stackColumns(lines []StackLine, most int) (rankW, pidW int) {
 	for _, l := range lines {
 		if r := sessions.Sanitize(l.Node.Ranks); r != "" {
-			rankW = max(rankW, 5, ansi.StringWidth(r))
+			rankW = max(rankW, 5, cellWidth(r))
 		}
 		if p := sessions.Sanitize(l.Node.Unranked); p != "" {
-			pidW = max(pidW, 4, ansi.StringWidth(p))
+			pidW = max(pidW, 4, cellWidth(p))
 		}
 	}
 	return min(rankW, most), min(pidW, most)
@@ -979,7 +977,7 @@ func StacksText(st sessions.Stacks, width int) string {
 	lines := StackLinesOf(st, StackQuery{})
 	labelW := len("FRAME")
 	for _, l := range lines {
-		labelW = max(labelW, ansi.StringWidth(lineLabel(st, idx, l, false)))
+		labelW = max(labelW, cellWidth(lineLabel(st, idx, l, false)))
 	}
 	labelW = min(labelW, 60)
 	rankW, pidW := stackColumns(lines, 24)

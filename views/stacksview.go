@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/crashtui/crashtui/sessions"
 )
@@ -143,7 +142,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	classW := 8
 	for _, l := range lines {
 		if l.Goroutines && l.Kind == FrameLine && len(l.Node.Children) == 0 {
-			classW = max(classW, min(16, 5+ansi.StringWidth(idx.wait(l.Node))))
+			classW = max(classW, min(16, 5+cellWidth(idx.wait(l.Node))))
 		}
 	}
 	fixed := 1 + 1 + 5 + 2 + 8 + 1 + 4 + 2 + classW // the row's other columns
@@ -156,7 +155,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 	// The frames as wide as the widest (with its tree glyphs), the rest of the row after it.
 	labelW := 20
 	for _, l := range lines {
-		labelW = max(labelW, ansi.StringWidth(lineLabel(merged, idx, l, true))+2)
+		labelW = max(labelW, cellWidth(lineLabel(merged, idx, l, true))+2)
 	}
 	labelW = max(12, min(labelW, o.Width-fixed))
 	// Every row starts with a space: the NO_COLOR cursor marker takes its place.
@@ -243,7 +242,7 @@ func Stacks(st *Styles, merged sessions.Stacks, o StacksOptions) string {
 		}
 		setW := 4
 		for _, c := range all {
-			setW = max(setW, ansi.StringWidth(classWho(c)))
+			setW = max(setW, cellWidth(classWho(c)))
 		}
 		setW = min(setW, max(o.Width/4, 10))
 		classRow := func(c sessions.StackClass) string {

@@ -95,12 +95,24 @@ func fit(s string, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
+// cellWidth is how many cells s takes on a terminal: ansi.StringWidth, whose grapheme walk
+// costs (a list of a thousand processes measured every cell of every row each frame), with
+// printable ASCII counted a byte a cell as it is.
+func cellWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
 // cut truncates one line to w cells, marking the cut with "…".
 func cut(l string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if ansi.StringWidth(l) <= w {
+	if cellWidth(l) <= w {
 		return l
 	}
 	return ansi.Truncate(l, w, "…")
@@ -108,7 +120,7 @@ func cut(l string, w int) string {
 
 // pad right-pads (or cuts) plain text to w cells.
 func pad(s string, w int) string {
-	n := ansi.StringWidth(s)
+	n := cellWidth(s)
 	if n > w {
 		return ansi.Truncate(s, w, "…")
 	}
@@ -147,7 +159,7 @@ func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
 
-func lipglossWidth(s string) int { return ansi.StringWidth(s) }
+func lipglossWidth(s string) int { return cellWidth(s) }
 
 // stripForSelect removes styling inside a line that is about to be drawn reversed, so the
 // highlight covers the whole row evenly.

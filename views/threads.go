@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/crashtui/crashtui/sessions"
 )
 
@@ -188,7 +186,7 @@ func Threads(st *Styles, s *sessions.State, o ThreadOptions) string {
 	for i, t := range ts {
 		r := cells{t: t, c: threadCells(s, t), ended: !ThreadLive(s, t)}
 		for j, c := range r.c {
-			cols[j].want = max(cols[j].want, ansi.StringWidth(c))
+			cols[j].want = max(cols[j].want, cellWidth(c))
 		}
 		rows[i] = r
 	}

@@ -23,7 +23,7 @@ func wrap(s string, w int) string {
 
 func wrapLine(s string, w int) []string {
 	s = strings.TrimRight(s, " ")
-	if ansi.StringWidth(s) <= w {
+	if cellWidth(s) <= w {
 		return []string{s}
 	}
 	indent := s[:len(s)-len(strings.TrimLeft(s, " "))]
@@ -37,7 +37,7 @@ func wrapLine(s string, w int) []string {
 		cur, curW = indent, len(indent)
 	}
 	for _, word := range strings.Fields(s) {
-		ww := ansi.StringWidth(word)
+		ww := cellWidth(word)
 		sep := 0
 		if curW > len(indent) {
 			sep = 1
@@ -71,7 +71,7 @@ func wrapLine(s string, w int) []string {
 				flush()
 			}
 			cur += piece
-			curW += ansi.StringWidth(piece)
+			curW += cellWidth(piece)
 		}
 	}
 	if curW > len(indent) {
@@ -91,12 +91,12 @@ func splitToken(tok string, first, rest int) []string {
 	r := []rune(tok)
 	limit := max(first, 1)
 	for len(r) > 0 {
-		if ansi.StringWidth(string(r)) <= limit {
+		if cellWidth(string(r)) <= limit {
 			return append(out, string(r))
 		}
 		cutAt, w := 0, 0
 		for i, c := range r {
-			cw := ansi.StringWidth(string(c))
+			cw := cellWidth(string(c))
 			if w+cw > limit {
 				break
 			}
@@ -135,9 +135,9 @@ type column struct {
 func layout(cols []column, width int) []int {
 	ws := make([]int, len(cols))
 	for i, c := range cols {
-		ws[i] = max(c.want, ansi.StringWidth(c.head))
+		ws[i] = max(c.want, cellWidth(c.head))
 		if c.cap > 0 {
-			ws[i] = min(ws[i], max(c.cap, ansi.StringWidth(c.head)))
+			ws[i] = min(ws[i], max(c.cap, cellWidth(c.head)))
 		}
 	}
 	total := func() int {
@@ -152,7 +152,7 @@ func layout(cols []column, width int) []int {
 	}
 	last := len(cols) - 1
 	if over := total() - width; over > 0 {
-		ws[last] = max(ws[last]-over, max(cols[last].min, ansi.StringWidth(cols[last].head)))
+		ws[last] = max(ws[last]-over, max(cols[last].min, cellWidth(cols[last].head)))
 	}
 	for total() > width {
 		drop := -1
@@ -194,7 +194,7 @@ func row(cols []column, ws []int, cells []string) string {
 			b.WriteString(cut(c, ws[i]))
 		case cols[i].right:
 			c = cut(c, ws[i])
-			b.WriteString(strings.Repeat(" ", ws[i]-ansi.StringWidth(c)) + c)
+			b.WriteString(strings.Repeat(" ", ws[i]-cellWidth(c)) + c)
 		default:
 			b.WriteString(pad(c, ws[i]))
 		}
