@@ -33,7 +33,8 @@
 //     Its Signal is told of every signal-delivery-stop and decides its fate (deliver, suppress,
 //     follow the thread through its syscalls, deliver as if unhandled); its Syscall is told of
 //     a followed thread's syscall-stops; TaskGone, ProcessGone and Tick of the job's ends and
-//     the passing time.
+//     the passing time. Tick comes only while asked for (Loop.WantTick, until it returns
+//     false): an idle loop otherwise sleeps until a stop or a request.
 //
 // What a feature must never do: call ptrace, wait for a tracee, or keep a Loop, a Thread or a
 // Held past the function it was given to; block the loop (unwinding, symbols and /proc work
@@ -77,9 +78,10 @@
 // come in bursts; the polls and the resumes do not wait for a tracee, so they are raw
 // syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
 // wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
-// waitid returns EINTR; a request's lost kick is repeated every millisecond, and the idle
-// wait is ended every 100 ms at most by one watching goroutine (watchWaits), never by a timer
-// per wait. Work a stop does not need is done after the tracee runs again, and off the loop
+// waitid returns EINTR; a request's lost kick is repeated every millisecond. An idle wait
+// that must end in time (queued events, an image being read, a fault whose verdict is
+// Tick's) is ended within 100 ms by one watching goroutine (watchWaits), never by a timer per
+// wait; one that need not lasts until a stop or a request: a tracer of a sleeping job sleeps. Work a stop does not need is done after the tracee runs again, and off the loop
 // thread where it can: an exec'd process's argv, environment, uid and comm are read at its
 // exec stop from its new stack (stackImage: one register read and one process_vm_readv, in
 // place of four /proc files, a fresh process's first /proc files being the kernel's

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -32,8 +34,18 @@ type Watcher interface {
 	// ended (ws is how it ended).
 	TaskGone(l *Loop, pid, tid int)
 	ProcessGone(l *Loop, pid int, ws unix.WaitStatus)
-	// Tick runs at least every pollInterval while the loop is idle.
-	Tick(l *Loop)
+	// Tick runs every pollInterval or so, from when the watcher asks for it
+	// (Loop.WantTick) until it says it wants no more (false).
+	Tick(l *Loop) (more bool)
+}
+
+// WantTick asks for the Watcher's Tick until it answers false: the loop's idle wait then
+// ends every pollInterval, as it does not otherwise (an idle tracer wakes no CPU).
+func (l *Loop) WantTick() {
+	if !l.t.ticking {
+		l.t.ticking = true
+		l.t.lastTick = time.Now()
+	}
 }
 
 // Loop is a feature's handle on the engine, on the loop thread.

@@ -365,7 +365,7 @@ func (w *signalWatcher) Signal(l *Loop, s *SignalStop) {
 func (w *signalWatcher) Syscall(l *Loop, s *SyscallStop)                  {}
 func (w *signalWatcher) TaskGone(l *Loop, pid, tid int)                   {}
 func (w *signalWatcher) ProcessGone(l *Loop, pid int, ws unix.WaitStatus) {}
-func (w *signalWatcher) Tick(l *Loop)                                     {}
+func (w *signalWatcher) Tick(l *Loop) bool                                { return false }
 
 func (w *signalWatcher) seen() ([]string, []int) {
 	w.mu.Lock()

@@ -84,8 +84,16 @@ type Tracer struct {
 	hasPending   atomic.Bool
 	waiting      atomic.Uint64 // the generation of the current wait, 0 when none
 	waitGen      uint64
-	lastTick     time.Time
-	lastPark     time.Time // when the loop goroutine last gave its P back to the scheduler (parkDue)
+	// due says the loop's idle wait must end in time (idleDue); watching that watchWaits
+	// is looking at it, and arm wakes watchWaits when it is not (it sleeps while nothing is
+	// due: an idle tracer wakes no CPU of the job's node).
+	due      atomic.Bool
+	watching atomic.Bool
+	arm      chan struct{}
+	// ticking says the watcher asked for its Tick (Loop.WantTick, and Tick's answer).
+	ticking  bool
+	lastTick time.Time
+	lastPark time.Time // when the loop goroutine last gave its P back to the scheduler (parkDue)
 	// execBuf holds an exec stop's new stack as stackImage reads it (the loop's alone).
 	execBuf []byte
 }
@@ -98,6 +106,7 @@ func New(opts Options) *Tracer {
 	t := &Tracer{
 		opts:    opts,
 		reqs:    make(chan request),
+		arm:     make(chan struct{}, 1),
 		sigch:   make(chan os.Signal, 1),
 		done:    make(chan struct{}),
 		jobDone: make(chan struct{}),
@@ -245,10 +254,10 @@ func (t *Tracer) loop(started chan struct{}) {
 		}
 		t.flushDue()
 		t.await(pollInterval, true)
-		if time.Since(t.lastTick) >= pollInterval {
+		if t.ticking && time.Since(t.lastTick) >= pollInterval {
 			t.lastTick = time.Now()
 			if w := t.opts.Watcher; w != nil && !t.closing {
-				t.callback(func() { w.Tick(&Loop{t: t}) })
+				t.callback(func() { t.ticking = w.Tick(&Loop{t: t}) })
 			}
 		}
 		t.checkDone()

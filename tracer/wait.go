@@ -38,7 +38,8 @@ import (
 // too. WNOWAIT leaves the status to be consumed (or not) by the engine.
 const peekFlags = unix.WEXITED | unix.WSTOPPED | unix.WALL | unix.WNOTHREAD | unix.WNOWAIT
 
-// pollInterval bounds an idle wait: the watcher's Tick runs at least this often.
+// pollInterval bounds an idle wait that something is due from (idleDue): the watcher's Tick
+// runs this often while it asks for it.
 const pollInterval = 100 * time.Millisecond
 
 // kickSignal is the real-time signal that interrupts the loop's blocking wait. crashtui
@@ -327,6 +328,7 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		}).Stop
 	}
 	if idle {
+		t.idleDue()
 		t.parkDue()
 	}
 	s, e := peek(0, false)
@@ -366,11 +368,28 @@ func (t *Tracer) parkDue() {
 	t.lastPark = time.Now()
 }
 
+// idleDue says, before the loop's idle wait, whether it must end in time: events wait in
+// the queue (flush), an exec'd image is being read (freshenAll), or the watcher asked for
+// its Tick. Then watchWaits ends it within pollInterval; else only a stop or a request does.
+func (t *Tracer) idleDue() {
+	due := t.hasPending.Load() || len(t.stale) > 0 || t.ticking
+	t.due.Store(due)
+	if due && !t.watching.Load() {
+		select {
+		case t.arm <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // watchWaits kicks the loop out of a blocking wait that has lasted from one of its looks to
 // the next, emitEvery apart, when events wait in its queue (flush), and out of any after
-// pollInterval: the loop's idle wait so lasts at most pollInterval (and the watcher's Tick
-// comes), and a kick lost just before waitid is repeated. It ends with the loop.
+// pollInterval while something is due (idleDue); a kick lost just before waitid is
+// repeated. While nothing is due it sleeps until the loop arms it: a tracer of an idle job
+// wakes nothing 50 times a second (each wake of a thread returning from a blocking wait
+// also made the runtime's sysmon poll again). It ends with the loop.
 func (t *Tracer) watchWaits() {
+	t.watching.Store(true)
 	tick := time.NewTicker(emitEvery)
 	defer tick.Stop()
 	var last uint64
@@ -386,7 +405,26 @@ func (t *Tracer) watchWaits() {
 			last, seen = g, 1
 			continue
 		}
-		if seen++; t.hasPending.Load() || time.Duration(seen)*emitEvery > pollInterval {
+		seen++
+		if !t.due.Load() && !t.hasPending.Load() {
+			// The same idle wait, nothing due: sleep until the loop arms a wait that is.
+			// watching goes false before due is looked at again, and idleDue stores due
+			// before it looks at watching: one of the two sees the other.
+			tick.Stop()
+			t.watching.Store(false)
+			if !t.due.Load() {
+				select {
+				case <-t.done:
+					return
+				case <-t.arm:
+				}
+			}
+			t.watching.Store(true)
+			tick.Reset(emitEvery)
+			last, seen = 0, 0
+			continue
+		}
+		if t.hasPending.Load() || time.Duration(seen)*emitEvery > pollInterval {
 			t.kick()
 		}
 	}

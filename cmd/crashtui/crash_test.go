@@ -1120,3 +1120,29 @@ func TestUnrepairedFaultFlag(t *testing.T) {
 		t.Errorf("exits %+v: the rank died of its fault although it was left alone", res.Exits)
 	}
 }
+
+// A fault repaired by its handler in a thread that then computes without a syscall: no stop
+// will ever say the instruction went through, so the verdict is the Watcher's Tick's (the
+// thread ran on for stepVerdict without faulting again). The idle loop sleeps unless the
+// watcher asks for its ticks (Loop.WantTick): without the ask this waits forever.
+func TestCrashSafepointThenComputeIsHandled(t *testing.T) {
+	s := crashSuite(t)
+	c := startCrashtui(t, "run", "--json", "--", s.PIE, "safepoint-spin")
+	evs := c.waitFor(t, "the handled event", 120*time.Second, func(evs []event) bool { return count(evs, "handled") >= 1 })
+	var h event
+	for _, e := range evs {
+		if e.kind() == "handled" {
+			h = e
+		}
+	}
+	if h.str("function") != "poll_safepoint" || h.str("code") != "SEGV_ACCERR" {
+		t.Errorf("handled %v: want SEGV_ACCERR in poll_safepoint", h)
+	}
+	if n := count(evs, "crash"); n != 0 {
+		t.Errorf("%d crash events for a repaired fault", n)
+	}
+	if st := procState(h.int("pid")); st != "R" {
+		// R: still computing (the verdict did not wait for a syscall it never makes).
+		t.Errorf("the rank is in state %q after the verdict, want it still running", st)
+	}
+}

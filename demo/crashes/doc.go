@@ -5,7 +5,7 @@
 // It must not trace, signal or run anything: tests start the programs under crashtui and judge
 // what crashtui reports. Each mode of src/crash.c is one pattern (same, different, two,
 // abort-segv, abort, stack, lib, fixed-lib, dlmopen, thread, safepoint, safepoint-crash,
-// safepoint-bad-write, safepoint-longjmp, sigbus-fixed, sigbus-bad, kill, storm), and every
+// safepoint-bad-write, safepoint-longjmp, safepoint-spin, sigbus-fixed, sigbus-bad, kill, storm), and every
 // crash happens in a named noinline function so keys, stacks and gdb's top frame can be
 // checked against the symbol table.
 package crashes

@@ -208,6 +208,7 @@ func (c *Crashes) Syscall(l *tracer.Loop, s *tracer.SyscallStop) {
 	f.stepping, f.steppedAt = true, time.Now()
 	st, _ := procfs.ReadTaskSchedstat(f.pid, f.tid) // a thread that faulted has run: 0 is unread
 	f.steppedNS = st.RunNS
+	l.WantTick() // the verdict comes from Tick, if no stop says it first
 	s.Follow()
 }
 
@@ -250,14 +251,18 @@ func (f *fault) ranOn() bool {
 
 // Tick is the Watcher's: it calls repaired the faults whose thread ran on for stepVerdict,
 // stepRun of it on a CPU, without the same fault coming back (a compute loop makes no
-// syscall). The thread's next syscall-stop, if any, resumes it unfollowed (Syscall).
-func (c *Crashes) Tick(l *tracer.Loop) {
+// syscall). The thread's next syscall-stop, if any, resumes it unfollowed (Syscall). It
+// wants more ticks while a fault still waits for its verdict.
+func (c *Crashes) Tick(l *tracer.Loop) bool {
+	more := false
 	for _, f := range c.faults {
 		if f.stepping && time.Since(f.steppedAt) > stepVerdict && f.ranOn() {
 			f.stepping = false
 			c.emitHandled(l, f)
 		}
+		more = more || f.stepping
 	}
+	return more
 }
 
 // emitHandled reports a repaired fault and forgets it.

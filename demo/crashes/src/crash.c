@@ -219,6 +219,19 @@ int main(int argc, char **argv) {
 			return crash_same(null);
 		return 0;
 	}
+	/* safepoint-spin: repaired, then computes without a syscall until killed: only the
+	 * passing of time (and the thread's CPU time) can tell the tracer the fault was handled. */
+	if (!strcmp(mode, "safepoint-spin")) {
+		safepoint = mmap(NULL, pagesz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (safepoint == MAP_FAILED) {
+			perror("mmap");
+			return 2;
+		}
+		install(SIGSEGV, safepoint_handler);
+		sink = poll_safepoint();
+		for (;;)
+			sink++;
+	}
 	if (!strcmp(mode, "safepoint-bad-write")) {
 		safepoint = mmap(NULL, pagesz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (safepoint == MAP_FAILED) {
