@@ -293,8 +293,20 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 		if err != nil || !ok {
 			return
 		}
-		flags := procfs.StatusField(dir+"/fdinfo/"+name, "flags")
-		if mode, err := strconv.ParseUint(flags, 8, 64); err == nil && int(mode)&unix.O_ACCMODE == sp.other {
+		// The link's own mode is how the fd was opened (S_IRUSR: for reading, S_IWUSR: for
+		// writing; fs/proc/fd.c): one lstat, not the fdinfo file's open, read and close.
+		var st unix.Stat_t
+		if unix.Lstat(dir+"/fd/"+name, &st) != nil {
+			return
+		}
+		mode := unix.O_RDWR
+		switch st.Mode & (unix.S_IRUSR | unix.S_IWUSR) {
+		case unix.S_IRUSR:
+			mode = unix.O_RDONLY
+		case unix.S_IWUSR:
+			mode = unix.O_WRONLY
+		}
+		if mode == sp.other {
 			why = "holds the other end of crashtui's " + sp.name + " pipe"
 		}
 	})

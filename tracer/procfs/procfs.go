@@ -97,6 +97,7 @@ func ReadDirNumbers(dir string, f func(int)) error {
 		if n <= 0 {
 			return nil
 		}
+		last := n <= len(buf)-dirFull
 		// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
 		for off := 0; off+19 < n; {
 			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
@@ -112,8 +113,18 @@ func ReadDirNumbers(dir string, f func(int)) error {
 			}
 			off += reclen
 		}
+		if last {
+			return nil
+		}
 	}
 }
+
+// dirFull is room for the largest entry (its 19 bytes of header and a 255-byte name, aligned):
+// a getdents of a /proc directory that left this much of the buffer empty reached its end,
+// since /proc fills the buffer until it is full or the directory ends (proc_readfd_common,
+// proc_task_readdir, proc_pid_readdir). Not asking again saves a call per directory, two per
+// process at an attach.
+const dirFull = 280
 
 // Atoi parses a non-negative decimal number.
 func Atoi(b []byte) (int, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -192,5 +193,42 @@ func TestIsLeader(t *testing.T) {
 	}
 	if _, known := IsLeader(cmd.Process.Pid); known {
 		t.Errorf("IsLeader(%d), reaped: known", cmd.Process.Pid)
+	}
+}
+
+// ReadDirNumbers stops at a getdents that left room for another entry (dirFull): a /proc
+// directory longer than its buffer must still be read whole. /proc/self/fd with 900 fds
+// open is three buffers' worth; with 3 it is one short read.
+func TestReadDirNumbersWhole(t *testing.T) {
+	for _, extra := range []int{0, 900} {
+		var fds []int
+		for range extra {
+			fd, err := unix.Dup(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fds = append(fds, fd)
+		}
+		want, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]bool{}
+		if err := ReadDirNumbers("/proc/self/fd", func(fd int) { seen[fd] = true }); err != nil {
+			t.Fatal(err)
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		// os.ReadDir's own fd is open while it reads, ReadDirNumbers' while it reads: each
+		// list has the other's fd or not, and every other entry alike.
+		if d := len(seen) - len(want); d < -1 || d > 1 || len(seen) < extra {
+			t.Errorf("%d extra fds: ReadDirNumbers saw %d entries, os.ReadDir %d", extra, len(seen), len(want))
+		}
+		for _, fd := range fds {
+			if !seen[fd] {
+				t.Fatalf("%d extra fds: fd %d missing from ReadDirNumbers", extra, fd)
+			}
+		}
 	}
 }
