@@ -166,9 +166,10 @@ func NewState() *State {
 }
 
 // NoDetail makes the State keep only what a Reducer passes on, for a reducing view (crashtui
-// view --reduce, which has no screen): no timeline (Log) and no process's samples in detail
-// (Samples; the merge's store keeps every process's, as in any State). Call it before the
-// first Apply.
+// view --reduce, which has no screen): no timeline (Log), no process in detail (Procs: each is
+// counted as one beyond MaxProcs is, its agent answers what else is asked of it) and no
+// process's samples in detail (Samples; the merge's store keeps every process's, as in any
+// State). Call it before the first Apply.
 func (s *State) NoDetail() { s.noDetail = true }
 
 // SiteKey is the crash-site key used when the tracer did not give one: exe|module+offset, or
@@ -219,7 +220,7 @@ func (s *State) change(h string, pid int, fn func(v *procView, p *Proc)) {
 	before, p, _, _ := s.look(h, pid)
 	if !before.exists {
 		s.NProcs++
-		if len(s.Procs) < MaxProcs {
+		if !s.noDetail && len(s.Procs) < MaxProcs {
 			k := ProcKey{h, pid}
 			p = &Proc{Host: h, Process: Process{PID: pid, Rank: NoRank}, Alive: true, Tasks: map[int]bool{}}
 			s.Procs[k] = p

@@ -38,3 +38,50 @@ func TestStateManyProcesses(t *testing.T) {
 	}
 	runtime.KeepAlive(st)
 }
+
+// A reducing view's State (NoDetail) passes on counts, not processes: it keeps none in
+// detail, even under MaxProcs (each one's Proc and thread map were a tenth of a first-level
+// view's time), and its counts are those of a State that does.
+func TestNoDetailKeepsNoProcess(t *testing.T) {
+	lean, full := NewState(), NewState()
+	lean.NoDetail()
+	code := 3
+	for _, st := range []*State{lean, full} {
+		for pid := 1; pid <= 1000; pid++ {
+			h := []string{"n1", "n2"}[pid%2]
+			st.Apply(Event{Host: h, Body: Process{PID: pid, Rank: Rank(pid - 1), Comm: "rank"}})
+			st.Apply(Event{Host: h, Body: Task{PID: pid, TID: pid + 100000}})
+			if pid%3 == 0 {
+				st.Apply(Event{Host: h, Body: Exit{PID: pid, Code: &code}})
+			}
+			if pid%7 == 0 {
+				st.Apply(Event{Host: h, Body: Crash{PID: pid, TID: pid, Rank: NoRank, Signal: "SIGSEGV", Key: "k"}})
+			}
+		}
+	}
+	if len(lean.Procs) != 0 || len(lean.Order) != 0 {
+		t.Errorf("NoDetail kept %d processes in detail", len(lean.Procs))
+	}
+	if len(full.Procs) != 1000 {
+		t.Fatalf("the detailed State kept %d processes, want 1000", len(full.Procs))
+	}
+	lp, lt := lean.Live()
+	fp, ft := full.Live()
+	if lp != fp || lt != ft || lean.NProcs != full.NProcs || lean.Exits != full.Exits || lean.Crashes != full.Crashes {
+		t.Errorf("NoDetail: live %d/%d, %d procs, %d exits, %d crashes; detailed: %d/%d, %d, %d, %d",
+			lp, lt, lean.NProcs, lean.Exits, lean.Crashes, fp, ft, full.NProcs, full.Exits, full.Crashes)
+	}
+	lh, fh := lean.HostCounts(), full.HostCounts()
+	if len(lh) != 2 || len(lh) != len(fh) {
+		t.Fatalf("host counts: %d and %d hosts", len(lh), len(fh))
+	}
+	for i := range lh {
+		if lh[i].Host != fh[i].Host || lh[i].Processes != fh[i].Processes || lh[i].Alive != fh[i].Alive ||
+			lh[i].Threads != fh[i].Threads || lh[i].Ranks.String() != fh[i].Ranks.String() {
+			t.Errorf("host %s: NoDetail %+v, detailed %+v", lh[i].Host, lh[i], fh[i])
+		}
+	}
+	if g, h := lean.GroupByKey("k"), full.GroupByKey("k"); g == nil || h == nil || g.Count() != h.Count() || g.Ranks().String() != h.Ranks().String() {
+		t.Errorf("the crash group differs: %v and %v", g, h)
+	}
+}
