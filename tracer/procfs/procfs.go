@@ -78,7 +78,10 @@ func readUpTo(path string, buf []byte, limit int) ([]byte, error) {
 }
 
 // ReadDirNumbers calls f with every entry of dir whose name is a number (a /proc, task or fd
-// directory), in the kernel's order, without sorting or a DirEntry per name.
+// directory), in the kernel's order, without sorting or a DirEntry per name. It reads until
+// getdents says 0: a short read is not the end, since getdents stops early when a signal is
+// pending for the reader (fs/readdir.c filldir64), and the loop's thread is signalled at any
+// moment (Go's preemption, crashtui's kick).
 func ReadDirNumbers(dir string, f func(int)) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -97,7 +100,6 @@ func ReadDirNumbers(dir string, f func(int)) error {
 		if n <= 0 {
 			return nil
 		}
-		last := n <= len(buf)-dirFull
 		// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
 		for off := 0; off+19 < n; {
 			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
@@ -113,18 +115,8 @@ func ReadDirNumbers(dir string, f func(int)) error {
 			}
 			off += reclen
 		}
-		if last {
-			return nil
-		}
 	}
 }
-
-// dirFull is room for the largest entry (its 19 bytes of header and a 255-byte name, aligned):
-// a getdents of a /proc directory that left this much of the buffer empty reached its end,
-// since /proc fills the buffer until it is full or the directory ends (proc_readfd_common,
-// proc_task_readdir, proc_pid_readdir). Not asking again saves a call per directory, two per
-// process at an attach.
-const dirFull = 280
 
 // Atoi parses a non-negative decimal number.
 func Atoi(b []byte) (int, bool) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,5 +231,66 @@ func TestReadDirNumbersWhole(t *testing.T) {
 				t.Fatalf("%d extra fds: fd %d missing from ReadDirNumbers", extra, fd)
 			}
 		}
+	}
+}
+
+// A getdents ends early, short of a full buffer, when a signal is pending for the reader
+// (fs/readdir.c filldir64 stops after its first entry once signal_pending): a short read is
+// not the end of the directory. Go's own SIGURG preemptions and crashtui's kick signal reach
+// the loop's thread at any moment; a scan of /proc that trusted a short read missed a
+// process of the job (make test: 99 of 100 attached). Here the reading thread is sent
+// SIGURG (the runtime's own, harmless) without pause while it reads a directory of three
+// buffers, many times: every read must be whole.
+func TestReadDirNumbersUnderSignals(t *testing.T) {
+	var fds []int
+	for range 900 {
+		fd, err := unix.Dup(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+	}
+	t.Cleanup(func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	})
+	tids := make(chan int)
+	stop := make(chan struct{})
+	type result struct{ short, reads int }
+	done := make(chan result)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		r := result{}
+		for ; r.reads < 300; r.reads++ {
+			seen := 0
+			if err := ReadDirNumbers("/proc/self/fd", func(int) { seen++ }); err != nil {
+				t.Error(err)
+				break
+			}
+			if seen < len(fds) {
+				r.short++
+			}
+		}
+		close(stop)
+		done <- r
+	}()
+	tid, pid := <-tids, unix.Getpid()
+	signals := 0
+	for sent := false; !sent; {
+		select {
+		case <-stop:
+			sent = true
+		default:
+			unix.Tgkill(pid, tid, unix.SIGURG)
+			signals++
+		}
+	}
+	r := <-done
+	t.Logf("%d reads, %d signals sent", r.reads, signals)
+	if r.short > 0 {
+		t.Errorf("%d of %d reads missed fds while the reader was being signalled", r.short, r.reads)
 	}
 }
