@@ -75,7 +75,9 @@
 // tracer's wait4 and PTRACE_CONT are; only a stop kept for a holder and a death are consumed
 // (a third). There is no SIGCHLD in the path: no signal handler, no os/signal goroutine, no
 // channel hand-off to the locked thread. After a stop it polls for 100 µs, because stops
-// come in bursts; the polls and the resumes do not wait for a tracee, so they are raw
+// come in bursts, but only while polling pays (burst): where stops come far apart (fork+exec)
+// a tracer that never sleeps is preempted by the job it just resumed, between a stop's peek
+// and its resume. The polls and the resumes do not wait for a tracee, so they are raw
 // syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
 // wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
 // waitid returns EINTR; a request's lost kick is repeated every millisecond. An idle wait

@@ -94,6 +94,9 @@ type Tracer struct {
 	ticking  bool
 	lastTick time.Time
 	lastPark time.Time // when the loop goroutine last gave its P back to the scheduler (parkDue)
+	// quick says how well polling for the next stop has paid lately (burst, await): 0 is
+	// not at all, and then the loop does not poll.
+	quick int
 	// execBuf holds an exec stop's new stack as stackImage reads it (the loop's alone).
 	execBuf []byte
 }

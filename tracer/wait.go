@@ -250,16 +250,34 @@ func (t *Tracer) drainUntil(done func() bool) int {
 }
 
 // burstWindow is how long the loop keeps polling for the next stop after handling one
-// before it blocks again: events come in bursts (a signal storm, a fork storm, a thread pool
-// starting), and the next stop of a burst is cheaper to find polling than to be woken for.
-// Requests are served between polls. It costs at most this much CPU after an event that
-// ends a burst, and each poll yields the CPU to whatever else is runnable; measured against
-// the floor (BenchmarkEventCost), 40 µs left a signal storm's ratio at 1.1-1.35, 100 µs at
-// 0.99-1.12: a tracee kept off its CPU a little longer than the window costs a blocking wake.
+// before it blocks again: events come in bursts (a signal storm, a thread pool starting),
+// and the next stop of a burst is cheaper to find polling than to be woken for. Requests are
+// served between polls. Measured against the floor (BenchmarkEventCost), 40 µs left a signal
+// storm's ratio at 1.1-1.35, 100 µs at 0.99-1.12: a tracee kept off its CPU a little longer
+// than the window costs a blocking wake.
 const burstWindow = 100 * time.Microsecond
 
-// burst polls for stops for up to burstWindow after the last one; it says whether any came.
+// quickMax bounds Tracer.quick: how many polls that found nothing, or waits longer than
+// burstWindow, in a row end the polling after a run of ones that paid.
+const quickMax = 4
+
+// burst polls for stops for up to burstWindow after the last one, while polling pays
+// (quick); it says whether any came.
+//
+// Polling does not pay where stops come far apart, as in a storm of fork+exec (the next
+// stop is the exec'd program's, a millisecond on). There every poll was 100 µs of a CPU
+// spent for nothing, and worse: the scheduler sees a tracer that never sleeps, and a task it
+// wakes on the loop's CPU (the job's own, just resumed) preempts it between the peek of the
+// next stop and its resume, for 100-500 µs (getrusage's nivcsw around each stop: 250 such
+// preemptions in a 300 fork+exec run with polling, 34 without; the job's time over the
+// floor's, BenchmarkJobTime's measure, 1.46 -> 1.25 median of 10 interleaved rounds). So
+// the loop polls only while recent stops came soon: a poll that found one, or a blocking
+// wait that ended within burstWindow, raises quick; a poll that found none, or a wait that
+// lasted longer, lowers it.
 func (t *Tracer) burst() bool {
+	if t.quick == 0 {
+		return false
+	}
 	got := false
 	for deadline := time.Now().Add(burstWindow); time.Now().Before(deadline); {
 		if t.drain() > 0 {
@@ -278,7 +296,18 @@ func (t *Tracer) burst() bool {
 		}
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
+	t.paid(got)
 	return got
+}
+
+// paid moves quick up when waiting for the next stop by polling paid (or would have: a
+// blocking wait ended soon) and down when it did not.
+func (t *Tracer) paid(yes bool) {
+	if yes {
+		t.quick = min(t.quick+1, quickMax)
+	} else if t.quick > 0 {
+		t.quick--
+	}
 }
 
 // await blocks until a tracee's wait status comes (it is dispatched), d passes, or (idle) a
@@ -331,12 +360,16 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 		t.idleDue()
 		t.parkDue()
 	}
+	began := time.Now()
 	s, e := peek(0, false)
 	t.waiting.Store(0)
 	t.idle.Store(false)
 	stop()
 	switch {
 	case e == 0 && s.pid > 0:
+		if idle {
+			t.paid(time.Since(began) < burstWindow)
+		}
 		t.dispatch(s)
 		return true
 	case e == unix.ECHILD:
