@@ -197,7 +197,11 @@ type session struct {
 	// progress counts the events writeLoop has written and the --json writes the reader took
 	// (progressWriter): finish waits while it moves.
 	progress atomic.Int64
-	header   sessions.Header
+	// unread is how many bytes wait in stdout's pipe for the reader (FIONREAD), -1 where it
+	// cannot say: the reader taking them is progress too, even while crashtui's own writer
+	// has not run to write more (a loaded machine).
+	unread func() int
+	header sessions.Header
 
 	stdoutGone chan struct{} // closed at the first failed --json write (the consumer went away)
 	goneOnce   sync.Once
@@ -219,6 +223,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 	}
 	if c.json {
 		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress})
+		s.unread = unreadOf(stdout)
 		s.enc = json.NewEncoder(s.out)
 		s.enc.SetEscapeHTML(false)
 	}
@@ -466,7 +471,11 @@ func (s *session) finish(host string) sessions.Summary {
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
 	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
 	// that keeps reading gets everything, the summary last.
-	for last := s.progress.Load(); ; {
+	pending := func() int { return -1 }
+	if s.unread != nil {
+		pending = s.unread
+	}
+	for last, waiting := s.progress.Load(), pending(); ; {
 		stall, second := 2*time.Second, quit.second
 		select {
 		case <-quit.second:
@@ -478,8 +487,8 @@ func (s *session) finish(host string) sessions.Summary {
 		case <-second:
 			continue // told again while waiting: wait less
 		case <-time.After(stall):
-			if now := s.progress.Load(); now != last {
-				last = now
+			if now, in := s.progress.Load(), pending(); now != last || in < waiting {
+				last, waiting = now, in
 				continue
 			}
 			select {
@@ -719,4 +728,26 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// unreadOf returns how many bytes wait unread in w's pipe (FIONREAD, alias TIOCINQ), or -1 always where w
+// is not a file or the kernel cannot say.
+func unreadOf(w io.Writer) func() int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() int { return -1 }
+	}
+	rc, err := f.SyscallConn() // not Fd, which would put the file in blocking mode
+	if err != nil {
+		return func() int { return -1 }
+	}
+	return func() int {
+		n := -1
+		rc.Control(func(fd uintptr) {
+			if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil {
+				n = v
+			}
+		})
+		return n
+	}
 }
