@@ -730,8 +730,8 @@ func oneOf(v string, allowed ...string) bool {
 	return false
 }
 
-// unreadOf returns how many bytes wait unread in w's pipe (FIONREAD, alias TIOCINQ), or -1 always where w
-// is not a file or the kernel cannot say.
+// unreadOf returns how many bytes wait unread in w's pipe (FIONREAD, alias TIOCINQ), or -1
+// always where w is not a file or the kernel cannot say.
 func unreadOf(w io.Writer) func() int {
 	f, ok := w.(*os.File)
 	if !ok {
