@@ -120,6 +120,7 @@ func startReady(t testing.TB, cmd *exec.Cmd) (int, []string) {
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
 		syscall.Kill(pid, syscall.SIGKILL)
+		reapTraced(pid)
 		cmd.Wait()
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -128,6 +129,27 @@ func startReady(t testing.TB, cmd *exec.Cmd) (int, []string) {
 		t.Fatalf("%s printed %q (%v), want ready", cmd.Path, line, err)
 	}
 	return pid, words[1:]
+}
+
+// reapTraced reaps the threads of pid, killed, that a thread of this test process still
+// traces: a traced thread that dies stays a zombie until its tracer waits for it, and its
+// leader cannot be waited for until it is gone. A test's cleanup that detaches runs after
+// its goroutine unlocked its thread, maybe on another one, and fails (ESRCH): then the
+// leader's wait hung until the test's timeout. Any thread of the tracer's process may wait
+// for it (__WALL, without __WNOTHREAD).
+func reapTraced(pid int) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil || len(ents) <= 1 {
+			return // gone, or only its leader is left: cmd.Wait reaps it
+		}
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil && tid != pid {
+				var ws syscall.WaitStatus
+				syscall.Wait4(tid, &ws, syscall.WALL|syscall.WNOHANG, nil)
+			}
+		}
+	}
 }
 
 // waitFor polls cond (a state of /proc the test cannot wait on otherwise) with a deadline

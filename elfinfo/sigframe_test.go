@@ -268,8 +268,10 @@ func TestSignalFrameGo(t *testing.T) {
 	for _, tc := range []struct{ name, fn string }{{"read", "main.blockRead"}, {"spin", "main.spin"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pid := startHang(t, exe)
-			runtime.LockOSThread() // every ptrace request must come from the thread that seized
-			defer runtime.UnlockOSThread()
+			// Every ptrace request must come from the thread that seized, the cleanups' detach
+			// too: the goroutine stays locked to its thread to its end, and the thread ends
+			// with it (which lets go of whatever it still traces).
+			runtime.LockOSThread()
 			mem := procMem(t, pid)
 			r := NewResolver()
 			defer r.Close()
@@ -401,8 +403,7 @@ func checkInterrupted(t *testing.T, fs []Frame, fn string) []Frame {
 func TestSignalFrameGoPreempt(t *testing.T) {
 	exe := guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog")
 	pid := startHang(t, exe)
-	runtime.LockOSThread() // every ptrace request must come from the thread that seized
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // to its end, as TestSignalFrameGo's are
 	mem := procMem(t, pid)
 	r := NewResolver()
 	defer r.Close()
@@ -572,4 +573,56 @@ func followIntoAsyncPreempt(t *testing.T, tid int, in func() bool) bool {
 	}
 	t.Logf("thread %d: 50 SIGURG handlers, none returned into runtime.asyncPreempt", tid)
 	return giveUp()
+}
+
+// TestCleanupReapsWhatAnotherThreadTraces: a process whose thread is still traced by another
+// thread of this test process (a cleanup's detach that ran on the wrong thread leaves it so)
+// is killed and reaped by startReady's cleanup. A traced thread that dies waits for its
+// tracer to reap it, and its leader's wait hung until the test binary's timeout (seen in
+// TestSignalFrameGo/spin beside two CPU hogs: 13 minutes in cmd.Wait).
+func TestCleanupReapsWhatAnotherThreadTraces(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // the last cleanup: after startReady's kill and wait
+	pid := startHang(t, guestProgram(t, "CRASHTUI_CRASHPROG", "crashprog"))
+	tid := 0
+	for _, id := range tids(t, pid) {
+		if id != pid {
+			tid = id
+			break
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("crashprog %d has no thread but its leader", pid)
+	}
+	seized := make(chan error, 1)
+	go func() {
+		// The tracer: a thread of its own, which traces tid until the test has ended, and
+		// then ends (locked, its thread with it).
+		runtime.LockOSThread()
+		err := ptraceSeize(tid)
+		if err == nil {
+			syscall.Syscall6(syscall.SYS_PTRACE, 0x4207, uintptr(tid), 0, 0, 0, 0) // PTRACE_INTERRUPT
+			var ws syscall.WaitStatus
+			_, err = syscall.Wait4(tid, &ws, syscall.WALL, nil)
+		}
+		seized <- err
+		<-release
+	}()
+	if err := <-seized; err != nil {
+		t.Fatalf("seize and stop thread %d: %v", tid, err)
+	}
+	if tp := tracerOf(tid); tp == "0" || tp == "" {
+		t.Fatalf("thread %d: TracerPid %q, want this test's thread", tid, tp)
+	}
+}
+
+// tracerOf is the TracerPid line's value in /proc/TID/status.
+func tracerOf(tid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "TracerPid:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

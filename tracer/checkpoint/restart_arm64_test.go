@@ -177,9 +177,9 @@ func TestARM64Restart(t *testing.T) {
 }
 
 func testARM64Restart(t *testing.T, call string, p sessions.Policy) {
-	// ptrace requests must come from the thread that seized the tracee.
+	// ptrace requests must come from the thread that seized the tracee, the cleanups' detach
+	// too: locked to its end, the thread ends with the test (letting go of any tracee).
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 
 	// Long enough to be interrupted well before it ends under TCG; the nanosleep
 	// cases wait for the rest of it.
@@ -303,8 +303,7 @@ func TestARM64SyscallExitErrno(t *testing.T) {
 const arm64NrRestartSyscall = 128
 
 func testARM64SyscallExit(t *testing.T, call string, errno int, act arch.Action, nr int) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // to its end, as testARM64Restart's
 
 	h := startARM64Helper(t, call, 2*time.Second)
 	pid, tid := h.cmd.Process.Pid, h.tid
