@@ -246,9 +246,16 @@ func (t *Tracer) loop(started chan struct{}) {
 			panic(r)
 		}
 	}()
+	woke := false // the last blocking wait dispatched a stop
 	for {
-		if t.drain() > 0 {
-			t.burst()
+		// After a stop its blocking wait dispatched, a poll for the next one finds nothing
+		// where stops come far apart (quick is 0: polling does not pay), and the next blocking
+		// wait finds one as soon: a waitid saved per stop, a fifth of the loop's syscalls in
+		// a fork+exec storm.
+		if !woke || t.quick > 0 {
+			if t.drain() > 0 {
+				t.burst()
+			}
 		}
 		t.freshenAll(false)
 		t.checkDone()
@@ -256,7 +263,7 @@ func (t *Tracer) loop(started chan struct{}) {
 			return
 		}
 		t.flushDue()
-		t.await(pollInterval, true)
+		woke = t.await(pollInterval, true)
 		if t.ticking && time.Since(t.lastTick) >= pollInterval {
 			t.lastTick = time.Now()
 			if w := t.opts.Watcher; w != nil && !t.closing {
