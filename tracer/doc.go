@@ -77,7 +77,9 @@
 // channel hand-off to the locked thread. After a stop it polls for 100 µs, because stops
 // come in bursts, but only while polling pays (burst): where stops come far apart (fork+exec)
 // a tracer that never sleeps is preempted by the job it just resumed, between a stop's peek
-// and its resume. The polls and the resumes do not wait for a tracee, so they are raw
+// and its resume, or yields its CPU to it. Then it does not poll even once after a stop its
+// blocking wait found: the next blocking wait finds the next stop as soon, and a fork+exec
+// costs the loop as many waits as the C tracer's. The polls and the resumes do not wait for a tracee, so they are raw
 // syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
 // wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
 // waitid returns EINTR; a request's lost kick is repeated every millisecond. An idle wait

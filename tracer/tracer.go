@@ -97,6 +97,8 @@ type Tracer struct {
 	// quick says how well polling for the next stop has paid lately (burst, await): 0 is
 	// not at all, and then the loop does not poll.
 	quick int
+	// soon counts the idle blocking waits in a row that ended within burstWindow (await).
+	soon int
 	// execBuf holds an exec stop's new stack as stackImage reads it (the loop's alone).
 	execBuf []byte
 }

@@ -261,6 +261,15 @@ const burstWindow = 100 * time.Microsecond
 // burstWindow, in a row end the polling after a run of ones that paid.
 const quickMax = 4
 
+// soonRun is how many idle blocking waits in a row must end within burstWindow before one
+// more raises quick. A fork+exec storm has two such waits in a row and then a long one (a
+// child's death, then its parent's SIGCHLD stop, then the parent's next fork): one alone
+// raised quick, and the next stop's poll yielded the loop's CPU to the parent just resumed
+// there, which ran its fork for some 200 us while its child's first stop, on the other CPU,
+// waited for the loop (perf sched: 35 such yields in 300 fork+exec). A storm of signals or
+// threads, whose every wait ends soon, starts polling on its third stop.
+const soonRun = 3
+
 // burst polls for stops for up to burstWindow after the last one, while polling pays
 // (quick); it says whether any came.
 //
@@ -271,9 +280,9 @@ const quickMax = 4
 // next stop and its resume, for 100-500 µs (getrusage's nivcsw around each stop: 250 such
 // preemptions in a 300 fork+exec run with polling, 34 without; the job's time over the
 // floor's, BenchmarkJobTime's measure, 1.46 -> 1.25 median of 10 interleaved rounds). So
-// the loop polls only while recent stops came soon: a poll that found one, or a blocking
-// wait that ended within burstWindow, raises quick; a poll that found none, or a wait that
-// lasted longer, lowers it.
+// the loop polls only while recent stops came soon: a poll that found one, or the third
+// blocking wait in a row that ended within burstWindow (soonRun), raises quick; a poll that
+// found none, or a wait that lasted longer, lowers it.
 func (t *Tracer) burst() bool {
 	if t.quick == 0 {
 		return false
@@ -368,7 +377,12 @@ func (t *Tracer) await(d time.Duration, idle bool) bool {
 	switch {
 	case e == 0 && s.pid > 0:
 		if idle {
-			t.paid(time.Since(began) < burstWindow)
+			if time.Since(began) >= burstWindow {
+				t.soon = 0
+				t.paid(false)
+			} else if t.soon++; t.soon >= soonRun {
+				t.paid(true)
+			}
 		}
 		t.dispatch(s)
 		return true
