@@ -145,6 +145,8 @@ func (t *Tracer) resume(tk *task, sig int) error {
 		err = ptraceResume(req, tk.tid, sig)
 	}
 	tk.state, tk.stop = next, stopInfo{}
+	t.resumed[t.resumedN%len(t.resumed)] = tk.tid
+	t.resumedN++
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}

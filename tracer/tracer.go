@@ -68,6 +68,13 @@ type Tracer struct {
 	stale    []*proc      // processes that exec'd, told when their image is read (freshen)
 	// earlyGone are tasks gone before their creation event (goneBeforeCreation).
 	earlyGone map[int]bool
+	// resumed are the tids the loop resumed last (a ring, newest at resumedN-1): where a
+	// new task's first stop comes before its creator's event, the creator is most likely
+	// one of them (creatorFirst).
+	resumed  [4]int
+	resumedN int
+	// creatorsFirst counts the new tasks creatorFirst took in from their creator's event.
+	creatorsFirst int
 	// injectCut (tests) makes an injection let its thread go at that point, as the kernel
 	// does when crashtui dies: PTRACE_DETACH with no signal (inject.go, cut).
 	injectCut string
