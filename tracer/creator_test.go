@@ -43,11 +43,12 @@ func TestCreatorsEventFirst(t *testing.T) {
 	// The loop is kept busy in requests of 20 ms, back to back, until the job ends: a fork
 	// during one finds both stops waiting when it ends.
 	var taken int
+	deadline := time.After(time.Minute)
 	for done := false; !done; {
 		select {
 		case <-tr.JobDone():
 			done = true
-		case <-time.After(time.Minute):
+		case <-deadline:
 			t.Fatal("the job did not end in a minute")
 		default:
 			tr.do(func() error {
