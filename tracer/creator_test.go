@@ -12,9 +12,9 @@ import (
 
 // TestCreatorsEventFirst: forks that find the loop busy leave the child's first stop waiting
 // beside its parent's fork event, and the kernel reports the child first (ptrace_do_wait
-// walks the tracer's tracees newest first). The child is taken
-// in from its parent's event all the same (creatorFirst): told once, as its parent's child,
-// with its parent's image, and the job runs to its end.
+// walks the tracer's tracees newest first). The child is taken in from its parent's event
+// all the same (creatorFirst): told once, as its parent's child, with its parent's image,
+// and the job runs to its end.
 func TestCreatorsEventFirst(t *testing.T) {
 	var mu sync.Mutex
 	procs := map[int]sessions.Process{} // as first told
