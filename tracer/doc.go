@@ -72,30 +72,32 @@
 // A tracee's stop costs the job the time until the tracer resumes it, so the loop waits the
 // way a minimal C tracer does: blocked in waitid on the tracing thread itself, woken by the
 // kernel straight from the stop (wait.go). A peek and a resume are two syscalls, as a C
-// tracer's wait4 and PTRACE_CONT are; only a stop kept for a holder and a death are consumed
-// (a third). There is no SIGCHLD in the path: no signal handler, no os/signal goroutine, no
-// channel hand-off to the locked thread. After a stop it polls for 100 µs, because stops
-// come in bursts, but only while polling pays (burst): where stops come far apart (fork+exec)
-// a tracer that never sleeps is preempted by the job it just resumed, between a stop's peek
-// and its resume, or yields its CPU to it. Then it does not poll even once after a stop its
-// blocking wait found: the next blocking wait finds the next stop as soon, and a fork+exec
-// costs the loop as many waits as the C tracer's. The polls and the resumes do not wait for a tracee, so they are raw
-// syscalls, of which the Go scheduler is not told. A request from another goroutine (do)
-// wakes the loop with a thread-directed kick signal whose handler has SA_RESTART cleared, so
-// waitid returns EINTR; a request's lost kick is repeated every millisecond. An idle wait
-// that must end in time (queued events, an image being read, a fault whose verdict is
-// Tick's) is ended within 100 ms by one watching goroutine (watchWaits), never by a timer per
-// wait; one that need not lasts until a stop or a request: a tracer of a sleeping job sleeps. Work a stop does not need is done after the tracee runs again, and off the loop
-// thread where it can: an exec'd process's argv, environment, uid and comm are read at its
-// exec stop from its new stack (stackImage: one register read and one process_vm_readv, in
-// place of four /proc files, a fresh process's first /proc files being the kernel's
-// dearest) and its exe by one readlink once it runs; where the stack does not say it all
-// (a secure exec, an exec by /dev/fd, arguments past 32 KiB) the image is read from /proc by
-// a goroutine of its own while it runs, and told at its next stop or once read
-// (execImage); a new thread is told from a new process by
-// pidfd_open, which opens only a group's leader (no /proc entry made for it), and a fork
-// copies what its child inherits. An attach reads /proc on every CPU at once
-// (procfs.InParallel). BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench)
+// tracer's wait4 and PTRACE_CONT are; only a stop kept for a holder and a death are
+// consumed (a third). There is no SIGCHLD in the path: SIGCHLD's action is the kernel's
+// default (quietChildren), so neither a stop nor a death runs a handler, and there is no
+// os/signal goroutine and no channel hand-off to the locked thread. After a stop it polls
+// for 100 µs, because stops come in bursts, but only while polling pays (burst): where
+// stops come far apart (fork+exec) a tracer that never sleeps is preempted by the job it
+// just resumed, between a stop's peek and its resume, or yields its CPU to it. Then it does
+// not poll even once after a stop its blocking wait found: the next blocking wait finds the
+// next stop as soon, and a fork+exec costs the loop as many waits as the C tracer's. The
+// polls and the resumes do not wait for a tracee, so they are raw syscalls, of which the Go
+// scheduler is not told. A request from another goroutine (do) wakes the loop with a
+// thread-directed kick signal whose handler has SA_RESTART cleared, so waitid returns
+// EINTR; a request's lost kick is repeated every millisecond. An idle wait that must end in
+// time (queued events, an image being read, a fault whose verdict is Tick's) is ended
+// within 100 ms by one watching goroutine (watchWaits), never by a timer per wait; one that
+// need not lasts until a stop or a request: a tracer of a sleeping job sleeps. Work a stop
+// does not need is done after the tracee runs again, and off the loop thread where it can:
+// an exec'd process's argv, environment, uid and comm are read at its exec stop from its
+// new stack (stackImage: one register read and one process_vm_readv, in place of four /proc
+// files, a fresh process's first /proc files being the kernel's dearest) and its exe by one
+// readlink once it runs; where the stack does not say it all (a secure exec, an exec by
+// /dev/fd, arguments past 32 KiB) the image is read from /proc by a goroutine of its own
+// while it runs, and told at its next stop or once read (execImage); a new thread is told
+// from a new process by pidfd_open, which opens only a group's leader (no /proc entry made
+// for it), and a fork copies what its child inherits. An attach reads /proc on every CPU at
+// once (procfs.InParallel). BenchmarkEventCost and BenchmarkAttachDetach1000 (make bench)
 // measure each cost against a C floor tracer in the same run, BenchmarkJobTime what the
 // job's own clock sees.
 //

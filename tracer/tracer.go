@@ -128,7 +128,7 @@ func New(opts Options) *Tracer {
 	}
 	t.blocking = kickReady()
 	if t.blocking {
-		quietStops()
+		quietChildren()
 	} else {
 		signal.Notify(t.sigch, unix.SIGCHLD)
 	}
