@@ -197,11 +197,19 @@ type session struct {
 	// progress counts the events writeLoop has written and the --json writes the reader took
 	// (progressWriter): finish waits while it moves.
 	progress atomic.Int64
+	// waiting says writeLoop is inside a --json write, waiting for the reader to take it
+	// (progressWriter): only then is a stall the reader's. Writing a big event takes
+	// crashtui's own time first (a 100-process matrix with its sentences: seconds on a loaded
+	// machine), and a reader that waits for it meanwhile is not stalled.
+	waiting atomic.Bool
 	// unread is how many bytes wait in stdout's pipe for the reader (FIONREAD), -1 where it
 	// cannot say: the reader taking them is progress too, even while crashtui's own writer
 	// has not run to write more (a loaded machine).
 	unread func() int
 	header sessions.Header
+	// stop is how the command is told to stop (quit, but for tests): finish lets a stalled
+	// reader go only once told.
+	stop *stopSignals
 
 	stdoutGone chan struct{} // closed at the first failed --json write (the consumer went away)
 	goneOnce   sync.Once
@@ -210,7 +218,7 @@ type session struct {
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
-		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{})}
+		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{}), stop: &quit}
 	if c.reduce {
 		// Before applyLoop starts: it reads both.
 		s.reduced, s.passUp = true, passUp()
@@ -222,7 +230,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 		s.queue = newEventQueue()
 	}
 	if c.json {
-		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress})
+		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress, &s.waiting})
 		s.unread = unreadOf(stdout)
 		s.enc = json.NewEncoder(s.out)
 		s.enc.SetEscapeHTML(false)
@@ -469,16 +477,17 @@ func (s *session) finish(host string) sessions.Summary {
 		s.queue.close()
 	}
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
-	// seconds (a quarter of one after a second signal) does not keep it from exiting. One
-	// that keeps reading gets everything, the summary last.
+	// seconds (a quarter of one after a second signal) while crashtui waits for it does not
+	// keep it from exiting. One that keeps reading gets everything, the summary last, however
+	// long crashtui itself takes to write an event.
 	pending := func() int { return -1 }
 	if s.unread != nil {
 		pending = s.unread
 	}
 	for last, waiting := s.progress.Load(), pending(); ; {
-		stall, second := 2*time.Second, quit.second
+		stall, second := 2*time.Second, s.stop.second
 		select {
-		case <-quit.second:
+		case <-s.stop.second:
 			stall, second = 250*time.Millisecond, nil
 		default:
 		}
@@ -487,12 +496,12 @@ func (s *session) finish(host string) sessions.Summary {
 		case <-second:
 			continue // told again while waiting: wait less
 		case <-time.After(stall):
-			if now, in := s.progress.Load(), pending(); now != last || in < waiting {
+			if now, in := s.progress.Load(), pending(); now != last || in < waiting || !s.waiting.Load() {
 				last, waiting = now, in
 				continue
 			}
 			select {
-			case <-quit.first:
+			case <-s.stop.first:
 			default:
 				continue // not told to stop: a slow reader is waited for
 			}
@@ -511,8 +520,9 @@ func (s *session) finish(host string) sessions.Summary {
 // two seconds without any, must not cut that line (and lose the summary after it) because
 // the whole line took longer than that.
 type progressWriter struct {
-	w io.Writer
-	n *atomic.Int64
+	w       io.Writer
+	n       *atomic.Int64
+	waiting *atomic.Bool // set while a write waits for the reader
 }
 
 // progressChunk is a page, the least a pipe holds: a write of it completes as soon as the
@@ -522,6 +532,8 @@ const progressChunk = 4 << 10
 
 func (p progressWriter) Write(b []byte) (int, error) {
 	done := 0
+	p.waiting.Store(true)
+	defer p.waiting.Store(false)
 	for done < len(b) {
 		n, err := p.w.Write(b[done:min(len(b), done+progressChunk)])
 		done += n
@@ -702,9 +714,12 @@ func signalContext() (context.Context, func()) {
 // summary is not waited for: a --json reader that never reads cannot hold crashtui). The
 // handlers are installed by catchSignals, the first thing main does, so no signal in the
 // first milliseconds takes the default action, and nothing is attached before.
-var quit = struct {
+var quit = stopSignals{make(chan struct{}), make(chan struct{})}
+
+// stopSignals are closed at the first and at the second signal to stop.
+type stopSignals struct {
 	first, second chan struct{}
-}{make(chan struct{}), make(chan struct{})}
+}
 
 // catchSignals installs crashtui's handlers. SIGPIPE stays caught for the whole run: a write
 // to a closed stdout (the summary, an error message) must fail with EPIPE, not kill crashtui.

@@ -583,3 +583,60 @@ func TestEmitNeverWaitsForTheScreen(t *testing.T) {
 	}
 	s.finish("")
 }
+
+// slowBody is an event that takes crashtui d to write, as a 100-process matrix with its
+// sentences does on a loaded machine.
+type slowBody struct{ d time.Duration }
+
+func (slowBody) Kind() sessions.Kind { return "slow" }
+
+func (b slowBody) MarshalJSON() ([]byte, error) {
+	time.Sleep(b.d)
+	return []byte(`{"slow":true}`), nil
+}
+
+// TestFinishWaitsForItsOwnWriting: told to stop, finish lets a reader that takes nothing for
+// two seconds go, but not while crashtui itself is still writing an event: a reader that
+// reads all along gets everything, the summary last. (Beside two CPU hogs, the matrix of
+// TestMatrixSignalDetaches took crashtui more than two seconds to write: crashtui exited in
+// the middle of its line, without the summary.)
+func TestFinishWaitsForItsOwnWriting(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	s, err := newSession(&common{json: true}, w, "test", "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stop = &stopSignals{make(chan struct{}), make(chan struct{})}
+	close(s.stop.first) // told to stop
+	read := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), `"event":"summary"`) {
+				break
+			}
+		}
+		read <- lines
+	}()
+	s.emit(sessions.Event{Time: time.Now(), Body: slowBody{3 * time.Second}})
+	s.finish("")
+	select {
+	case <-s.written:
+	default:
+		t.Fatal("finish returned while crashtui was still writing an event")
+	}
+	select {
+	case lines := <-read:
+		if len(lines) != 2 || !strings.Contains(lines[0], `"slow":true`) || !strings.Contains(lines[1], `"event":"summary"`) {
+			t.Errorf("the reader got %q, want the slow event, then the summary", lines)
+		}
+	case <-patience.After(30 * time.Second):
+		t.Fatal("the reader never got the summary")
+	}
+}
