@@ -477,9 +477,10 @@ func (s *session) finish(host string) sessions.Summary {
 		s.queue.close()
 	}
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
-	// seconds (a quarter of one after a second signal) while crashtui waits for it does not
-	// keep it from exiting. One that keeps reading gets everything, the summary last, however
-	// long crashtui itself takes to write an event.
+	// seconds while crashtui waits for it does not keep it from exiting. One that keeps
+	// reading gets everything, the summary last, however long crashtui itself takes to
+	// write an event. Told a second time, a quarter of a second without progress ends the
+	// wait, whatever the writer is doing.
 	pending := func() int { return -1 }
 	if s.unread != nil {
 		pending = s.unread
@@ -496,7 +497,7 @@ func (s *session) finish(host string) sessions.Summary {
 		case <-second:
 			continue // told again while waiting: wait less
 		case <-time.After(stall):
-			if now, in := s.progress.Load(), pending(); now != last || in < waiting || !s.waiting.Load() {
+			if now, in := s.progress.Load(), pending(); now != last || in < waiting || (second != nil && !s.waiting.Load()) {
 				last, waiting = now, in
 				continue
 			}

@@ -584,14 +584,14 @@ func TestEmitNeverWaitsForTheScreen(t *testing.T) {
 	s.finish("")
 }
 
-// slowBody is an event that takes crashtui d to write, as a 100-process matrix with its
-// sentences does on a loaded machine.
-type slowBody struct{ d time.Duration }
+// slowBody is an event that takes crashtui until release is closed to write, as a
+// 100-process matrix with its sentences takes seconds on a loaded machine.
+type slowBody struct{ release chan struct{} }
 
 func (slowBody) Kind() sessions.Kind { return "slow" }
 
 func (b slowBody) MarshalJSON() ([]byte, error) {
-	time.Sleep(b.d)
+	<-b.release
 	return []byte(`{"slow":true}`), nil
 }
 
@@ -624,7 +624,9 @@ func TestFinishWaitsForItsOwnWriting(t *testing.T) {
 		}
 		read <- lines
 	}()
-	s.emit(sessions.Event{Time: time.Now(), Body: slowBody{3 * time.Second}})
+	release := make(chan struct{})
+	time.AfterFunc(3*time.Second, func() { close(release) }) // past finish's two seconds
+	s.emit(sessions.Event{Time: time.Now(), Body: slowBody{release}})
 	s.finish("")
 	select {
 	case <-s.written:
@@ -638,5 +640,42 @@ func TestFinishWaitsForItsOwnWriting(t *testing.T) {
 		}
 	case <-patience.After(30 * time.Second):
 		t.Fatal("the reader never got the summary")
+	}
+}
+
+// TestFinishAfterASecondSignal: told to stop a second time, finish waits no more for the
+// writer, even one busy with an event of crashtui's own (it ends when nothing moves for a
+// quarter of a second): a second signal always ends crashtui.
+func TestFinishAfterASecondSignal(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	go io.Copy(io.Discard, r)
+	s, err := newSession(&common{json: true}, w, "test", "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stop = &stopSignals{make(chan struct{}), make(chan struct{})}
+	close(s.stop.first)
+	close(s.stop.second)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	s.emit(sessions.Event{Time: time.Now(), Body: slowBody{release}}) // never written before finish returns
+	returned := make(chan struct{})
+	go func() {
+		s.finish("")
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-patience.After(10 * time.Second):
+		t.Fatal("finish still waits for the writer after a second signal")
+	}
+	select {
+	case <-s.written:
+		t.Fatal("the event was written: the writer was never waited on")
+	default:
 	}
 }
