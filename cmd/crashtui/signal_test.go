@@ -595,6 +595,10 @@ func (b slowBody) MarshalJSON() ([]byte, error) {
 	return []byte(`{"slow":true}`), nil
 }
 
+// pipeOnly is a pipe's write end as a plain io.Writer: the session does not watch it for its
+// reader (watchReader reads the *os.File's descriptor, which the test's Close would race).
+type pipeOnly struct{ io.Writer }
+
 // TestFinishWaitsForItsOwnWriting: told to stop, finish lets a reader that takes nothing for
 // two seconds go, but not while crashtui itself is still writing an event: a reader that
 // reads all along gets everything, the summary last. (Beside two CPU hogs, the matrix of
@@ -606,7 +610,7 @@ func TestFinishWaitsForItsOwnWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
-	s, err := newSession(&common{json: true}, w, "test", "attach")
+	s, err := newSession(&common{json: true}, pipeOnly{w}, "test", "attach")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +657,7 @@ func TestFinishAfterASecondSignal(t *testing.T) {
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
 	go io.Copy(io.Discard, r)
-	s, err := newSession(&common{json: true}, w, "test", "attach")
+	s, err := newSession(&common{json: true}, pipeOnly{w}, "test", "attach")
 	if err != nil {
 		t.Fatal(err)
 	}
