@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +25,10 @@ type Screen struct {
 	mu  sync.Mutex
 	emu *vt.Emulator
 	raw []byte // everything the program wrote, for the sequences a screen does not show
-	ptm *os.File
-	TTY *os.File // the program's side: its stdin, stdout and stderr
+	// wrote is when the program's output last reached the emulator.
+	wrote time.Time
+	ptm   *os.File
+	TTY   *os.File // the program's side: its stdin, stdout and stderr
 }
 
 // Open makes a pty of cols×rows with an emulator attached; the pty is closed at cleanup (after
@@ -63,7 +66,27 @@ func (s *Screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.raw = append(s.raw, p...)
+	s.wrote = time.Now()
 	return s.emu.Write(p)
+}
+
+// frameEnd is how Bubble Tea ends every frame on the alternate screen: the cursor put at
+// the start of the last line ("\x1b[ROWS;H"). A frame is one write to the terminal, but the
+// pty hands it to the reader in pieces, and a screen read between two pieces shows the top of
+// the new frame over the bottom of the old one.
+var frameEnd = regexp.MustCompile(`\x1b\[[0-9]+;H$`)
+
+// settleAfter is how long a screen whose output does not end a frame must stay unchanged to
+// count as drawn (a program that is not Bubble Tea's, or a write that is not a frame).
+var settleAfter = 100 * time.Millisecond
+
+// snapshot is the screen as text and whether it is whole: the output ends a frame, or has
+// not changed for settleAfter.
+func (s *Screen) snapshot() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tail := s.raw[max(0, len(s.raw)-16):]
+	return s.emu.String(), frameEnd.Match(tail) || time.Since(s.wrote) >= settleAfter
 }
 
 // Raw is everything the program has written so far: the escape sequences that change no
@@ -132,15 +155,19 @@ func (s *Screen) WaitFor(t testing.TB, timeout time.Duration, want ...string) st
 }
 
 // WaitUntil polls the screen until missing says nothing is missing from it (""), or fails the
-// test after timeout with what missing said last.
+// test after timeout with what missing said last. Only a whole frame is asked (see
+// snapshot): what a test goes on to check in the text returned is all of one frame.
 func (s *Screen) WaitUntil(t testing.TB, timeout time.Duration, missing func(txt string) string) string {
 	t.Helper()
 	deadline := patience.New(timeout) // in quiet-machine time: it stretches under load
 	for {
-		txt := s.Text()
+		txt, whole := s.snapshot()
 		m := missing(txt)
-		if m == "" {
+		if m == "" && whole {
 			return txt
+		}
+		if m == "" {
+			m = "a whole frame (the output stops inside one)"
 		}
 		if deadline.Passed() {
 			t.Fatalf("the screen never showed %s:\n%s", m, txt)

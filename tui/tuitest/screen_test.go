@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,5 +58,41 @@ func TestKeyWaitsForTheScreen(t *testing.T) {
 	msg := keyOutcome(t, s, "y")
 	if !strings.Contains(msg, `did not change`) || !strings.Contains(msg, "x") {
 		t.Fatalf("Key on a silent screen: %q, want a failure showing the screen", msg)
+	}
+}
+
+// A frame that reaches the emulator in two pieces: WaitUntil, finding what it waits for in
+// the first, returns only once the second has come, so that the text it returns is one
+// frame's. The second piece is written only once the wait has seen the first.
+func TestWaitForTakesWholeFrames(t *testing.T) {
+	settle := settleAfter
+	settleAfter = time.Hour // only the end of a frame says it is drawn
+	t.Cleanup(func() { settleAfter = settle })
+	s := Open(t, 40, 3)
+	frame := func(top, bottom string) string {
+		return "\x1b[H" + top + "\x1b[K\r\nmiddle\x1b[K\r\n" + bottom + "\x1b[K\x1b[3;H"
+	}
+	s.Write([]byte(frame("old top", "old bottom")))
+	next := frame("new top", "new bottom")
+	cut := strings.Index(next, "middle")
+	s.Write([]byte(next[:cut]))
+	rest := make(chan struct{})
+	go func() {
+		<-rest
+		s.Write([]byte(next[cut:]))
+	}()
+	if txt, whole := s.snapshot(); !strings.Contains(txt, "new top") || whole {
+		t.Fatalf("half a frame: the screen shows %q, whole %v; want the new top, not whole", txt, whole)
+	}
+	var once sync.Once
+	txt := s.WaitUntil(t, 10*time.Second, func(txt string) string {
+		if !strings.Contains(txt, "new top") {
+			return `"new top"`
+		}
+		once.Do(func() { close(rest) })
+		return ""
+	})
+	if !strings.Contains(txt, "new bottom") {
+		t.Errorf("WaitUntil returned half a frame:\n%s", txt)
 	}
 }
