@@ -65,6 +65,10 @@ type Options struct {
 	GuestLog string
 }
 
+// quitGrace is how long Run's quit on ctx's end may take before Bubble Tea is killed: an
+// event loop that is not taking messages never sees the quit.
+const quitGrace = 2 * time.Second
+
 // Run runs the program until the user quits (q detaches first when a tracer is attached) or
 // ctx ends (then ctx's error), and returns the final State. Run installs no signal handler:
 // the caller ends ctx on SIGINT, SIGTERM and SIGHUP.
@@ -112,9 +116,22 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	// Signals are the caller's: ctx ends on them (crashtui's signalContext). Bubble Tea's own
 	// SIGINT/SIGTERM handler raced with that: when ctx ended first, its handler blocked
 	// forever sending InterruptMsg to the stopped event loop, and Run never returned.
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
+	//
+	// ctx's end is a quit, not Bubble Tea's kill (WithContext): a kill closes the input
+	// reader's cancel pipe without waiting for the read loop, which may still be asking it
+	// for its descriptor (a data race in cancelreader that -race reports). A quit waits for
+	// the read loop, and draws the last frame. Kill follows if the quit is not taken in time.
+	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out),
 		tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler())
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(quitGrace, p.Kill)
+		p.Quit()
+	})
+	defer stop()
 	_, err := p.Run()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if cast != nil {
 		if cerr := cast.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("asciicast: %w", cerr)
