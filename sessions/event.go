@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -585,39 +586,58 @@ type envelope struct {
 }
 
 // MarshalJSON writes the flat wire form.
-func (e Event) MarshalJSON() ([]byte, error) {
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends the flat wire form (MarshalJSON's bytes) to dst. A --json stream's
+// writer appends each event to one buffer it reuses, and writes it with a newline: that is
+// what json.Encoder writes for an Event, less a second pass of encoding/json over the bytes
+// (an encoder compacts a Marshaler's output again) and two encoders and buffers an event.
+func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	if e.Body == nil {
-		return nil, fmt.Errorf("marshal event: no body")
+		return dst, fmt.Errorf("marshal event: no body")
 	}
-	head, err := marshalRaw(envelope{Event: e.Body.Kind(), Time: e.Time, Host: e.Host})
+	m := rawPool.Get().(*rawEncoder)
+	defer rawPool.Put(m)
+	head, err := m.marshal(envelope{Event: e.Body.Kind(), Time: e.Time, Host: e.Host})
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	body, err := marshalRaw(e.Body)
+	start := len(dst)
+	dst = append(dst, head...) // before the body's marshalling reuses m's buffer
+	body, err := m.marshal(e.Body)
 	if err != nil {
-		return nil, fmt.Errorf("marshal %s event: %w", e.Body.Kind(), err)
+		return dst[:start], fmt.Errorf("marshal %s event: %w", e.Body.Kind(), err)
 	}
 	if len(body) <= 2 { // "{}"
-		return head, nil
+		return dst, nil
 	}
-	out := make([]byte, 0, len(head)+len(body))
-	out = append(out, head[:len(head)-1]...)
-	out = append(out, ',')
-	out = append(out, body[1:]...)
-	return out, nil
+	dst[len(dst)-1] = ','
+	return append(dst, body[1:]...), nil
 }
 
-// marshalRaw is json.Marshal without HTML escaping: abort messages and paths quote '<', '>'
-// and '&' (assertion text, "a < b"), which json.Marshal would write as \u003c, unreadable to a
-// person reading the JSON Lines. (An encoder that escapes HTML still re-escapes this output.)
-func marshalRaw(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// rawEncoder is json.Marshal without HTML escaping, and the buffer it writes to, kept
+// between events: abort messages and paths quote '<', '>' and '&' (assertion text, "a < b"),
+// which json.Marshal would write as \u003c, unreadable to a person reading the JSON Lines.
+// (An encoder that escapes HTML still re-escapes this output.)
+type rawEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var rawPool = sync.Pool{New: func() any {
+	m := &rawEncoder{}
+	m.enc = json.NewEncoder(&m.buf)
+	m.enc.SetEscapeHTML(false)
+	return m
+}}
+
+// marshal is v's JSON, terminal controls escaped (escapeTerminal), valid until m's next use.
+func (m *rawEncoder) marshal(v any) ([]byte, error) {
+	m.buf.Reset()
+	if err := m.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return escapeTerminal(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	return escapeTerminal(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))), nil
 }
 
 // escapeTerminal rewrites, inside encoding/json's output, what it leaves raw but a terminal

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -181,7 +180,7 @@ type session struct {
 	state   *sessions.State
 	json    bool
 	out     *bufio.Writer // --json
-	enc     *json.Encoder
+	line    []byte        // writeJSON's, kept between events
 	rec     *sessions.Recorder
 	recF    *outfile.File
 	in      batchQueue[sessions.Event] // emitted, to applyLoop
@@ -232,8 +231,6 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 	if c.json {
 		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress, &s.waiting})
 		s.unread = unreadOf(stdout)
-		s.enc = json.NewEncoder(s.out)
-		s.enc.SetEscapeHTML(false)
 	}
 	if c.record != "" {
 		// A recording can be read (replayed, tailed) while it grows.
@@ -270,10 +267,8 @@ func (s *session) writeLoop() {
 		}
 		for _, it := range batch {
 			e := it.e
-			if s.enc != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
-				if err := s.enc.Encode(withSentences(e)); err != nil {
-					s.fail(err)
-				}
+			if s.out != nil && s.stdoutErr == nil && it.json && e.Kind() != sessions.KindSession {
+				s.writeJSON(withSentences(e))
 			}
 			if it.record {
 				s.rec.Record(e)
@@ -283,13 +278,33 @@ func (s *session) writeLoop() {
 		s.writes.recycle(batch)
 		// Flushed when caught up, once a batch: a reader sees each event promptly, and a
 		// storm of events costs one write per batch, not one per event.
-		if s.enc != nil && s.stdoutErr == nil {
+		if s.out != nil && s.stdoutErr == nil {
 			if err := s.out.Flush(); err != nil {
 				s.fail(err)
 			}
 		}
 	}
 }
+
+// writeJSON writes e as one JSON line to --json (the bytes a json.Encoder that does not
+// escape HTML writes, without its second pass over them), through one buffer kept between
+// events.
+func (s *session) writeJSON(e sessions.Event) {
+	var err error
+	if s.line, err = e.AppendJSON(s.line[:0]); err == nil {
+		s.line = append(s.line, '\n')
+		_, err = s.out.Write(s.line)
+	}
+	if cap(s.line) > maxKeptLine {
+		s.line = nil // a big matrix's line is not kept for the small ones after it
+	}
+	if err != nil {
+		s.fail(err)
+	}
+}
+
+// maxKeptLine is the biggest line buffer writeJSON keeps for the next event.
+const maxKeptLine = 64 << 10
 
 // fail records the first failed --json write (the consumer went away).
 func (s *session) fail(err error) {
@@ -335,7 +350,7 @@ func (s *session) applyLoop() {
 func (s *session) toWrite(batch []sessions.Event) []writeItem {
 	var items []writeItem
 	for _, e := range batch {
-		it := writeItem{e: e, json: s.enc != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
+		it := writeItem{e: e, json: s.out != nil && (!s.reduced || s.passUp(e)), record: s.rec != nil}
 		if it.json || it.record {
 			items = append(items, it)
 		}
