@@ -3,8 +3,6 @@ package sessions
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,22 +47,8 @@ func TestJSONEscapesTerminalControls(t *testing.T) {
 // recording in demo/ and for events with a host, '<' and '&', terminal controls and no
 // fields.
 func TestAppendJSONWritesWhatAnEncoderWrites(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "demo", "sessions", "*.jsonl"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no recordings in demo/sessions: %v", err)
-	}
-	paths = append(paths, filepath.Join("..", "demo", "session.jsonl"))
 	var evs []Event
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, es, err := ReadRecording(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+	for _, es := range demoRecordings(t) {
 		evs = append(evs, es...)
 	}
 	at := time.Unix(1, 5).UTC()
@@ -83,8 +67,8 @@ func TestAppendJSONWritesWhatAnEncoderWrites(t *testing.T) {
 		if err := enc.Encode(e); err != nil {
 			t.Fatal(err)
 		}
-		line, err = e.AppendJSON(line[:len("kept:")])
-		if err != nil {
+		var err error
+		if line, err = e.AppendJSON(line[:len("kept:")]); err != nil {
 			t.Fatal(err)
 		}
 		if got := string(line) + "\n"; got != "kept:"+want.String() {
