@@ -106,6 +106,27 @@ func waitEvents(ch <-chan sessions.Event, prev time.Time) tea.Cmd {
 	}
 }
 
+// waitChanged is waitEvents for a session whose owner reduces the events into the State
+// the TUI reads: it blocks for a change, then waits until eventFrame has passed since prev.
+// The wake carries no event, so a storm costs the session's owner a channel send that
+// finds the channel full, and this goroutine one wake a frame.
+func waitChanged(ch <-chan struct{}, prev time.Time) tea.Cmd {
+	return func() tea.Msg {
+		if _, ok := <-ch; !ok {
+			return eventsMsg{closed: true}
+		}
+		if wait := eventFrame - time.Since(prev); wait > 0 {
+			time.Sleep(wait)
+		}
+		select {
+		case _, ok := <-ch:
+			return eventsMsg{closed: !ok, at: time.Now()}
+		default:
+			return eventsMsg{at: time.Now()}
+		}
+	}
+}
+
 // Model is the whole program's state (glow style: a small enum of tabs and overlays routes
 // Update and View). It implements tea.Model on a pointer.
 type Model struct {
@@ -119,6 +140,7 @@ type Model struct {
 	recording string
 	ctrl      Controller
 	events    <-chan sessions.Event
+	changed   <-chan struct{} // Options.Changed: events, when the session's owner reduces them
 	finished  bool
 	detached  bool
 	message   string
@@ -192,7 +214,7 @@ func (m *Model) ntabs() int {
 // NewModel builds the program's model. Tests drive it with Update and read View.
 func NewModel(o Options, st *views.Styles) *Model {
 	m := &Model{st: st, keys: DefaultKeyMap(), help: help.New(), state: sessions.NewState(),
-		header: o.Header, mode: o.Mode, recording: o.Recording, ctrl: o.Control, events: o.Events,
+		header: o.Header, mode: o.Mode, recording: o.Recording, ctrl: o.Control, events: o.Events, changed: o.Changed,
 		now: time.Now, width: 80, height: 24}
 	m.help.Styles.ShortKey = st.Bold
 	m.help.Styles.FullKey = st.Bold
@@ -219,12 +241,14 @@ func NewModel(o Options, st *views.Styles) *Model {
 	}
 	if o.State != nil && o.Lock != nil && o.Replay == nil {
 		m.state, m.lock = o.State, o.Lock
+	} else {
+		m.changed = nil // a State of its own is reduced from Events
 	}
 	if o.Replay != nil || o.Mode == "replay" {
 		m.mode = "replay"
 		m.replay = o.Replay
 		m.player = sessions.NewPlayer(o.Replay)
-		m.events = nil
+		m.events, m.changed = nil, nil
 		m.story = views.StoryTitle(o.Replay)
 		if !o.Tour {
 			// A recording opens at its first frame, paused: the job as crashtui found it, its
@@ -236,7 +260,7 @@ func NewModel(o Options, st *views.Styles) *Model {
 			m.storyAt = m.player.Index()
 		}
 	}
-	if m.events == nil && m.player == nil {
+	if m.events == nil && m.changed == nil && m.player == nil {
 		m.finished = true // nothing will ever arrive
 	}
 	return m
@@ -284,8 +308,18 @@ func (m *Model) initWait() tea.Cmd {
 	switch {
 	case m.player != nil:
 		return m.tick(0)
+	}
+	return m.waitMore(time.Time{})
+}
+
+// waitMore waits for what the session does next, eventFrame after prev: a change of the
+// session's own State, or events to reduce.
+func (m *Model) waitMore(prev time.Time) tea.Cmd {
+	switch {
+	case m.changed != nil:
+		return waitChanged(m.changed, prev)
 	case m.events != nil:
-		return waitEvents(m.events, time.Time{})
+		return waitEvents(m.events, prev)
 	}
 	return nil
 }
@@ -384,13 +418,13 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if msg.closed {
 			m.finished = true
-			m.events = nil
+			m.events, m.changed = nil, nil
 			if m.overlay == quitOverlay {
 				m.overlay = noOverlay
 			}
 			return m, tour
 		}
-		return m, tea.Batch(waitEvents(m.events, msg.at), tour)
+		return m, tea.Batch(m.waitMore(msg.at), tour)
 	case sourceMsg:
 		if m.stk.sourceOf == msg.key {
 			m.stk.source = append([]string{}, msg.lines...) // never nil: nil asks for a read

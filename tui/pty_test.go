@@ -3,7 +3,9 @@ package tui
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,51 @@ func TestRunLiveOnPty(t *testing.T) {
 	}
 	if got := rec.Calls(); len(got) != 1 || got[0] != "detach" {
 		t.Fatalf("controller calls %v, want [detach]", got)
+	}
+}
+
+// A session whose owner reduces the events (State, Lock) tells the TUI only that the State
+// changed (Changed): what was applied before a wake is on the screen after it, and the
+// channel's close says the job finished.
+func TestChangedWakesTheScreen(t *testing.T) {
+	t.Setenv("TERM", "xterm-256color")
+	scr := tuitest.Open(t, 100, 30)
+	st := sessions.NewState()
+	var mu sync.Mutex
+	changed := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Options{State: st, Lock: &mu, Changed: changed, Header: viewtest.Header(), Mode: "attach",
+			Input: scr.TTY, Output: scr.TTY})
+		done <- err
+	}()
+	scr.WaitFor(t, 15*time.Second, "● live", "procs 0/0")
+	evs := viewtest.Events()
+	procs := 0
+	mu.Lock()
+	for _, e := range evs {
+		st.Apply(e)
+		if e.Kind() == sessions.KindProcess {
+			procs++
+		}
+	}
+	mu.Unlock()
+	if procs == 0 {
+		t.Fatal("the fixture has no process event")
+	}
+	changed <- struct{}{}
+	scr.WaitFor(t, 15*time.Second, fmt.Sprintf("%d processes · sort", len(st.Procs)), "mpirun -np 4")
+	close(changed)
+	scr.WaitFor(t, 15*time.Second, "job finished")
+	scr.Type("q")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("q did not end the program:\n%s", scr.Text())
 	}
 }

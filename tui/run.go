@@ -35,7 +35,7 @@ type Controller interface {
 
 // Options configure Run.
 type Options struct {
-	Events    <-chan sessions.Event // live events (closed when the tracer is done); nil in replay
+	Events    <-chan sessions.Event // live events the TUI reduces itself (closed when the tracer is done); nil in replay and with Changed
 	Replay    []sessions.Event      // a recorded session, played at original pace with pause (space), step (→), speed (+/-), seek
 	Header    sessions.Header       // for the header line (job, arch, kernel)
 	Mode      string                // "attach", "run", "demo", "replay"
@@ -48,9 +48,13 @@ type Options struct {
 	Output      io.Writer // nil = stdin/stdout (tests use a pty)
 	// State, when not nil, is the session's own State, which its owner reduces the events
 	// into under Lock: the TUI then reads it (under Lock) instead of reducing the events a
-	// second time, and Events only wakes it. One reducer for live, JSON and replay.
+	// second time. One reducer for live, JSON and replay.
 	State *sessions.State
 	Lock  sync.Locker
+	// Changed, with State and Lock, says the State changed (closed when the tracer is done):
+	// the owner sends on it without blocking (a full channel has the wake already) instead
+	// of handing each event over, which the TUI would only count.
+	Changed <-chan struct{}
 	// Tour starts the guided tour (tour.go).
 	Tour bool
 	// RanksLog is the file the ranks write their stdout and stderr to (crashtui run): the

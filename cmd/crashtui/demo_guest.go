@@ -163,10 +163,10 @@ func demoGuest(c *common, archName, cpu string, stdout, stderr io.Writer) error 
 	} else {
 		go func() {
 			<-streamed
-			s.queue.close() // the guest ended: the session stays for reading
+			s.changes.close() // the guest ended: the session stays for reading
 		}()
 		every, _ := time.ParseDuration(sampleEvery)
-		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header,
+		err = runTUI(ctx, c, tui.Options{Changed: s.changes.ch, State: s.state, Lock: &s.mu, Header: s.header,
 			Mode: "demo", Control: g, Recording: c.record, SampleEvery: every, GuestLog: logPath})
 	}
 	// A guest that ended before it was asked to (a failed build, a boot that did not come

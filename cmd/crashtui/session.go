@@ -184,7 +184,7 @@ type session struct {
 	rec     *sessions.Recorder
 	recF    *outfile.File
 	in      batchQueue[sessions.Event] // emitted, to applyLoop
-	queue   *eventQueue                // to the TUI
+	changes *changes                   // to the TUI
 	writes  batchQueue[writeItem]      // applied, to writeLoop (--json, recording)
 	applied chan struct{}
 	written chan struct{}
@@ -226,7 +226,7 @@ func newSession(c *common, stdout io.Writer, job, mode string) (*session, error)
 	s.in.init()
 	s.writes.init()
 	if !c.json {
-		s.queue = newEventQueue()
+		s.changes = &changes{ch: make(chan struct{}, 1)}
 	}
 	if c.json {
 		s.out = bufio.NewWriter(progressWriter{stdout, &s.progress, &s.waiting})
@@ -328,12 +328,12 @@ func (s *session) applyLoop() {
 		}
 		// Handed to the writer under mu, so what a reducer says of the State (emitUp, under
 		// mu too) comes after the events it has seen.
-		s.writes.pushAll(s.toWrite(batch))
+		if items := s.toWrite(batch); len(items) > 0 {
+			s.writes.pushAll(items) // nothing to write (the TUI without --record) wakes no one
+		}
 		s.mu.Unlock()
-		if s.queue != nil {
-			for _, e := range batch {
-				s.queue.push(e)
-			}
+		if s.changes != nil {
+			s.changes.note()
 		}
 		s.in.done(len(batch))
 		s.in.recycle(batch)
@@ -488,8 +488,8 @@ func (s *session) finish(host string) sessions.Summary {
 	s.emit(sessions.Event{Time: time.Now(), Host: host, Body: sum})
 	s.in.close()
 	<-s.applied
-	if s.queue != nil {
-		s.queue.close()
+	if s.changes != nil {
+		s.changes.close()
 	}
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
 	// seconds while crashtui waits for it does not keep it from exiting. One that keeps
@@ -660,58 +660,35 @@ func (q *batchQueue[T]) close() {
 	q.cond.Broadcast()
 }
 
-// eventQueue is an unbounded FIFO between the tracer (which must never block on a slow
-// screen) and the TUI.
-type eventQueue struct {
+// changes tells the TUI that the State it reads has changed (tui.Options.Changed). The
+// TUI reads the State itself, under the session's lock, so it is told of a batch, never
+// handed its events: a storm of them costs applyLoop a send that finds the channel full,
+// and the TUI one wake a frame.
+type changes struct {
 	mu     sync.Mutex
-	items  []sessions.Event
+	ch     chan struct{}
 	closed bool
-	wake   chan struct{}
-	out    chan sessions.Event
 }
 
-func newEventQueue() *eventQueue {
-	q := &eventQueue{wake: make(chan struct{}, 1), out: make(chan sessions.Event, 64)}
-	go q.run()
-	return q
-}
-
-func (q *eventQueue) push(e sessions.Event) {
-	q.mu.Lock()
-	q.items = append(q.items, e)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+// note says the State changed: it never blocks.
+func (c *changes) note() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		select {
+		case c.ch <- struct{}{}:
+		default: // a wake is pending already
+		}
 	}
 }
 
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *eventQueue) run() {
-	for {
-		q.mu.Lock()
-		items, closed := q.items, q.closed
-		q.items = nil
-		q.mu.Unlock()
-		for _, e := range items {
-			q.out <- e
-		}
-		if closed && len(items) == 0 {
-			close(q.out)
-			return
-		}
-		if len(items) == 0 {
-			<-q.wake
-		}
+// close says nothing more will change (after the last batch); later notes are dropped.
+func (c *changes) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.ch)
 	}
 }
 

@@ -584,6 +584,48 @@ func TestEmitNeverWaitsForTheScreen(t *testing.T) {
 	s.finish("")
 }
 
+// TestTheScreenIsToldNotHanded: a TUI session tells the screen that its State changed, one
+// pending wake however many events came while the screen was busy (it reads the State
+// itself), never waiting for it; finish closes the channel, and a change noted after that
+// (the guest's session kept for reading) is dropped, not a panic.
+func TestTheScreenIsToldNotHanded(t *testing.T) {
+	s, err := newSession(&common{}, io.Discard, "test", "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		s.emit(sessions.Event{Time: time.Now(), Body: sessions.Error{Op: "test", Message: "x"}})
+		if i%100 == 0 {
+			s.settle() // a batch of its own: a wake each, all but the first found pending
+		}
+	}
+	s.settle()
+	if got := len(s.changes.ch); got != 1 {
+		t.Errorf("%d wakes pending, want 1", got)
+	}
+	<-s.changes.ch
+	s.finish("") // its summary is a change too: at most one wake, then the close
+	closed := false
+	for i := 0; i < 2 && !closed; i++ {
+		select {
+		case _, open := <-s.changes.ch:
+			closed = !open
+		case <-patience.After(30 * time.Second):
+			t.Fatal("finish did not close the channel")
+		}
+	}
+	if !closed {
+		t.Error("two wakes after finish: the channel is not closed")
+	}
+	s.changes.note() // must not send on the closed channel
+	s.mu.Lock()
+	n := len(s.state.Errors)
+	s.mu.Unlock()
+	if n != 1000 {
+		t.Errorf("%d of 1000 events applied", n)
+	}
+}
+
 // slowBody is an event that takes crashtui until release is closed to write, as a
 // 100-process matrix with its sentences takes seconds on a loaded machine.
 type slowBody struct{ release chan struct{} }

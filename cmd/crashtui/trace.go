@@ -209,7 +209,7 @@ func traceJob(c *common, stdout, stderr io.Writer, mode, jobName string, start f
 		}
 		err = waitJob(ctx, t)
 	} else {
-		err = runTUI(ctx, c, tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
+		err = runTUI(ctx, c, tui.Options{Changed: s.changes.ch, State: s.state, Lock: &s.mu, Header: s.header, Mode: mode,
 			Control: controller{t, mode, sp, c.grace}, Recording: c.record, SampleEvery: sp.interval(), Tour: c.tour, RanksLog: c.ranksLog})
 	}
 	ctl.stop() // no new asker while crashtui lets go of the job

@@ -233,7 +233,7 @@ func viewSession(c *common, o viewOptions, stdout io.Writer, open func(*session)
 	} else {
 		go func() {
 			<-done
-			s.queue.close() // every source ended: the view says so, and stays for reading
+			s.changes.close() // every source ended: the view says so, and stays for reading
 		}()
 		err = viewTUI(ctx, c, s, tty, down)
 	}
@@ -305,7 +305,7 @@ func passUp() func(sessions.Event) bool {
 // viewTUI shows the merged session; keys come from tty when stdin carries the events, and
 // requests go down to the sources the view launched.
 func viewTUI(ctx context.Context, c *common, s *session, tty *os.File, down *downstream) error {
-	o := tui.Options{Events: s.queue.out, State: s.state, Lock: &s.mu, Header: s.header, Mode: "view", Recording: c.record}
+	o := tui.Options{Changed: s.changes.ch, State: s.state, Lock: &s.mu, Header: s.header, Mode: "view", Recording: c.record}
 	if down.launched() {
 		o.Control = treeController{down}
 	}
