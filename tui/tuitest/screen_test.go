@@ -2,12 +2,14 @@ package tuitest
 
 import (
 	"fmt"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/demo/patience"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,5 +96,43 @@ func TestWaitForTakesWholeFrames(t *testing.T) {
 	})
 	if !strings.Contains(txt, "new bottom") {
 		t.Errorf("WaitUntil returned half a frame:\n%s", txt)
+	}
+}
+
+// A Remote answers a program's terminal queries once each, a query split between two writes
+// too, and keeps what the program writes after.
+func TestRemoteAnswersQueries(t *testing.T) {
+	r := OpenRemote(t, 80, 24)
+	want := ""
+	for _, q := range remoteAnswers {
+		want += q.answer
+	}
+	// In raw mode the program reads the answers as they come and writes them back, in
+	// octal so that they are not queries to answer again, then whatever else comes in a
+	// second: nothing, if each query was answered once.
+	script := fmt.Sprintf(`stty raw -echo; printf '\033]1'; sleep 0.3; printf '1;?\033\\\033[6n'; `+
+		`head -c %d | od -An -b | tr -d ' \n'; echo; echo "more:$(timeout 1 head -c 1 | od -An -b)."`, len(want))
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	octal := ""
+	for _, c := range []byte(want) {
+		octal += fmt.Sprintf("%03o", c)
+	}
+	for deadline := patience.New(30 * time.Second); !strings.Contains(r.Tail(), "more:"); time.Sleep(20 * time.Millisecond) {
+		if deadline.Passed() {
+			t.Fatalf("the program never read its answers; it wrote %q", r.Tail())
+		}
+	}
+	for deadline := patience.New(30 * time.Second); !strings.Contains(r.Tail(), "."); time.Sleep(20 * time.Millisecond) {
+		if deadline.Passed() {
+			t.Fatalf("the program never finished; it wrote %q", r.Tail())
+		}
+	}
+	if tail := r.Tail(); !strings.Contains(tail, octal) || !strings.Contains(tail, "more:.") {
+		t.Errorf("the program read %q, want the answers (%s) and nothing more", tail, octal)
 	}
 }
