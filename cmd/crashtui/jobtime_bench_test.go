@@ -87,6 +87,7 @@ func BenchmarkJobTime(b *testing.B) {
 			// (a busy machine only ever adds time); the ratios are taken round by round, both
 			// sides under the same load, and their medians reported.
 			ratios := map[string][]float64{}
+			modeAdded := map[string][]float64{} // µs a mode adds per event, round by round
 			var floorAdded []float64
 			added := map[string][]float64{} // context switches per event over the job's own
 			for round := 0; round < b.N*3; round++ {
@@ -106,11 +107,13 @@ func BenchmarkJobTime(b *testing.B) {
 				for _, m := range modes[2:] {
 					ct := float64(best[m]-best["plain"]) / float64(kind.n)
 					ratios[m] = append(ratios[m], ct/fl)
+					modeAdded[m] = append(modeAdded[m], ct/1000)
 				}
 			}
 			b.ReportMetric(medianOf(floorAdded), "floor-us/event")
 			for _, m := range modes[2:] {
 				b.ReportMetric(medianOf(ratios[m]), m+"/floor")
+				b.ReportMetric(medianOf(modeAdded[m]), m+"-us/event")
 			}
 			for _, m := range []string{"floor", "json", "json-live"} {
 				b.ReportMetric(medianOf(added[m]), m+"-switches/event")

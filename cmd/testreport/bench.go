@@ -41,6 +41,7 @@ var table = []section{
 		{bench: "BenchmarkEventCost/thread", label: "one thread created", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
 		{bench: "BenchmarkEventCost/fork", label: "one fork+exec", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
 	}},
+	{"end to end: the job's own clock, time added per event (json: run --json; live: with --matrix measure --sample-every 5s; tui: the TUI on a drained pty)", jobTimeRows()},
 	{"attach and detach, 1000 processes (floor: floor.c -attach; stops: untraced noise)", []row{
 		{bench: "BenchmarkAttachDetach1000", label: "attach, per process", metric: "attach-us/process", floor: "floor-attach-us/process", unit: "µs", ratio: "attach/floor", valueGoal: 100},
 		{bench: "BenchmarkAttachDetach1000", label: "longest stop, attaching", metric: "attach-longest-stop-ms", floor: "untraced-longest-ms", unit: "ms", valueGoal: 5},
@@ -58,6 +59,23 @@ var table = []section{
 		{bench: "BenchmarkCrashStorm", label: "each later crash (warm)", metric: "ms/warm-crash", unit: "ms", valueGoal: 0.5, strict: true},
 		{bench: "BenchmarkCrashStorm", label: "first to last", metric: "ms/first-to-last", unit: "ms"},
 	}},
+}
+
+// jobTimeRows are BenchmarkJobTime's figures (issue 23 item 4): for each kind of event and
+// each way a user runs crashtui, the time it adds to the job against the floor tracer's,
+// round by round; then the context switches --json adds, beside the floor's (no goal).
+func jobTimeRows() []row {
+	var rows []row
+	for _, k := range []struct{ bench, name string }{{"signal", "signal"}, {"thread", "thread"}, {"fork", "fork+exec"}} {
+		bench := "BenchmarkJobTime/" + k.bench
+		for _, m := range []struct{ mode, label string }{{"json", "json"}, {"json-live", "live"}, {"tui", "tui"}} {
+			rows = append(rows, row{bench: bench, label: k.name + ", " + m.label, metric: m.mode + "-us/event",
+				floor: "floor-us/event", unit: "µs", ratio: m.mode + "/floor", ratioGoal: 1.3})
+		}
+		rows = append(rows, row{bench: bench, label: k.name + ", json switches", metric: "json-switches/event",
+			floor: "floor-switches/event", unit: "/ev"})
+	}
+	return rows
 }
 
 // result is one benchmark line: its metrics by unit.

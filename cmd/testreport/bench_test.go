@@ -19,6 +19,7 @@ BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 cras
     floor_bench_test.go:60: gcc: exit status 1
 BenchmarkEventCost/other-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event
 BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
+BenchmarkJobTime/fork-2         	       2	51714074563 ns/op	        10.58 floor-switches/event	       711.0 floor-us/event	        14.50 json-live-switches/event	         1.442 json-live/floor	      1025 json-live-us/event	        14.77 json-switches/event	         1.306 json/floor	       928.6 json-us/event	         1.532 tui/floor	      1089 tui-us/event
 BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
 BenchmarkMergeStacks1000/10classes-2           	       3	  22483046 ns/op
 BenchmarkDecode-2   	 1000000	      1312 ns/op
@@ -67,8 +68,23 @@ func TestBenchTable(t *testing.T) {
 	if !regexp.MustCompile(`first crash \(cold\) +no result`).MatchString(got) {
 		t.Errorf("a failed benchmark's row should say it has no result:\n%s", got)
 	}
-	if missed != 1 {
-		t.Errorf("%d goals missed, want 1 (thread)", missed)
+	for _, want := range []string{
+		`fork\+exec, json +929 µs +711 µs +1\.31 +ratio ≤ 1\.3 ✗`, // the round-by-round ratio: 1.306, not 929/711
+		`fork\+exec, tui +1089 µs +711 µs +1\.53 +ratio ≤ 1\.3 ✗`,
+		`fork\+exec, json switches +14\.8 /ev +10\.6 /ev +1\.40 *\n`, // no goal
+	} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("the table lacks a row like %q:\n%s", want, got)
+		}
+	}
+	if !regexp.MustCompile(`signal, json +no result`).MatchString(got) {
+		t.Errorf("a benchmark that did not run should say it has no result:\n%s", got)
+	}
+	if strings.Contains(got, "JobTime/fork") {
+		t.Errorf("JobTime is in the table, not among the other benchmarks:\n%s", got)
+	}
+	if missed != 4 {
+		t.Errorf("%d goals missed, want 4 (thread per event; fork+exec json, live and tui)", missed)
 	}
 	failed := strings.Join(rep.failed, "\n")
 	for _, want := range []string{"60 crashes, want 64", "floor_bench_test.go:60: gcc: exit status 1"} {
