@@ -75,8 +75,12 @@ const maxBatch = 1024
 // eventFrame is the least time between two batches of events: each batch is an Update and a
 // View under the State's lock, and a job's storm of events (a fork+exec loop: five each)
 // drawn one by one took the CPU the job and the tracer needed on a 2-CPU machine
-// (BenchmarkJobTime's tui mode). Thirty screens a second is what a person sees of it.
-const eventFrame = time.Second / 30
+// (BenchmarkJobTime's tui mode). A frame of the Processes tab is most of a millisecond of
+// CPU, which a job on the same CPUs pays: at 30 screens a second crashtui's CPU for a fork
+// x300 job was 0.216 s, at 10 0.186, at 3 0.164 (medians of 10, run in tmux). Ten screens
+// a second is still more than a person reads of a storm (top draws one every 3 s). A batch
+// after a quiet spell is drawn at once; keys are answered at once.
+const eventFrame = time.Second / 10
 
 // waitEvents blocks (in its own goroutine, as a tea.Cmd) for the next event, waits until
 // eventFrame has passed since the last batch (prev) came, then drains whatever else is
