@@ -144,7 +144,7 @@ type Model struct {
 	recording string
 	ctrl      Controller
 	events    <-chan sessions.Event
-	changed   <-chan struct{} // Options.Changed: events, when the session's owner reduces them
+	changed   <-chan struct{} // Options.Changed: the wake of a State the session's owner reduces
 	finished  bool
 	detached  bool
 	message   string
@@ -309,8 +309,7 @@ func (m *Model) Init() tea.Cmd {
 type tourStartMsg struct{}
 
 func (m *Model) initWait() tea.Cmd {
-	switch {
-	case m.player != nil:
+	if m.player != nil {
 		return m.tick(0)
 	}
 	return m.waitMore(time.Time{})
