@@ -275,15 +275,14 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 	if len(pipes) == 0 {
 		return ""
 	}
-	dir := "/proc/" + strconv.Itoa(pid)
 	why := ""
-	procfs.ReadDirNumbers(dir+"/fd", func(fd int) {
+	procfs.ReadDirNumbersAt("/proc/"+strconv.Itoa(pid)+"/fd", func(dir, fd int) {
 		if why != "" {
 			return
 		}
 		var buf [64]byte
 		name := strconv.Itoa(fd)
-		n, err := unix.Readlink(dir+"/fd/"+name, buf[:])
+		n, err := unix.Readlinkat(dir, name, buf[:])
 		l := buf[:max(n, 0)]
 		if err != nil || !bytes.HasPrefix(l, []byte("pipe:[")) || !bytes.HasSuffix(l, []byte("]")) {
 			return
@@ -296,7 +295,7 @@ func holdsPipe(pid int, pipes map[uint64]streamPipe) string {
 		// The link's own mode is how the fd was opened (S_IRUSR: for reading, S_IWUSR: for
 		// writing; fs/proc/fd.c): one lstat, not the fdinfo file's open, read and close.
 		var st unix.Stat_t
-		if unix.Lstat(dir+"/fd/"+name, &st) != nil {
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			return
 		}
 		mode := unix.O_RDWR

@@ -83,6 +83,13 @@ func readUpTo(path string, buf []byte, limit int) ([]byte, error) {
 // pending for the reader (fs/readdir.c filldir64), and the loop's thread is signalled at any
 // moment (Go's preemption, crashtui's kick).
 func ReadDirNumbers(dir string, f func(int)) error {
+	return ReadDirNumbersAt(dir, func(_, n int) { f(n) })
+}
+
+// ReadDirNumbersAt is ReadDirNumbers that also gives f the directory's descriptor, open
+// while f runs: an entry is then looked at by its name alone (readlinkat, fstatat), without
+// a walk of the whole path from / for each.
+func ReadDirNumbersAt(dir string, f func(dirfd, n int)) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -111,7 +118,7 @@ func ReadDirNumbers(dir string, f func(int)) error {
 				name = name[:i]
 			}
 			if v, ok := Atoi(name); ok {
-				f(v)
+				f(fd, v)
 			}
 			off += reclen
 		}
