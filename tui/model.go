@@ -149,6 +149,10 @@ type Model struct {
 	detached  bool
 	message   string
 
+	// ended is closed when Run's program has ended (nil for a Model tests drive): what a
+	// command waits for in a loop of its own stops then.
+	ended <-chan struct{}
+
 	// lock guards state when it is the session's own (Options.State); nil when the Model
 	// reduces the events itself (replay, tests).
 	lock sync.Locker

@@ -16,6 +16,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/crashtui/crashtui/demo/patience"
 	"github.com/crashtui/crashtui/sessions"
 	"github.com/crashtui/crashtui/views"
 	"github.com/crashtui/crashtui/views/viewtest"
@@ -629,5 +630,58 @@ func TestReplayArrowsMoveNotStep(t *testing.T) {
 	press(t, m, "{", ".") // back to the start, one step
 	if m.player.Index() == 0 {
 		t.Errorf(". did not step")
+	}
+}
+
+// The ranks' file is read on its own, and the screen is told only of what changed: a file
+// that does not grow is no message (no frame), a new line is one, and the reads stop when the
+// program has ended.
+func TestRanksTailTellsOnlyNews(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ranks.log")
+	if err := os.WriteFile(path, []byte("rank 0: starting\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	m := NewModel(Options{Mode: "run", RanksLog: path}, views.Plain())
+	m.ended = ended
+	first := m.out.start()().(outputMsg)
+	if len(first.lines) != 1 {
+		t.Fatalf("first read: %+v, want the one line", first)
+	}
+	next := m.out.take(m, first)
+	got := make(chan tea.Msg, 1)
+	go func() { got <- next() }()
+	// Three reads' worth of time with nothing written: nothing to tell. (Load only makes
+	// the wait longer; it cannot make a message come.)
+	select {
+	case msg := <-got:
+		t.Fatalf("a file that did not grow was told: %+v", msg)
+	case <-time.After(3 * outputEvery):
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "rank 1: residual 0.5")
+	f.Close()
+	select {
+	case msg := <-got:
+		om, ok := msg.(outputMsg)
+		if !ok || len(om.lines) != 1 || om.lines[0].Text != "rank 1: residual 0.5" {
+			t.Fatalf("after a line was written: %#v", msg)
+		}
+	case <-patience.After(30 * time.Second):
+		t.Fatal("a new line was never told")
+	}
+	close(ended)
+	after := m.out.take(m, outputMsg{})
+	go func() { got <- after() }()
+	select {
+	case msg := <-got:
+		if msg != nil {
+			t.Fatalf("after the end: %#v, want nothing", msg)
+		}
+	case <-patience.After(30 * time.Second):
+		t.Fatal("the reads went on after the program ended")
 	}
 }

@@ -127,6 +127,9 @@ func Run(ctx context.Context, o Options) (*sessions.State, error) {
 	// the read loop, and draws the last frame. Kill follows if the quit is not taken in time.
 	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out),
 		tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler())
+	ended := make(chan struct{})
+	defer close(ended)
+	m.ended = ended
 	stop := context.AfterFunc(ctx, func() {
 		time.AfterFunc(quitGrace, p.Kill)
 		p.Quit()

@@ -80,7 +80,7 @@ func (rt *ranksTail) read() tea.Msg {
 		}
 		rt.dir = st.IsDir()
 		if !rt.dir {
-			rt.files = []*tailer{{path: rt.path, rank: -1}}
+			rt.files = []*tailer{{path: rt.path, rank: -1, size: -1}}
 		}
 	}
 	if rt.dir {
@@ -103,13 +103,12 @@ func (rt *ranksTail) read() tea.Msg {
 	}
 	out := outputMsg{perRank: rt.dir}
 	for _, t := range rt.files {
-		if rt.dir {
-			// A stat first: of thousands of ranks, few write between two reads.
-			if st, err := os.Lstat(t.path); err == nil && st.Size() == t.size {
-				continue
-			} else if err == nil {
-				t.size = st.Size()
-			}
+		// A stat first: of thousands of ranks few write between two reads, and a file that
+		// has not grown costs no read (of a 256 KiB buffer, made and cleared for nothing).
+		if st, err := os.Lstat(t.path); err == nil && st.Size() == t.size {
+			continue
+		} else if err == nil {
+			t.size = st.Size()
 		}
 		m := t.read().(outputMsg)
 		if m.err != nil && out.err == nil {
@@ -179,8 +178,27 @@ func (o *outputTab) take(m *Model, msg outputMsg) tea.Cmd {
 		o.lines = append(o.lines[:0:0], o.lines[over+maxOutputLines/4:]...)
 		o.dropped += over + maxOutputLines/4
 	}
-	t := o.tail
-	return tea.Tick(outputEvery, func(time.Time) tea.Msg { return t.read() })
+	t, failed := o.tail, msg.err != nil
+	if m.ended == nil || o.guest {
+		// Every read is a message (and so a frame): the guest's waiting line counts the
+		// seconds since the start.
+		return tea.Tick(outputEvery, func(time.Time) tea.Msg { return t.read() })
+	}
+	// The ranks' file is read every outputEvery, but the screen is told only of what
+	// changed (new lines, an error, or its end): an idle job's output costs no frame.
+	ended := m.ended
+	return func() tea.Msg {
+		for {
+			select {
+			case <-ended:
+				return nil
+			case <-time.After(outputEvery):
+			}
+			if msg := t.read().(outputMsg); len(msg.lines) > 0 || (msg.err != nil) != failed {
+				return msg
+			}
+		}
+	}
 }
 
 func (o *outputTab) rows(m *Model) []int { return views.OutputRows(o.lines, o.filter, m.width) }
