@@ -246,9 +246,10 @@ func (c *common) matrixMode() string {
 	return c.matrix
 }
 
-// liveMatrix keeps the access matrix current: once a second the prediction is recomputed
-// from /proc and, when it changed, a new matrix is emitted (measured inside the processes
-// when mode is measure). Processes are stopped only after a change.
+// liveMatrix keeps the access matrix current: once a second after the job's processes
+// changed (every 5 s while they stay the same images: access.Refresh) the prediction is
+// recomputed from /proc and, when it changed, a new matrix is emitted (measured inside the
+// processes when mode is measure). Processes are stopped only after a change.
 func liveMatrix(ctx context.Context, t *tracing, mode string) {
 	if mode == "off" {
 		return

@@ -30,7 +30,14 @@ type Access struct {
 	lastKey     *matrixKey
 	lastMeasure time.Time
 	measureDue  bool
+	// lastImages are the job's processes (pid and exec count) at the last read of /proc, at
+	// lastRead: a job that has not changed since is read again only every quietEvery.
+	lastImages []image
+	lastRead   time.Time
 }
+
+// image is one process image of the job: its pid and how many times it has exec'd.
+type image struct{ pid, gen int }
 
 // New makes the access matrix feature for e.
 func New(e *tracer.Tracer) *Access { return &Access{e: e} }
