@@ -156,8 +156,9 @@ func runInTUI(b *testing.B, job []string, elapsed string) time.Duration {
 			b.Fatalf("the job never finished under the TUI; its output's end: %q", scr.Tail())
 		}
 	}
-	// SIGTERM ends it as q then y would (detached, exit 0): the two keys typed at once were
-	// read as one, not a quit, and each run waited out the 10 s above for its kill.
+	// SIGTERM ends it as q then y would (detach, exit 0), whatever the screen is doing: keys
+	// need the TUI reading the terminal, and a failure to end fails the run instead of being
+	// killed unseen.
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
