@@ -41,6 +41,20 @@ func Open(t testing.TB, cols, rows int) *Screen { return OpenOn(t, cols, rows, n
 // program's OSC 11 query with it, as a terminal with a light or a dark theme would.
 func OpenOn(t testing.TB, cols, rows int, bg color.Color) *Screen {
 	t.Helper()
+	ptm, tty := openPty(t, cols, rows)
+	s := &Screen{emu: vt.NewEmulator(cols, rows), ptm: ptm, TTY: tty}
+	if bg != nil {
+		s.emu.SetDefaultBackgroundColor(bg)
+	}
+	go io.Copy(s, ptm)     // the program's output drives the emulator
+	go io.Copy(ptm, s.emu) // the emulator's replies (terminal queries) go back to the program
+	return s
+}
+
+// openPty makes a pty of cols×rows; its master side is closed at cleanup. It skips the test
+// when the machine has no pseudo-terminals.
+func openPty(t testing.TB, cols, rows int) (ptm, tty *os.File) {
+	t.Helper()
 	ptm, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal available: %v", err)
@@ -53,13 +67,7 @@ func OpenOn(t testing.TB, cols, rows int, bg color.Color) *Screen {
 	if err := pty.Setsize(ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Screen{emu: vt.NewEmulator(cols, rows), ptm: ptm, TTY: tty}
-	if bg != nil {
-		s.emu.SetDefaultBackgroundColor(bg)
-	}
-	go io.Copy(s, ptm)     // the program's output drives the emulator
-	go io.Copy(ptm, s.emu) // the emulator's replies (terminal queries) go back to the program
-	return s
+	return ptm, tty
 }
 
 // Write feeds program output to the emulator.
@@ -197,14 +205,7 @@ const remoteTail = 4 << 10
 // skips the test when the machine has no pseudo-terminals.
 func OpenRemote(t testing.TB, cols, rows int) *Remote {
 	t.Helper()
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal available: %v", err)
-	}
-	t.Cleanup(func() { ptm.Close() })
-	if err := pty.Setsize(ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
-		t.Fatal(err)
-	}
+	ptm, tty := openPty(t, cols, rows)
 	r := &Remote{ptm: ptm, TTY: tty}
 	go io.Copy(r, ptm)
 	return r
