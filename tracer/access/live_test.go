@@ -2,9 +2,7 @@ package access
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,33 +35,19 @@ func TestRefreshReadsAQuietJobLess(t *testing.T) {
 	quietEvery = time.Hour // no read for time's sake in this test: only for a change
 
 	// A shell that renames itself (its own write to /proc/self/comm), then starts a child.
-	sh := exec.Command("sh", "-c", `read x; printf renamed > /proc/self/comm; echo done; read y; sleep 600 & echo started; read z; printf again > /proc/self/comm; echo again; read w`)
-	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := sh.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outp, err := sh.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sh.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := sh.Process.Pid
+	sh := tracertest.StartPiped(t, 0, "sh", "-c", `echo ready $$; read x; printf renamed > /proc/self/comm; echo done; `+
+		`read y; sleep 600 & echo started; read z; printf again > /proc/self/comm; echo again; read w`)
+	pid := sh.PID
 	t.Cleanup(func() {
 		for _, p := range tracertest.PgroupMembers(pid) {
-			syscall.Kill(p, syscall.SIGKILL) // the shell and the sleep it started
+			syscall.Kill(p, syscall.SIGKILL) // the sleep the shell started (StartPiped ends the shell)
 		}
-		in.Close()
-		sh.Wait()
 	})
-	out := make([]byte, 64)
+	in := sh.In
 	readLine := func(want string) {
 		t.Helper()
-		n, err := io.ReadAtLeast(outp, out, len(want)+1)
-		if err != nil || !strings.Contains(string(out[:n]), want) {
-			t.Fatalf("the shell said %q (%v), want %q", out[:n], err, want)
+		if line := sh.Line(t); line != want {
+			t.Fatalf("the shell said %q, want %q", line, want)
 		}
 	}
 
