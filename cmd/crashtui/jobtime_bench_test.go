@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crashtui/crashtui/demo/patience"
+	"github.com/crashtui/crashtui/tracer/tracertest"
 	"github.com/crashtui/crashtui/tui/tuitest"
 )
 
@@ -26,19 +27,8 @@ import (
 // tracer's thread woken on a CPU the job needs.
 func BenchmarkJobTime(b *testing.B) {
 	needRoot(b)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		b.Skip("gcc is not installed (make test installs it)")
-	}
+	floor, events := tracertest.FloorPrograms(b)
 	dir := b.TempDir()
-	floor, events := filepath.Join(dir, "floor"), filepath.Join(dir, "events")
-	for _, c := range [][]string{
-		{"gcc", "-O2", "-o", floor, "../../tracer/testdata/floor/floor.c"},
-		{"gcc", "-O2", "-pthread", "-o", events, "../../tracer/testdata/floor/events.c"},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v\n%s", c, err, out)
-		}
-	}
 	elapsed, outPath := filepath.Join(dir, "elapsed"), filepath.Join(dir, "out")
 	modes := []string{"plain", "floor", "json", "json-live", "tui"}
 	for _, kind := range []struct {

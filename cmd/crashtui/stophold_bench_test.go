@@ -12,35 +12,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crashtui/crashtui/tracer/tracertest"
 )
 
 // BenchmarkStopHold is where BenchmarkJobTime's fork+exec figure comes from, stop by stop:
 // how long each of the job's tasks is held at a ptrace stop, from the moment it leaves its
 // CPU in the traced state to the moment it runs again, read from the kernel's own scheduler
-// events (sched_switch, in a tracefs instance of this benchmark's own). A
-// hold is the tracer's whole share of a stop: its wake, what it does before the resume, and
-// what it does after the resume on the CPU the task waits for. The job is the same loop of
+// events (sched_switch, in a tracefs instance of this benchmark's own). A hold is the
+// tracer's whole share of a stop: its wake, what it does before the resume, and what it does
+// after the resume on the CPU the task waits for. The job is the same loop of
 // fork + exec /bin/true + waitpid, under the floor tracer and under `crashtui run --json`,
 // interleaved; each fork+exec has five stops (the parent's fork event and SIGCHLD, the
 // child's first stop, its exec and its exit), and each figure is their holds' sum over the
-// number of fork+execs. Unlike the job's wall time, a hold does not
-// count the job's own work, so a busy host moves it far less.
+// number of fork+execs. Unlike the job's wall time, a hold does not count the job's own
+// work, so a busy host moves it far less.
 func BenchmarkStopHold(b *testing.B) {
 	needRoot(b)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		b.Skip("gcc is not installed (make test installs it)")
-	}
+	floor, events := tracertest.FloorPrograms(b)
 	tr := openTraceInstance(b)
-	dir := b.TempDir()
-	floor, events := filepath.Join(dir, "floor"), filepath.Join(dir, "events")
-	for _, c := range [][]string{
-		{"gcc", "-O2", "-o", floor, "../../tracer/testdata/floor/floor.c"},
-		{"gcc", "-O2", "-pthread", "-o", events, "../../tracer/testdata/floor/events.c"},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v\n%s", c, err, out)
-		}
-	}
 	const n = 300
 	job := []string{events, "fork", strconv.Itoa(n)}
 	modes := map[string][]string{

@@ -39,6 +39,27 @@ func DemoProgram(tb testing.TB, name string) string {
 	return p
 }
 
+// FloorPrograms compiles the floor tracer and the event workload (tracer/testdata/floor:
+// floor.c and events.c), the two halves of every benchmark against the floor.
+func FloorPrograms(tb testing.TB) (floor, events string) {
+	tb.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		tb.Skip("gcc is not installed (make test installs it)")
+	}
+	src := filepath.Join(ModuleRoot(), "tracer", "testdata", "floor")
+	dir := tb.TempDir()
+	floor, events = filepath.Join(dir, "floor"), filepath.Join(dir, "events")
+	for _, c := range [][]string{
+		{"gcc", "-O2", "-o", floor, filepath.Join(src, "floor.c")},
+		{"gcc", "-O2", "-pthread", "-o", events, filepath.Join(src, "events.c")},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			tb.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	return floor, events
+}
+
 // StartJobN starts demo/c/job.c with n processes in its own process group and waits until
 // all are running. Its cleanup kills them by pid.
 func StartJobN(tb testing.TB, n int) (pgid int, pids []int) {
