@@ -32,13 +32,19 @@ type LaunchSpec struct {
 	RaiseCoreLimit bool
 }
 
-// Launch starts N ranks of Argv in their own process group, traced from their first
-// instruction: each rank is a /bin/sh that waits on a pipe, is seized, then execs the command,
-// so the exec itself is a traced event and a rank that crashes at once is still caught.
-// It returns the process group id.
 // gateName is the gate shell's $0: a process whose argv[3] it is has not reached its command.
 const gateName = "crashtui-rank"
 
+// gateScript is each rank's gate: it runs the command once crashtui writes a line to its
+// descriptor 3, and exits (125) without running it if the pipe ends first: crashtui failed or
+// was killed while it launched the ranks (a -n 4096 launch takes a while), and the kernel
+// let go of those it had seized. Nothing crashtui launches runs untraced.
+const gateScript = `read _ <&3 || exit 125; exec 3<&-; exec "$@"`
+
+// Launch starts N ranks of Argv in their own process group, traced from their first
+// instruction: each rank is a /bin/sh that waits at its gate (a pipe), is seized, then execs
+// the command, so the exec itself is a traced event and a rank that crashes at once is still
+// caught. The gates open once every rank is seized. It returns the process group id.
 func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 	if spec.N <= 0 {
 		spec.N = 1
@@ -67,7 +73,7 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 		var gates []*os.File
 		defer func() {
 			for _, g := range gates {
-				g.Close()
+				g.Close() // the pipe's end: a rank still at its gate exits
 			}
 		}()
 		for i := 0; i < spec.N; i++ {
@@ -75,7 +81,7 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 			if err != nil {
 				return err
 			}
-			argv := append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$@"`, gateName}, spec.Argv...)
+			argv := append([]string{"/bin/sh", "-c", gateScript, gateName}, spec.Argv...)
 			env := append(os.Environ(), spec.Env...)
 			env = append(env, "CRASHTUI_RANK="+strconv.Itoa(i), "CRASHTUI_SIZE="+strconv.Itoa(spec.N))
 			rout, rerr := out, errw
@@ -128,7 +134,15 @@ func (t *Tracer) Launch(spec LaunchSpec) (int, error) {
 			pr := t.procs[p.Pid]
 			pr.launched, pr.rank = true, sessions.Rank(i)
 		}
-		return nil // closing the gates lets every rank exec
+		// Every rank is seized: a line at each gate lets it run its command. A rank whose line
+		// cannot be written sees its pipe end (the deferred Close) and exits: it is told, and
+		// the others run.
+		for i, g := range gates {
+			if _, err := g.Write([]byte("\n")); err != nil {
+				t.emitErr(started[i], "open its gate", fmt.Errorf("rank %d never ran its command: %w", i, err))
+			}
+		}
+		return nil
 	})
 	return pgid, err
 }
