@@ -3,9 +3,12 @@ package tracer
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // pipeHolder starts a sleep whose descriptor 3 is f (and whose stdio is /dev/null), reaped at
@@ -34,11 +37,7 @@ func TestHoldsPipeFindsThePipelinesOtherEnd(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(w.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
-	ours := map[uint64]streamPipe{st.Ino: {"stdout", syscall.O_RDONLY}} // as if w were crashtui's stdout
+	ours := map[fileID]streamPipe{idOf(t, w): {"stdout", syscall.O_RDONLY}} // as if w were crashtui's stdout
 	reader, writer := pipeHolder(t, r, 0), pipeHolder(t, w, 0)
 	r2, w2, err := os.Pipe()
 	if err != nil {
@@ -61,6 +60,47 @@ func TestHoldsPipeFindsThePipelinesOtherEnd(t *testing.T) {
 	}
 }
 
+// idOf is f's device and inode, as ownPipes keys crashtui's streams.
+func idOf(t testing.TB, f *os.File) fileID {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	return fileID{st.Dev, st.Ino}
+}
+
+// A named FIFO as crashtui's stdout (crashtui attach --json > /tmp/fifo): the process reading
+// it is found as a pipe's reader is, and one that only writes to it is not.
+func TestHoldsPipeFindsAFIFOsReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ourEnd, err := os.OpenFile(path, os.O_RDWR, 0) // never blocks: as crashtui's stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ourEnd.Close()
+	rd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	wr, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	ours := map[fileID]streamPipe{idOf(t, ourEnd): {"stdout", syscall.O_RDONLY}}
+	if why := holdsPipe(pipeHolder(t, rd, 0), ours); !strings.Contains(why, "other end of crashtui's stdout pipe") {
+		t.Errorf("the FIFO's reader: %q, want it named as the other end of crashtui's stdout", why)
+	}
+	if why := holdsPipe(pipeHolder(t, wr, 0), ours); why != "" {
+		t.Errorf("another writer to the FIFO: %q, want nothing", why)
+	}
+}
+
 // BenchmarkHoldsPipe is the pipeline check of attach (when crashtui's stdio is a pipe, as
 // under go test or | jq) for 200 processes of 13 descriptors each, none of which holds
 // crashtui's pipe: every descriptor is looked at.
@@ -71,7 +111,7 @@ func BenchmarkHoldsPipe(b *testing.B) {
 	}
 	defer r.Close()
 	defer w.Close()
-	ours := map[uint64]streamPipe{1: {"stdout", syscall.O_RDONLY}} // no process holds inode 1
+	ours := map[fileID]streamPipe{{0, 1}: {"stdout", syscall.O_RDONLY}} // no process holds device 0's inode 1
 	var pids []int
 	for i := 0; i < 200; i++ {
 		pids = append(pids, pipeHolder(b, r, 9))
