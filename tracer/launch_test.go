@@ -1,14 +1,15 @@
 package tracer
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/crashtui/crashtui/arch"
 	"github.com/crashtui/crashtui/demo/patience"
+	"github.com/crashtui/crashtui/tracer/procfs"
 )
 
 // TestGateRunsOnlyOnItsLine runs a rank's gate as Launch starts it, its command creating a
@@ -34,11 +35,17 @@ func TestGateRunsOnlyOnItsLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Close()
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() { cmd.Process.Kill(); <-done })
-			// Until the gate opens, the command does not run, however long it is given.
-			time.Sleep(100 * time.Millisecond)
+			waited := make(chan struct{})
+			go func() { cmd.Wait(); close(waited) }()
+			t.Cleanup(func() { cmd.Process.Kill(); <-waited })
+			// The gate blocks in its read (of the pipe, which `<&3` puts on its stdin; the
+			// stdin it was given, /dev/null, would not block): the command has not run.
+			readNr, _ := arch.SyscallNumber(arch.Host(), "read")
+			if !patience.Until(30*time.Second, time.Millisecond, func() bool {
+				return procfs.ReadTaskSyscall(cmd.Process.Pid, cmd.Process.Pid).Nr == readNr
+			}) {
+				t.Fatal("the gate never blocked in its read")
+			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Fatal("the command ran before its gate opened")
 			}
@@ -48,20 +55,12 @@ func TestGateRunsOnlyOnItsLine(t *testing.T) {
 				}
 			}
 			w.Close()
-			var err2 error
 			select {
-			case err2 = <-done:
-				done <- err2 // for the cleanup
+			case <-waited:
 			case <-patience.After(30 * time.Second):
 				t.Fatal("the gate did not end")
 			}
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err2, &ee) {
-				code = ee.ExitCode()
-			} else if err2 != nil {
-				t.Fatal(err2)
-			}
+			code := cmd.ProcessState.ExitCode()
 			if code != c.wantExit {
 				t.Errorf("the gate exited %d, want %d", code, c.wantExit)
 			}
