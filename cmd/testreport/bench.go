@@ -42,9 +42,10 @@ var table = []section{
 		{bench: "BenchmarkEventCost/fork", label: "one fork+exec", metric: "crashtui-us/event", floor: "floor-us/event", unit: "µs", ratio: "crashtui/floor", ratioGoal: 1.3},
 	}},
 	{"end to end: the job's own clock, time added per event (json: run --json; live: with --matrix measure --sample-every 5s; tui: the TUI on a drained pty)", jobTimeRows()},
-	{"held at ptrace stops, per fork+exec: from a task's switch away in the traced state to its next run (the kernel's sched_switch events; json: run --json)", []row{
+	{"held at ptrace stops, per fork+exec: from a task's switch away in the traced state to its next run; then the tracer's run on a CPU where a task of the job waits, woken (the kernel's sched events; json: run --json)", []row{
 		{bench: "BenchmarkStopHold", label: "all five stops", metric: "json-held-us/event", floor: "floor-held-us/event", unit: "µs", ratio: "json-held/floor"},
 		{bench: "BenchmarkStopHold", label: "the exec stop", metric: "json-exec-held-us", floor: "floor-exec-held-us", unit: "µs", ratio: "json-exec-held/floor"},
+		{bench: "BenchmarkStopHold", label: "tracer on the job's CPU", metric: "json-oncpu-us/event", floor: "floor-oncpu-us/event", unit: "µs", ratio: "json-oncpu/floor"},
 	}},
 	{"attach and detach, 1000 processes (floor: floor.c -attach; stops: untraced noise)", []row{
 		{bench: "BenchmarkAttachDetach1000", label: "attach, per process", metric: "attach-us/process", floor: "floor-attach-us/process", unit: "µs", ratio: "attach/floor", valueGoal: 100},

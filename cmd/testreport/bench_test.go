@@ -20,7 +20,7 @@ BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 cras
 BenchmarkEventCost/other-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event
 BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
 BenchmarkJobTime/fork-2         	       2	51714074563 ns/op	        10.58 floor-switches/event	       711.0 floor-us/event	        14.50 json-live-switches/event	         1.442 json-live/floor	      1025 json-live-us/event	        14.77 json-switches/event	         1.306 json/floor	       928.6 json-us/event	         1.532 tui/floor	      1089 tui-us/event
-BenchmarkStopHold-2   	       3	7185741272 ns/op	        30.78 floor-exec-held-us	       306.0 floor-held-us/event	        97.61 json-exec-held-us	         3.290 json-exec-held/floor	       423.6 json-held-us/event	         1.362 json-held/floor
+BenchmarkStopHold-2   	       3	8830934497 ns/op	        38.75 floor-exec-held-us	       366.7 floor-held-us/event	        25.74 floor-oncpu-us/event	       130.2 json-exec-held-us	         3.323 json-exec-held/floor	       535.2 json-held-us/event	         1.371 json-held/floor	        98.01 json-oncpu-us/event	         3.808 json-oncpu/floor
 BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
 BenchmarkMergeStacks1000/10classes-2           	       3	  22483046 ns/op
 BenchmarkDecode-2   	 1000000	      1312 ns/op
@@ -73,8 +73,9 @@ func TestBenchTable(t *testing.T) {
 		`fork\+exec, json +929 µs +711 µs +1\.31 +ratio ≤ 1\.3 ✗`, // the round-by-round ratio: 1.306, not 929/711
 		`fork\+exec, tui +1089 µs +711 µs +1\.53 +ratio ≤ 1\.3 ✗`,
 		`fork\+exec, json switches +14\.8 /ev +10\.6 /ev +1\.40 *\n`, // no goal
-		`all five stops +424 µs +306 µs +1\.36 *\n`,                  // a diagnosis: no goal
-		`the exec stop +97\.6 µs +30\.8 µs +3\.29 *\n`,
+		`all five stops +535 µs +367 µs +1\.37 *\n`,                  // a diagnosis: no goal
+		`the exec stop +130 µs +38\.8 µs +3\.32 *\n`,
+		`tracer on the job's CPU +98\.0 µs +25\.7 µs +3\.81 *\n`,
 	} {
 		if !regexp.MustCompile(want).MatchString(got) {
 			t.Errorf("the table lacks a row like %q:\n%s", want, got)
