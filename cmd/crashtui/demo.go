@@ -35,7 +35,7 @@ func parseDurationFlag(s string) (time.Duration, error) {
 }
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	c := common{grace: defaultGrace}
+	c := common{grace: defaultGrace, stderr: stderr}
 	fs := newFlagSet("demo", demoSynopsis, stderr)
 	c.register(fs)
 	duration := new(time.Duration)

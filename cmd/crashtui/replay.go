@@ -23,7 +23,7 @@ const replaySynopsis = "replay [--json] [--tour] [--cast FILE] FILE"
 // Its flags are only those a replay uses: the live session's (--cores, --matrix,
 // --sample-every, ...) would be accepted and do nothing.
 func cmdReplay(args []string, stdout, stderr io.Writer) error {
-	var c common
+	c := common{stderr: stderr}
 	fs := newFlagSet("replay", replaySynopsis, stderr)
 	fs.BoolVar(&c.json, "json", false, "no TUI: the recorded events as JSON Lines on stdout, then the summary they add up to")
 	fs.StringVar(&c.cast, "cast", "", "also record the screen as an asciicast v2 `FILE`")

@@ -54,6 +54,8 @@ type common struct {
 	// reduce: view --reduce. Its --json carries a reducer's events (session.reduced), and
 	// its State keeps only what a reducer passes on (State.NoDetail).
 	reduce bool
+	// stderr is the command's stderr: a session says there what it could not do (finish).
+	stderr io.Writer
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -209,6 +211,9 @@ type session struct {
 	// stop is how the command is told to stop (quit, but for tests): finish lets a stalled
 	// reader go only once told.
 	stop *stopSignals
+	// warn is where finish says that it let a stalled reader go (the command's stderr; nil:
+	// nowhere).
+	warn io.Writer
 
 	stdoutGone chan struct{} // closed at the first failed --json write (the consumer went away)
 	goneOnce   sync.Once
@@ -217,7 +222,8 @@ type session struct {
 
 func newSession(c *common, stdout io.Writer, job, mode string) (*session, error) {
 	s := &session{state: sessions.NewState(), header: header(job, c.host), json: c.json,
-		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{}), stop: &quit}
+		stdoutGone: make(chan struct{}), written: make(chan struct{}), applied: make(chan struct{}), stop: &quit,
+		warn: c.stderr}
 	if c.reduce {
 		// Before applyLoop starts: it reads both.
 		s.reduced, s.passUp = true, passUp()
@@ -520,6 +526,12 @@ func (s *session) finish(host string) sessions.Summary {
 			case <-s.stop.first:
 			default:
 				continue // not told to stop: a slow reader is waited for
+			}
+			// What is not written is lost: say so where the user looks when output ends
+			// short (the reader itself may be a script that never knew).
+			if s.warn != nil {
+				fmt.Fprintf(s.warn, "crashtui: the --json reader took nothing for %v after crashtui was told to stop: "+
+					"crashtui stopped waiting for it, and the rest of its output (the summary last) is not written\n", stall)
 			}
 		}
 		break

@@ -415,7 +415,7 @@ func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
 	for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 		var e event
 		if err := json.Unmarshal(l, &e); err != nil {
-			t.Fatalf("a line of %d bytes does not parse (%v): %.200s", len(l), err, l)
+			t.Fatalf("a line of %d bytes does not parse (%v): %.200s\ncrashtui's stderr: %s", len(l), err, l, stderr.String())
 		}
 		kinds = append(kinds, e.kind())
 		longest = max(longest, len(l))
@@ -432,7 +432,8 @@ func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
 
 // TestSignalWithStuckReader: `crashtui attach --json` whose reader never reads (its pipe
 // full) still detaches and exits when told to: SIGINT gives the reader two seconds, a second
-// SIGINT ends it at once; both times the job is left intact.
+// SIGINT ends it at once; both times the job is left intact, and crashtui says on stderr that
+// the rest of its output is not written.
 func TestSignalWithStuckReader(t *testing.T) {
 	needRoot(t)
 	for _, signals := range []int{1, 2} {
@@ -447,6 +448,8 @@ func TestSignalWithStuckReader(t *testing.T) {
 			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096) // full after a few events
 			cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
 			cmd.Stdout = w
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
 			proc := startWaited(t, cmd, 0)
 			w.Close()
 			// Never read: 40 processes' events are more than the pipe holds. Wait until
@@ -496,6 +499,9 @@ func TestSignalWithStuckReader(t *testing.T) {
 			}
 			if ee, ok := proc.err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
 				t.Errorf("crashtui died of %v", ee.Sys().(syscall.WaitStatus).Signal())
+			}
+			if !strings.Contains(stderr.String(), "the rest of its output (the summary last) is not written") {
+				t.Errorf("crashtui let its stuck reader go without saying that output was lost; its stderr: %q", stderr.String())
 			}
 			checkJobIntact(t, j, pids)
 		})

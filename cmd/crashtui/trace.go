@@ -39,7 +39,7 @@ func cmdAttach(args []string, stdout, stderr io.Writer) error {
 // parseJobCommand parses the common flags, the command's own (extra registers them, if
 // not nil) and the one JOB of a command that takes a JOB.
 func parseJobCommand(name, synopsis string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*common, string, error) {
-	c := &common{}
+	c := &common{stderr: stderr}
 	fs := newFlagSet(name, synopsis, stderr)
 	if name == "matrix" || name == "checkpoint" || name == "stacks" {
 		c.registerOneShot(fs)
@@ -63,7 +63,7 @@ func parseJobCommand(name, synopsis string, args []string, stderr io.Writer, ext
 const runSynopsis = "run [flags] [-n N] -- CMD [ARGS...]"
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	var c common
+	c := common{stderr: stderr}
 	fs := newFlagSet("run", runSynopsis, stderr)
 	c.register(fs)
 	n := fs.Int("n", 1, "number of ranks to start")

@@ -125,7 +125,7 @@ const viewSynopsis = "view [--json [--reduce] [--control]] [--host NAME] [--fano
 // on stdin and passes them down to the sources it launched (view_control.go).
 func cmdView(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("view", viewSynopsis, stderr)
-	var c common
+	c := common{stderr: stderr}
 	var o viewOptions
 	tree := newSlurmTree()
 	fs.BoolVar(&c.json, "json", false, "no TUI: the merged events as JSON Lines on stdout, then their summary")
