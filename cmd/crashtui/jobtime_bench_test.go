@@ -24,7 +24,9 @@ import (
 // (goal ≤ 1.3), for `run --json` (matrix and sampling off, their --json defaults), `run --json
 // --matrix measure --sample-every 5s` (what the TUI runs), and the TUI itself in a pty. Beside
 // it, the context switches each tracer adds per event (rusage, over the job alone's): a
-// tracer's thread woken on a CPU the job needs.
+// tracer's thread woken on a CPU the job needs; and the CPU time the job itself adds (events.c
+// reports its own and its children's beside its wall time): what of the added time is the job
+// running slower, not waiting at its stops.
 func BenchmarkJobTime(b *testing.B) {
 	needRoot(b)
 	floor, events := tracertest.FloorPrograms(b)
@@ -40,7 +42,7 @@ func BenchmarkJobTime(b *testing.B) {
 			// switches are the context switches of the last run of each mode (its process and
 			// every one it reaped: the job's too), from wait4's rusage.
 			switches := map[string]int64{}
-			run := func(mode string) time.Duration {
+			run := func(mode string) jobTimes {
 				os.Remove(elapsed)
 				var cmd *exec.Cmd
 				switch mode {
@@ -79,12 +81,13 @@ func BenchmarkJobTime(b *testing.B) {
 			ratios := map[string][]float64{}
 			modeAdded := map[string][]float64{} // µs a mode adds per event, round by round
 			var floorAdded []float64
-			added := map[string][]float64{} // context switches per event over the job's own
+			added := map[string][]float64{}    // context switches per event over the job's own
+			cpuAdded := map[string][]float64{} // µs of the job's own CPU per event over its own
 			for round := 0; round < b.N*3; round++ {
-				best := map[string]time.Duration{}
+				best := map[string]jobTimes{}
 				for i := 0; i < 3; i++ {
 					for _, m := range modes {
-						if d := run(m); best[m] == 0 || d < best[m] {
+						if d := run(m); best[m].wall == 0 || d.wall < best[m].wall {
 							best[m] = d
 						}
 					}
@@ -92,10 +95,13 @@ func BenchmarkJobTime(b *testing.B) {
 				for _, m := range []string{"floor", "json", "json-live"} {
 					added[m] = append(added[m], float64(switches[m]-switches["plain"])/float64(kind.n))
 				}
-				fl := float64(best["floor"]-best["plain"]) / float64(kind.n)
+				for _, m := range modes[1:] {
+					cpuAdded[m] = append(cpuAdded[m], float64(best[m].cpu-best["plain"].cpu)/float64(kind.n)/1000)
+				}
+				fl := float64(best["floor"].wall-best["plain"].wall) / float64(kind.n)
 				floorAdded = append(floorAdded, fl/1000)
 				for _, m := range modes[2:] {
-					ct := float64(best[m]-best["plain"]) / float64(kind.n)
+					ct := float64(best[m].wall-best["plain"].wall) / float64(kind.n)
 					ratios[m] = append(ratios[m], ct/fl)
 					modeAdded[m] = append(modeAdded[m], ct/1000)
 				}
@@ -108,6 +114,9 @@ func BenchmarkJobTime(b *testing.B) {
 			for _, m := range []string{"floor", "json", "json-live"} {
 				b.ReportMetric(medianOf(added[m]), m+"-switches/event")
 			}
+			for _, m := range modes[1:] {
+				b.ReportMetric(medianOf(cpuAdded[m]), m+"-cpu-us/event")
+			}
 		})
 	}
 }
@@ -118,7 +127,7 @@ func BenchmarkJobTime(b *testing.B) {
 // the terminal on a user's own machine: json's output is read by this process as well, and
 // x/vt's emulator beside the job took a third as much CPU as crashtui's TUI itself (100 ms
 // against 280 for a fork ×300), a cost of the terminal, not of crashtui.
-func runInTUI(b *testing.B, job []string, elapsed string) time.Duration {
+func runInTUI(b *testing.B, job []string, elapsed string) jobTimes {
 	scr := tuitest.OpenRemote(b, 80, 24)
 	cmd := exec.Command(crashtuiBin, append([]string{"run", "--"}, job...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = scr.TTY, scr.TTY, scr.TTY
@@ -162,16 +171,26 @@ func runInTUI(b *testing.B, job []string, elapsed string) time.Duration {
 	return readElapsed(b, elapsed)
 }
 
-func readElapsed(b *testing.B, path string) time.Duration {
+// jobTimes is what events.c says of one run of its workload: its wall time, and the CPU time
+// it and its children spent over it.
+type jobTimes struct{ wall, cpu time.Duration }
+
+func readElapsed(b *testing.B, path string) jobTimes {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatalf("the job wrote no time: %v", err)
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil {
-		b.Fatalf("the job's time %q: %v", raw, err)
+	f := strings.Fields(string(raw))
+	if len(f) != 2 {
+		b.Fatalf("the job's times %q: want its wall and CPU time", raw)
 	}
-	return time.Duration(ns)
+	var ns [2]int64
+	for i := range f {
+		if ns[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			b.Fatalf("the job's times %q: %v", raw, err)
+		}
+	}
+	return jobTimes{wall: time.Duration(ns[0]), cpu: time.Duration(ns[1])}
 }
 
 func medianOf(xs []float64) float64 {

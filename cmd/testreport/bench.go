@@ -68,7 +68,8 @@ var table = []section{
 
 // jobTimeRows are BenchmarkJobTime's figures (issue 23 item 4): for each kind of event and
 // each way a user runs crashtui, the time it adds to the job against the floor tracer's,
-// round by round; then the context switches --json adds, beside the floor's (no goal).
+// round by round; then the context switches --json adds, and the CPU time the job itself
+// adds under --json, beside the floor's (no goal).
 func jobTimeRows() []row {
 	var rows []row
 	for _, k := range []struct{ bench, name string }{{"signal", "signal"}, {"thread", "thread"}, {"fork", "fork+exec"}} {
@@ -78,7 +79,9 @@ func jobTimeRows() []row {
 				floor: "floor-us/event", unit: "µs", ratio: m.mode + "/floor", ratioGoal: 1.3})
 		}
 		rows = append(rows, row{bench: bench, label: k.name + ", json switches", metric: "json-switches/event",
-			floor: "floor-switches/event", unit: "/ev"})
+			floor: "floor-switches/event", unit: "/ev"},
+			row{bench: bench, label: k.name + ", json job CPU", metric: "json-cpu-us/event",
+				floor: "floor-cpu-us/event", unit: "µs"})
 	}
 	return rows
 }

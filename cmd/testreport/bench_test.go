@@ -19,7 +19,7 @@ BenchmarkEventCost/fork-2           	       3	1475613163 ns/op	       124.4 cras
     floor_bench_test.go:60: gcc: exit status 1
 BenchmarkEventCost/other-2           	       3	1475613163 ns/op	       124.4 crashtui-us/event
 BenchmarkAttachDetach1000-2   	       3	 819921393 ns/op	         1.744 attach-longest-stop-ms	        75.79 attach-us/process	         2.050 attach/floor	         0.5620 detach-longest-stop-ms	        36.97 floor-attach-us/process	         2.386 untraced-longest-ms
-BenchmarkJobTime/fork-2         	       2	51714074563 ns/op	        10.58 floor-switches/event	       711.0 floor-us/event	        14.50 json-live-switches/event	         1.442 json-live/floor	      1025 json-live-us/event	        14.77 json-switches/event	         1.306 json/floor	       928.6 json-us/event	         1.532 tui/floor	      1089 tui-us/event
+BenchmarkJobTime/fork-2           	       1	49410435804 ns/op	       522.2 floor-cpu-us/event	        10.48 floor-switches/event	       570.2 floor-us/event	       534.5 json-cpu-us/event	       514.3 json-live-cpu-us/event	        14.31 json-live-switches/event	       703.4 json-live-us/event	         1.649 json-live/floor	        14.07 json-switches/event	       708.3 json-us/event	         1.438 json/floor	       481.8 tui-cpu-us/event	       673.4 tui-us/event	         2.752 tui/floor
 BenchmarkStopHold-2   	       3	8830934497 ns/op	        38.75 floor-exec-held-us	       366.7 floor-held-us/event	        25.74 floor-oncpu-us/event	       130.2 json-exec-held-us	         3.323 json-exec-held/floor	       535.2 json-held-us/event	         1.371 json-held/floor	        98.01 json-oncpu-us/event	         3.808 json-oncpu/floor
 BenchmarkStacks1000-2   	       3	 300000000 ns/op	       101.0 ms/sample	       600.0 first-sample-ms
 BenchmarkMergeStacks1000/10classes-2           	       3	  22483046 ns/op
@@ -70,10 +70,11 @@ func TestBenchTable(t *testing.T) {
 		t.Errorf("a failed benchmark's row should say it has no result:\n%s", got)
 	}
 	for _, want := range []string{
-		`fork\+exec, json +929 µs +711 µs +1\.31 +ratio ≤ 1\.3 ✗`, // the round-by-round ratio: 1.306, not 929/711
-		`fork\+exec, tui +1089 µs +711 µs +1\.53 +ratio ≤ 1\.3 ✗`,
-		`fork\+exec, json switches +14\.8 /ev +10\.6 /ev +1\.40 *\n`, // no goal
-		`all five stops +535 µs +367 µs +1\.37 *\n`,                  // a diagnosis: no goal
+		`fork\+exec, json +708 µs +570 µs +1\.44 +ratio ≤ 1\.3 ✗`, // the round-by-round ratio: 1.438, not 708/570
+		`fork\+exec, tui +673 µs +570 µs +2\.75 +ratio ≤ 1\.3 ✗`,
+		`fork\+exec, json switches +14\.1 /ev +10\.5 /ev +1\.34 *\n`, // no goal
+		`fork\+exec, json job CPU +534 µs +522 µs +1\.02 *\n`,
+		`all five stops +535 µs +367 µs +1\.37 *\n`, // a diagnosis: no goal
 		`the exec stop +130 µs +38\.8 µs +3\.32 *\n`,
 		`tracer on the job's CPU +98\.0 µs +25\.7 µs +3\.81 *\n`,
 	} {
