@@ -198,6 +198,10 @@ guest: qemu-deps-$(ARCH)
 # and the goal (cmd/testreport -bench); go test's own output goes to $(LOGS)/bench.log.
 bench: build test-deps
 	@mkdir -p $(LOGS)
+	@# BenchmarkStopHold reads the scheduler's events from a tracefs instance of its own; a
+	@# fresh machine has tracefs unmounted (as root it is mounted here, else that one skips).
+	@if [ "$$(id -u)" = 0 ] && [ ! -d /sys/kernel/tracing/instances ]; then \
+	  mount -t tracefs nodev /sys/kernel/tracing && echo "mounted tracefs at /sys/kernel/tracing"; fi
 	@echo "go test -bench . ./... (log: $(LOGS)/bench.log)"
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 3x -timeout 45m ./... 2>&1 | \
 	  $(GO) run ./cmd/testreport -bench -log $(LOGS)/bench.log
