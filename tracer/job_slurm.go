@@ -189,9 +189,7 @@ func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
 			continue
 		}
 		if known == nil || !known(pid) {
-			match := false
-			procfs.ReadFile(procfs.Path(pid, "environ"), func(env []byte) { match = slurmEnvMatch(env, id, step) })
-			if !match {
+			if !slurmEnvOf(pid, id, step) {
 				continue
 			}
 		}
@@ -206,6 +204,24 @@ func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
 	}
 	return other, nil
 }
+
+// slurmEnvOf says whether pid's environment names the job (and step). A task caught inside
+// its exec reads an empty environment (procfs.EnvNotSet): one in seven of a loop of execs
+// was, the first time /proc named it after its new program. It is read again until the exec
+// has set its environment up, for up to execSettle.
+func slurmEnvOf(pid, id int, step string) bool {
+	for deadline := time.Now().Add(execSettle); ; time.Sleep(100 * time.Microsecond) {
+		n, match := -1, false
+		procfs.ReadFile(procfs.Path(pid, "environ"), func(env []byte) { n, match = len(env), slurmEnvMatch(env, id, step) })
+		if n != 0 || !procfs.EnvNotSet(pid) || time.Now().After(deadline) {
+			return match
+		}
+	}
+}
+
+// execSettle bounds the wait for a task inside its exec to have an environment: an exec
+// takes a millisecond or so, a loaded machine's many more.
+const execSettle = 200 * time.Millisecond
 
 // scontrolTimeout bounds `scontrol listpids` (it asks this node's slurmstepds).
 const scontrolTimeout = 10 * time.Second

@@ -416,3 +416,47 @@ func TestResolveSkip(t *testing.T) {
 		t.Errorf("left out: %v, want %d with the caller's reason", left, skip)
 	}
 }
+
+// A task resolved while it is inside its exec: /proc names it after its new program before
+// the program's environment is set up, and its environ reads empty there (one in seven of a
+// loop of execs, read as soon as the name changed). Its environment must still be read as the
+// job's: each of 100 sleeps, looked at the moment os/exec says it started (its exec well
+// under way; 5 to 32 of them were still inside it in runs here), is in the job.
+func TestSlurmEnvMidExec(t *testing.T) {
+	id := slurmTestJob() + 1 // not TestSlurmJobUnderStepd's
+	jobEnv := "SLURM_JOB_ID=" + strconv.Itoa(id)
+	caught := 0
+	for i := 0; i < 100; i++ {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), jobEnv)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		if procfs.EnvNotSet(pid) {
+			caught++
+		}
+		in := slurmEnvOf(pid, id, "")
+		cmd.Process.Kill()
+		cmd.Wait()
+		if !in {
+			t.Fatalf("sleep %d of 100 (pid %d, started with %s) is not in slurm:%d", i+1, pid, jobEnv, id)
+		}
+	}
+	t.Logf("%d of 100 sleeps were seen inside their exec, before their environment", caught)
+	// Nor is a process with no environment at all taken for one inside its exec.
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = []string{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for dl := patience.New(5 * time.Second); procfs.EnvNotSet(cmd.Process.Pid); time.Sleep(time.Millisecond) {
+		if dl.Passed() {
+			t.Fatalf("a sleep with no environment still looks inside its exec after %v", dl.Waited())
+		}
+	}
+	if env, err := os.ReadFile(procfs.Path(cmd.Process.Pid, "environ")); err != nil || len(env) != 0 {
+		t.Fatalf("a sleep started with no environment has %q %v", env, err)
+	}
+}

@@ -266,6 +266,29 @@ func ReadStatPath(path string) (Stat, error) {
 	return ParseStat(b)
 }
 
+// EnvNotSet says whether pid is inside an exec, named as its new program but without its
+// new program's arguments and environment yet (fs/exec.c begin_new_exec names it;
+// fs/binfmt_elf.c create_elf_tables then sets them up): its environ reads empty there.
+// /proc/PID/stat's env_start (field 50) is 0 then, and only then for a live process the
+// reader may look into (a program started with no environment at all has env_start ==
+// env_end, not 0; one the reader may not look into has environ unreadable, not empty).
+func EnvNotSet(pid int) bool {
+	var buf [1024]byte
+	b, err := ReadSmall(Path(pid, "stat"), buf[:])
+	if err != nil {
+		return false
+	}
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return false
+	}
+	f := bytes.Fields(b[end+1:]) // f[0] is field 3, the state; env_start is field 50
+	if len(f) < 48 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return false
+	}
+	return string(f[47]) == "0"
+}
+
 // ScanStat returns the pids of all processes whose stat matches.
 func ScanStat(match func(Stat) bool) ([]int, error) { return ScanStatExcept(nil, match) }
 
