@@ -26,6 +26,29 @@ type jsonProc struct {
 	events chan event
 	exited chan struct{}
 	err    error
+	stderr bytes.Buffer // what crashtui said there; read once exited is closed
+	reads  gapReader    // read once exited is closed
+}
+
+// gapReader reads r and keeps the longest time between two reads that returned data, and
+// when it ended: whether this side took nothing for long, when crashtui says so.
+type gapReader struct {
+	r        io.Reader
+	last     time.Time
+	gap      time.Duration
+	gapEnded time.Time
+}
+
+func (g *gapReader) Read(b []byte) (int, error) {
+	n, err := g.r.Read(b)
+	if n > 0 {
+		now := time.Now()
+		if !g.last.IsZero() && now.Sub(g.last) > g.gap {
+			g.gap, g.gapEnded = now.Sub(g.last), now
+		}
+		g.last = now
+	}
+	return n, err
 }
 
 func startJSON(t *testing.T, args ...string) *jsonProc {
@@ -35,16 +58,19 @@ func startJSON(t *testing.T, args ...string) *jsonProc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.reads.r = out
 	go func() {
-		sc := bufio.NewScanner(out)
+		sc := bufio.NewScanner(&p.reads)
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
 			var e event
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				e = event{"event": "unparsable", "line": sc.Text()}
+			if json.Unmarshal(sc.Bytes(), &e) != nil { // its length and end: a matrix's line is megabytes
+				l := sc.Bytes()
+				e = event{"event": "unparsable", "bytes": len(l), "end": string(l[max(0, len(l)-80):])}
 			}
 			p.events <- e
 		}
@@ -167,7 +193,17 @@ func TestMatrixSignalDetaches(t *testing.T) {
 		t.Errorf("exit %d after SIGTERM, want 0", code)
 	}
 	if len(rest) == 0 || rest[len(rest)-1].kind() != "summary" {
-		t.Errorf("the last event after SIGTERM is not the summary: %v", rest)
+		var kinds []string
+		for _, e := range rest {
+			kinds = append(kinds, e.kind())
+		}
+		last := event{}
+		if len(rest) > 0 {
+			last = rest[len(rest)-1]
+		}
+		t.Errorf("the last event after SIGTERM is not the summary: %d events (%s), the last %v; crashtui's stderr: %q; "+
+			"this side's longest wait between reads: %v, ended %s (its last read %s)", len(rest), strings.Join(kinds, " "), last,
+			p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"), p.reads.last.Format("15:04:05.000"))
 	}
 	t.Logf("SIGTERM with %d in ptrace stop; %d events after it", stopped, len(rest))
 	checkJobIntact(t, j, pids)
