@@ -206,22 +206,38 @@ func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
 }
 
 // slurmEnvOf says whether pid's environment names the job (and step). A task caught inside
-// its exec reads an empty environment (procfs.EnvNotSet): one in seven of a loop of execs
-// was, the first time /proc named it after its new program. It is read again until the exec
-// has set its environment up, for up to execSettle.
+// its exec reads an empty environment: /proc names it after its new program before the exec
+// has set its environment up (one in seven of a loop of execs read so, the first time the
+// new name showed). While procfs.EnvNotSet says so, the environment is read again for up to
+// execSettle; an empty one whose bounds are set (the exec fills them in a loop, and a program
+// started with no environment at all reads so for good) for up to emptySettle.
 func slurmEnvOf(pid, id int, step string) bool {
-	for deadline := time.Now().Add(execSettle); ; time.Sleep(100 * time.Microsecond) {
+	start := time.Now()
+	for {
 		n, match := -1, false
 		procfs.ReadFile(procfs.Path(pid, "environ"), func(env []byte) { n, match = len(env), slurmEnvMatch(env, id, step) })
-		if n != 0 || !procfs.EnvNotSet(pid) || time.Now().After(deadline) {
+		if n != 0 {
 			return match
 		}
+		wait := emptySettle
+		if procfs.EnvNotSet(pid) {
+			wait = execSettle
+		}
+		if time.Since(start) > wait {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
 // execSettle bounds the wait for a task inside its exec to have an environment: an exec
-// takes a millisecond or so, a loaded machine's many more.
-const execSettle = 200 * time.Millisecond
+// takes a millisecond or so, a loaded machine's many more. emptySettle bounds it once the
+// environment's bounds are set, which takes microseconds, but a task preempted there waits
+// for the others' turns (a loaded make test read one empty with its bounds set).
+const (
+	execSettle  = 200 * time.Millisecond
+	emptySettle = 20 * time.Millisecond
+)
 
 // scontrolTimeout bounds `scontrol listpids` (it asks this node's slurmstepds).
 const scontrolTimeout = 10 * time.Second

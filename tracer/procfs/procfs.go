@@ -269,9 +269,9 @@ func ReadStatPath(path string) (Stat, error) {
 // EnvNotSet says whether pid is inside an exec, named as its new program but without its
 // new program's arguments and environment yet (fs/exec.c begin_new_exec names it;
 // fs/binfmt_elf.c create_elf_tables then sets them up): its environ reads empty there.
-// /proc/PID/stat's env_start (field 50) is 0 then, and only then for a live process the
-// reader may look into (a program started with no environment at all has env_start ==
-// env_end, not 0; one the reader may not look into has environ unreadable, not empty).
+// /proc/PID/stat's env_start (field 50) is 0 then (and in a task leaving, whose memory is
+// gone: a zombie at once). A program started with no environment at all has env_start ==
+// env_end, not 0; one the reader may not look into has environ unreadable, not empty.
 func EnvNotSet(pid int) bool {
 	var buf [1024]byte
 	b, err := ReadSmall(Path(pid, "stat"), buf[:])
