@@ -189,7 +189,9 @@ func slurmEnvPIDs(id int, step string, known func(int) bool) ([]int, error) {
 			continue
 		}
 		if known == nil || !known(pid) {
-			if !slurmEnvOf(pid, id, step) {
+			// A zombie's environment is gone (it reads empty, as one inside its exec does):
+			// it names no job, and is not read again.
+			if s.State == 'Z' || s.State == 'X' || !slurmEnvOf(pid, id, step) {
 				continue
 			}
 		}
