@@ -500,8 +500,10 @@ func (s *session) finish(host string) sessions.Summary {
 	// Told to stop, crashtui has detached by now: a reader that takes nothing for two
 	// seconds while crashtui waits for it does not keep it from exiting. One that keeps
 	// reading gets everything, the summary last, however long crashtui itself takes to
-	// write an event. Told a second time, a quarter of a second without progress ends the
-	// wait, whatever the writer is doing.
+	// write an event: a pipe the reader has emptied is crashtui's own wait, even inside a
+	// write (a loaded machine can leave crashtui's writer unscheduled between two chunks
+	// of a long line for seconds). Told a second time, a quarter of a second without
+	// progress ends the wait, whatever the writer is doing.
 	pending := func() int { return -1 }
 	if s.unread != nil {
 		pending = s.unread
@@ -518,7 +520,9 @@ func (s *session) finish(host string) sessions.Summary {
 		case <-second:
 			continue // told again while waiting: wait less
 		case <-time.After(stall):
-			if now, in := s.progress.Load(), pending(); now != last || in < waiting || (second != nil && !s.waiting.Load()) {
+			now, in := s.progress.Load(), pending()
+			ownWait := !s.waiting.Load() || in == 0 // nothing is the reader's to take
+			if now != last || in < waiting || (second != nil && ownWait) {
 				last, waiting = now, in
 				continue
 			}
@@ -530,8 +534,12 @@ func (s *session) finish(host string) sessions.Summary {
 			// What is not written is lost: say so where the user looks when output ends
 			// short (the reader itself may be a script that never knew).
 			if s.warn != nil {
-				fmt.Fprintf(s.warn, "crashtui: the --json reader took nothing for %v after crashtui was told to stop: "+
-					"crashtui stopped waiting for it, and the rest of its output (the summary last) is not written\n", stall)
+				held := ""
+				if in > 0 {
+					held = fmt.Sprintf(" (%d bytes left in its pipe)", in)
+				}
+				fmt.Fprintf(s.warn, "crashtui: the --json reader took nothing for %v%s after crashtui was told to stop: "+
+					"crashtui stopped waiting for it, and the rest of its output (the summary last) is not written\n", stall, held)
 			}
 		}
 		break
@@ -751,7 +759,9 @@ func oneOf(v string, allowed ...string) bool {
 }
 
 // unreadOf returns how many bytes wait unread in w's pipe (FIONREAD, alias TIOCINQ), or -1
-// always where w is not a file or the kernel cannot say.
+// always where w is not a pipe or the kernel cannot say. Only a pipe's count is the
+// reader's: on a socket or a terminal the same ioctl counts what waits to be read on
+// crashtui's own side, 0 however stuck the reader.
 func unreadOf(w io.Writer) func() int {
 	f, ok := w.(*os.File)
 	if !ok {
@@ -759,6 +769,14 @@ func unreadOf(w io.Writer) func() int {
 	}
 	rc, err := f.SyscallConn() // not Fd, which would put the file in blocking mode
 	if err != nil {
+		return func() int { return -1 }
+	}
+	pipe := false
+	rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		pipe = unix.Fstat(int(fd), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+	})
+	if !pipe {
 		return func() int { return -1 }
 	}
 	return func() int {

@@ -536,6 +536,9 @@ func TestSignalWithStuckReader(t *testing.T) {
 			if ee, ok := proc.err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
 				t.Errorf("crashtui died of %v", ee.Sys().(syscall.WaitStatus).Signal())
 			}
+			if !strings.Contains(stderr.String(), "bytes left in its pipe) after crashtui was told to stop") {
+				t.Errorf("crashtui did not say how much its stuck reader left in the pipe; its stderr: %q", stderr.String())
+			}
 			if !strings.Contains(stderr.String(), "the rest of its output (the summary last) is not written") {
 				t.Errorf("crashtui let its stuck reader go without saying that output was lost; its stderr: %q", stderr.String())
 			}
@@ -728,6 +731,107 @@ func TestFinishWaitsForItsOwnWriting(t *testing.T) {
 		}
 	case <-patience.After(30 * time.Second):
 		t.Fatal("the reader never got the summary")
+	}
+}
+
+// pausingWriter is a pipe's write end whose second write waits until release is closed: a
+// crashtui writer left unscheduled between two chunks of a long line, as a loaded machine
+// leaves it.
+type pausingWriter struct {
+	w       io.Writer
+	writes  *int
+	release chan struct{}
+}
+
+func (p pausingWriter) Write(b []byte) (int, error) {
+	if *p.writes++; *p.writes == 2 {
+		<-p.release
+	}
+	return p.w.Write(b)
+}
+
+// bigBody is an event whose line is n bytes long, written in many chunks.
+type bigBody struct{ n int }
+
+func (bigBody) Kind() sessions.Kind { return "big" }
+
+func (b bigBody) MarshalJSON() ([]byte, error) {
+	return []byte(`{"big":"` + strings.Repeat("x", b.n) + `"}`), nil
+}
+
+// TestFinishWaitsInsideItsOwnWrite: told to stop, finish does not let go of a reader that
+// has taken everything written so far while crashtui's writer, inside a long line, has not
+// written its next chunk for three seconds. The reader's pipe is empty: the wait is
+// crashtui's own. (Beside two CPU hogs, TestMatrixSignalDetaches got its 2.3 MB matrix line
+// cut at 128 KiB, crashtui saying the reader took nothing for 2 s; the reader had not been
+// given anything to take.) A reader that leaves bytes in its pipe is let go:
+// TestSignalWithStuckReader.
+func TestFinishWaitsInsideItsOwnWrite(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	var stderr strings.Builder
+	release := make(chan struct{})
+	writes := 0
+	s, err := newSession(&common{json: true, stderr: &stderr}, pausingWriter{w, &writes, release}, "test", "attach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.unread = unreadOf(w) // what crashtui reads of its stdout's pipe
+	if n := s.unread(); n != 0 {
+		t.Fatalf("a new pipe holds %d unread bytes by unreadOf, want 0", n)
+	}
+	// A socket's count is of crashtui's own side: 0 there says nothing of its reader.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, peer := os.NewFile(uintptr(fds[0]), "sock"), os.NewFile(uintptr(fds[1]), "peer")
+	t.Cleanup(func() { sock.Close(); peer.Close() })
+	if n := unreadOf(sock)(); n != -1 {
+		t.Errorf("unreadOf(a socket) = %d, want -1 (unknown)", n)
+	}
+	s.stop = &stopSignals{make(chan struct{}), make(chan struct{})}
+	close(s.stop.first) // told to stop
+	read := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), `"event":"summary"`) {
+				break
+			}
+		}
+		read <- lines
+	}()
+	time.AfterFunc(3*time.Second, func() { close(release) }) // past finish's two seconds
+	const n = 64 << 10
+	s.emit(sessions.Event{Time: time.Now(), Body: bigBody{n}})
+	s.finish("")
+	select {
+	case <-s.written:
+	default:
+		t.Fatalf("finish returned while crashtui was still writing the line; crashtui's stderr: %q", stderr.String())
+	}
+	select {
+	case lines := <-read:
+		if len(lines) != 2 || len(lines[0]) < n || !strings.Contains(lines[1], `"event":"summary"`) {
+			first := 0
+			if len(lines) > 0 {
+				first = len(lines[0])
+			}
+			t.Errorf("the reader got %d lines (the first %d bytes), want the %d-byte line, then the summary; crashtui's stderr: %q",
+				len(lines), first, n, stderr.String())
+		}
+	case <-patience.After(30 * time.Second):
+		t.Fatalf("the reader never got the summary; crashtui's stderr: %q", stderr.String())
+	}
+	if writes < 3 {
+		t.Errorf("%d writes to the pipe: the line was not written in chunks", writes)
 	}
 }
 
