@@ -508,7 +508,15 @@ func (s *session) finish(host string) sessions.Summary {
 	if s.unread != nil {
 		pending = s.unread
 	}
-	for last, waiting := s.progress.Load(), pending(); ; {
+	// The wait is counted in looks, stallLooks of them a stall apart, not in time: a
+	// machine that stops running crashtui and its reader alike (a VM its host pauses, a
+	// laptop suspended) resumes both with the wait's time all gone, and the reader has not
+	// yet had its turn. Such a pause is one look (each look's timer is set after the last),
+	// so a reader is let go only after crashtui has itself run and looked for the whole wait.
+	// (A loaded 2-CPU VM here stopped every process for 10 to 90 s at a time, its kernel
+	// reporting "workqueue lockup"; crashtui then cut a reader that had never been
+	// scheduled.)
+	for last, waiting, still := s.progress.Load(), pending(), 0; ; {
 		stall, second := 2*time.Second, s.stop.second
 		select {
 		case <-s.stop.second:
@@ -518,12 +526,16 @@ func (s *session) finish(host string) sessions.Summary {
 		select {
 		case <-s.written:
 		case <-second:
+			still = 0
 			continue // told again while waiting: wait less
-		case <-time.After(stall):
+		case <-time.After(stall / stallLooks):
 			now, in := s.progress.Load(), pending()
 			ownWait := !s.waiting.Load() || in == 0 // nothing is the reader's to take
 			if now != last || in < waiting || (second != nil && ownWait) {
-				last, waiting = now, in
+				last, waiting, still = now, in, 0
+				continue
+			}
+			if still++; still < stallLooks {
 				continue
 			}
 			select {
@@ -549,6 +561,10 @@ func (s *session) finish(host string) sessions.Summary {
 	}
 	return sum
 }
+
+// stallLooks is how many looks at the reader's progress, a twentieth of the wait apart,
+// must all see none before finish lets the reader go.
+const stallLooks = 20
 
 // progressWriter writes to w at most progressChunk bytes a call and counts each write the
 // reader took. One event's line can be megabytes (a 100-process matrix is 2.3 MB): a slow

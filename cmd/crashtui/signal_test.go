@@ -30,21 +30,26 @@ type jsonProc struct {
 	reads  gapReader    // read once exited is closed
 }
 
-// gapReader reads r and keeps the longest time between two reads that returned data, and
-// when it ended: whether this side took nothing for long, when crashtui says so.
+// gapReader reads r and keeps the longest time between two reads that returned data, when
+// it ended and when the read that ended it was called: whether this side took nothing for
+// long, when crashtui says so (a read called late: this process was not running).
 type gapReader struct {
 	r        io.Reader
 	last     time.Time
 	gap      time.Duration
 	gapEnded time.Time
+	gapBegan time.Time // when the read that ended the gap was called
+	longest  time.Duration
 }
 
 func (g *gapReader) Read(b []byte) (int, error) {
+	began := time.Now()
 	n, err := g.r.Read(b)
+	now := time.Now()
+	g.longest = max(g.longest, now.Sub(began))
 	if n > 0 {
-		now := time.Now()
 		if !g.last.IsZero() && now.Sub(g.last) > g.gap {
-			g.gap, g.gapEnded = now.Sub(g.last), now
+			g.gap, g.gapEnded, g.gapBegan = now.Sub(g.last), now, began
 		}
 		g.last = now
 	}
@@ -180,6 +185,7 @@ func TestMatrixSignalDetaches(t *testing.T) {
 			if end.Passed() {
 				t.Fatal("no job process was ever seen in ptrace stop")
 			}
+			time.Sleep(time.Millisecond) // the machine's CPUs are crashtui's and the reader's too
 			select {
 			case <-p.exited:
 				t.Fatal("crashtui ended before a job process was seen in ptrace stop")
@@ -202,8 +208,9 @@ func TestMatrixSignalDetaches(t *testing.T) {
 			last = rest[len(rest)-1]
 		}
 		t.Errorf("the last event after SIGTERM is not the summary: %d events (%s), the last %v; crashtui's stderr: %q; "+
-			"this side's longest wait between reads: %v, ended %s (its last read %s)", len(rest), strings.Join(kinds, " "), last,
-			p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"), p.reads.last.Format("15:04:05.000"))
+			"this side's longest wait between reads: %v, ended %s by a read called at %s (its last read %s; its longest read call %v)", len(rest), strings.Join(kinds, " "), last,
+			p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"), p.reads.gapBegan.Format("15:04:05.000"),
+			p.reads.last.Format("15:04:05.000"), p.reads.longest)
 	}
 	t.Logf("SIGTERM with %d in ptrace stop; %d events after it", stopped, len(rest))
 	checkJobIntact(t, j, pids)
@@ -488,31 +495,9 @@ func TestSignalWithStuckReader(t *testing.T) {
 			cmd.Stderr = &stderr
 			proc := startWaited(t, cmd, 0)
 			w.Close()
-			// Never read: 40 processes' events are more than the pipe holds. Wait until
-			// every process is traced (the attach is over, crashtui blocked on its output).
-			for deadline := patience.New(10 * time.Second); !deadline.Passed(); time.Sleep(10 * time.Millisecond) {
-				all := true
-				for _, pid := range pids {
-					all = all && tracerPID(pid) > 0
-				}
-				if all {
-					break
-				}
-			}
-			// Full: crashtui's next write (its 4 kB buffer) does not fit, so nothing more comes.
-			last, since := -1, time.Now()
-			for deadline := patience.New(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				n, _ := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
-				if n != last {
-					last, since = n, time.Now()
-				}
-				if n > 0 && time.Since(since) > 300*time.Millisecond {
-					break
-				}
-				if deadline.Passed() {
-					t.Fatalf("%d bytes in the pipe after 10 s: not full", n)
-				}
-			}
+			// Never read: 40 processes' events are more than the pipe holds. Full: crashtui's
+			// next write (its 4 kB buffer) does not fit, so nothing more comes.
+			waitTracedAndFull(t, pids, r)
 			start := time.Now()
 			for i := 0; i < signals; i++ {
 				cmd.Process.Signal(os.Interrupt)
@@ -544,6 +529,104 @@ func TestSignalWithStuckReader(t *testing.T) {
 			}
 			checkJobIntact(t, j, pids)
 		})
+	}
+}
+
+// TestReaderAfterAPause: told to stop while its reader has not read, crashtui waits for the
+// reader two seconds of its own running, not of the clock: a time crashtui is not run does
+// not use up the reader's time. This loaded VM stopped every process for 10-90 s at a time
+// (its kernel said "workqueue lockup"; its host had stopped its CPUs): crashtui's two
+// seconds ran out while neither it nor its reader ran, and at its first look after, before
+// the reader had had its turn, it let the reader go (TestMatrixSignalDetaches failed so
+// under load). The test stops crashtui (SIGSTOP) for 3 s half a second into that wait, and
+// reads 200 ms after it is continued: it gets everything, the summary last. Before, it got
+// a cut stream (2 runs of 2).
+func TestReaderAfterAPause(t *testing.T) {
+	needRoot(t)
+	j := startJob(t, 40) // more events than the pipe holds
+	pids := pgroupPIDs(j.pgid)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096) // full after a few events
+	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	proc := startWaited(t, cmd, 0)
+	w.Close()
+	waitTracedAndFull(t, pids, r)
+	cmd.Process.Signal(os.Interrupt)
+	// It detaches, then waits for its reader.
+	for deadline := patience.New(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		traced := 0
+		for _, pid := range pids {
+			if tracerPID(pid) > 0 {
+				traced++
+			}
+		}
+		if traced == 0 {
+			break
+		}
+		if deadline.Passed() {
+			t.Fatalf("%d job processes still traced 20 s after SIGINT", traced)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-proc.exited:
+		t.Fatalf("crashtui exited before its reader read: %v; its stderr: %q", proc.err, stderr.String())
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) }) // never left stopped
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(syscall.SIGCONT)
+	time.Sleep(200 * time.Millisecond)
+	out, _ := io.ReadAll(r) // to crashtui's exit
+	select {
+	case <-proc.exited:
+	case <-patience.After(20 * time.Second):
+		t.Fatal("crashtui still running 20 s after its reader read all")
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"event":"summary"`) {
+		t.Errorf("the reader got %d lines, the last %.200q, not the summary; crashtui's stderr: %q", len(lines), last, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "stopped waiting") {
+		t.Errorf("crashtui let its reader go: %q", stderr.String())
+	}
+	checkJobIntact(t, j, pids)
+}
+
+// waitTracedAndFull waits until every one of pids is traced (crashtui's attach is over) and
+// then until r's pipe has held the same number of unread bytes for 300 ms: full, crashtui
+// blocked on its output.
+func waitTracedAndFull(t *testing.T, pids []int, r *os.File) {
+	t.Helper()
+	for deadline := patience.New(10 * time.Second); !deadline.Passed(); time.Sleep(10 * time.Millisecond) {
+		all := true
+		for _, pid := range pids {
+			all = all && tracerPID(pid) > 0
+		}
+		if all {
+			break
+		}
+	}
+	last, since := -1, time.Now()
+	for deadline := patience.New(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, _ := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ) // FIONREAD
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if n > 0 && time.Since(since) > 300*time.Millisecond {
+			return
+		}
+		if deadline.Passed() {
+			t.Fatalf("%d bytes in the pipe after 10 s: not full", n)
+		}
 	}
 }
 
