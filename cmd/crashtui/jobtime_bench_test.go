@@ -73,7 +73,10 @@ func BenchmarkJobTime(b *testing.B) {
 				}
 				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 				switches[mode] = ru.Nvcsw + ru.Nivcsw
-				return readElapsed(b, elapsed)
+				return readElapsed(b, elapsed, mode, func() string {
+					said, _ := os.ReadFile(outPath)
+					return string(said[max(0, len(said)-4096):])
+				})
 			}
 			// Each round runs every mode three times, interleaved, and keeps each mode's least
 			// (a busy machine only ever adds time); the ratios are taken round by round, both
@@ -168,17 +171,19 @@ func runInTUI(b *testing.B, job []string, elapsed string) jobTimes {
 	case <-patience.After(30 * time.Second):
 		b.Fatalf("crashtui's TUI did not end within 30 s of SIGTERM; its output's end: %q", scr.Tail())
 	}
-	return readElapsed(b, elapsed)
+	return readElapsed(b, elapsed, "tui", scr.Tail)
 }
 
 // jobTimes is what events.c says of one run of its workload: its wall time, and the CPU time
 // it and its children spent over it.
 type jobTimes struct{ wall, cpu time.Duration }
 
-func readElapsed(b *testing.B, path string) jobTimes {
+// readElapsed reads the times the job wrote to path under mode; said is what its tracer
+// said (crashtui's summary tells how the job ended), for a failure's message.
+func readElapsed(b *testing.B, path, mode string, said func() string) jobTimes {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		b.Fatalf("the job wrote no time: %v", err)
+		b.Fatalf("%s: the job wrote no time: %v; its tracer's output's end:\n%s", mode, err, said())
 	}
 	f := strings.Fields(string(raw))
 	if len(f) != 2 {
