@@ -492,23 +492,7 @@ func TestSignalWithStuckReader(t *testing.T) {
 	needRoot(t)
 	for _, signals := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d SIGINT", signals), func(t *testing.T) {
-			j := startJob(t, 40)
-			pids := pgroupPIDs(j.pgid)
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096) // full after a few events
-			cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
-			cmd.Stdout = w
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			proc := startWaited(t, cmd, 0)
-			w.Close()
-			// Never read: 40 processes' events are more than the pipe holds. Full: crashtui's
-			// next write (its 4 kB buffer) does not fit, so nothing more comes.
-			waitTracedAndFull(t, pids, r)
+			j, pids, cmd, proc, stderr, _ := startStuckReader(t)
 			start := time.Now()
 			for i := 0; i < signals; i++ {
 				cmd.Process.Signal(os.Interrupt)
@@ -544,31 +528,16 @@ func TestSignalWithStuckReader(t *testing.T) {
 }
 
 // TestReaderAfterAPause: told to stop while its reader has not read, crashtui waits for the
-// reader two seconds of its own running, not of the clock: a time crashtui is not run does
-// not use up the reader's time. This loaded VM stopped every process for 10-90 s at a time
-// (its kernel said "workqueue lockup"; its host had stopped its CPUs): crashtui's two
-// seconds ran out while neither it nor its reader ran, and at its first look after, before
-// the reader had had its turn, it let the reader go (TestMatrixSignalDetaches failed so
-// under load). The test stops crashtui (SIGSTOP) for 3 s half a second into that wait, and
-// reads 200 ms after it is continued: it gets everything, the summary last. Before, it got
-// a cut stream (2 runs of 2).
+// reader two seconds of its own running, not of the clock: a time crashtui is not run (a VM
+// its host stops, as this loaded one stopped processes for 10-90 s, its kernel saying
+// "workqueue lockup"; a laptop suspended) does not use up the reader's time. Before, one 2 s
+// timer ran out in such a pause, and crashtui's first look after it, before the reader had
+// had its turn, let the reader go. The test stops crashtui (SIGSTOP) for 3 s half a second
+// into that wait, and reads 200 ms after it is continued: it gets everything, the summary
+// last (before: a cut stream, 2 runs of 2).
 func TestReaderAfterAPause(t *testing.T) {
 	needRoot(t)
-	j := startJob(t, 40) // more events than the pipe holds
-	pids := pgroupPIDs(j.pgid)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096) // full after a few events
-	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
-	cmd.Stdout = w
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	proc := startWaited(t, cmd, 0)
-	w.Close()
-	waitTracedAndFull(t, pids, r)
+	j, pids, cmd, proc, stderr, r := startStuckReader(t)
 	cmd.Process.Signal(os.Interrupt)
 	// It detaches, then waits for its reader.
 	for deadline := patience.New(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -612,11 +581,27 @@ func TestReaderAfterAPause(t *testing.T) {
 	checkJobIntact(t, j, pids)
 }
 
-// waitTracedAndFull waits until every one of pids is traced (crashtui's attach is over) and
-// then until r's pipe has held the same number of unread bytes for 300 ms: full, crashtui
-// blocked on its output.
-func waitTracedAndFull(t *testing.T, pids []int, r *os.File) {
+// startStuckReader starts `crashtui attach --json` on a job of 40 processes, its stdout a
+// 4 KiB pipe that is never read, and returns once every process is traced and the pipe has
+// held the same number of unread bytes for 300 ms: full (40 processes' events are more than
+// it holds), crashtui blocked on its output. It returns the job, its pids, crashtui, its
+// stderr and the pipe's read end (closed at cleanup).
+func startStuckReader(t *testing.T) (*job, []int, *exec.Cmd, *waitedProc, *strings.Builder, *os.File) {
 	t.Helper()
+	j := startJob(t, 40)
+	pids := pgroupPIDs(j.pgid)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096)
+	cmd := exec.Command(crashtuiBin, "attach", "--json", "pgid:"+strconv.Itoa(j.pgid))
+	cmd.Stdout = w
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	proc := startWaited(t, cmd, 0)
+	w.Close()
 	for deadline := patience.New(10 * time.Second); !deadline.Passed(); time.Sleep(10 * time.Millisecond) {
 		all := true
 		for _, pid := range pids {
@@ -633,7 +618,7 @@ func waitTracedAndFull(t *testing.T, pids []int, r *os.File) {
 			last, since = n, time.Now()
 		}
 		if n > 0 && time.Since(since) > 300*time.Millisecond {
-			return
+			return j, pids, cmd, proc, stderr, r
 		}
 		if deadline.Passed() {
 			t.Fatalf("%d bytes in the pipe after 10 s: not full", n)
