@@ -513,9 +513,8 @@ func (s *session) finish(host string) sessions.Summary {
 	// laptop suspended) resumes both with the wait's time all gone, and the reader has not
 	// yet had its turn. Such a pause is one look (each look's timer is set after the last),
 	// so a reader is let go only after crashtui has itself run and looked for the whole wait.
-	// (A loaded 2-CPU VM here stopped every process for 10 to 90 s at a time, its kernel
-	// reporting "workqueue lockup"; crashtui then cut a reader that had never been
-	// scheduled.)
+	// (A loaded 2-CPU VM here stopped processes for 10 to 90 s at a time, its kernel
+	// reporting "workqueue lockup": one 2 s timer runs out inside such a stop.)
 	for last, waiting, still := s.progress.Load(), pending(), 0; ; {
 		stall, second := 2*time.Second, s.stop.second
 		select {

@@ -96,6 +96,16 @@ func startJSON(t *testing.T, args ...string) *jsonProc {
 	return p
 }
 
+// readerNotRun says whether a cut --json stream is crashtui letting go a reader this test
+// process did not run: crashtui said it stopped waiting, and the reader called no read for
+// as long as crashtui waits. crashtui lets a reader go that takes nothing for two seconds of
+// crashtui's own running once told to stop; this VM, loaded, stops processes for 10-90 s
+// ("workqueue lockup" in its kernel log). Such a cut is crashtui doing as it must: not
+// judged.
+func readerNotRun(stderr string, idle time.Duration) bool {
+	return strings.Contains(stderr, "stopped waiting") && idle >= 2*time.Second
+}
+
 // exit waits for the exit and returns the status and every event not yet taken.
 func (p *jsonProc) exit(t *testing.T, timeout time.Duration) (int, []event) {
 	t.Helper()
@@ -213,11 +223,7 @@ func TestMatrixSignalDetaches(t *testing.T) {
 			"this side's longest wait between reads that returned data: %v, to %s; its longest without calling read: %v, to %s",
 			len(rest), strings.Join(kinds, " "), last, p.stderr.String(), p.reads.gap, p.reads.gapEnded.Format("15:04:05.000"),
 			p.reads.idle, p.reads.idleDone.Format("15:04:05.000"))
-		// crashtui lets a reader go that takes nothing for two seconds of crashtui's own
-		// running after it is told to stop. Where this process itself was not run for that
-		// long (its reader goroutine called no read: this VM, loaded, stops processes for
-		// 10-90 s, "workqueue lockup" in its kernel log), that is crashtui doing as it must.
-		if strings.Contains(p.stderr.String(), "stopped waiting") && p.reads.idle >= 2*time.Second {
+		if readerNotRun(p.stderr.String(), p.reads.idle) {
 			t.Logf("not judged: this machine did not run the test's reader: %s", why)
 		} else {
 			t.Error(why)
@@ -430,10 +436,16 @@ func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
 	var out bytes.Buffer
 	read := make(chan error, 1)
 	measuring := make(chan struct{})
+	var idle time.Duration // the longest between two read calls, beyond the reader's 100 ms pause; read after read
 	go func() {
 		buf := make([]byte, 4096)
 		told := false
+		var last time.Time
 		for {
+			if !last.IsZero() {
+				idle = max(idle, time.Since(last)-100*time.Millisecond)
+			}
+			last = time.Now()
 			k, err := r.Read(buf)
 			out.Write(buf[:k])
 			if !told && bytes.Contains(out.Bytes(), []byte(`"event":"matrix_progress"`)) {
@@ -469,7 +481,13 @@ func TestSlowReaderGetsTheLongLineWhole(t *testing.T) {
 	for _, l := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 		var e event
 		if err := json.Unmarshal(l, &e); err != nil {
-			t.Fatalf("a line of %d bytes does not parse (%v): %.200s\ncrashtui's stderr: %s", len(l), err, l, stderr.String())
+			if readerNotRun(stderr.String(), idle) {
+				t.Logf("not judged: this machine did not run the test's reader for %v; crashtui's stderr: %s", idle, stderr.String())
+				checkJobIntact(t, j, pids)
+				return
+			}
+			t.Fatalf("a line of %d bytes does not parse (%v): %.200s\ncrashtui's stderr: %s (the reader's longest between two reads, beyond its pause: %v)",
+				len(l), err, l, stderr.String(), idle)
 		}
 		kinds = append(kinds, e.kind())
 		longest = max(longest, len(l))
